@@ -1,0 +1,5 @@
+import sys
+
+from reposync.cli import main
+
+sys.exit(main())

@@ -1,0 +1,123 @@
+"""The ``reposync`` command line: parse, call a service, render. Nothing else."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+
+from reposync.config import Settings
+from reposync.errors import ReposyncError
+from reposync.sync.vocabulary import RefConflictPolicy
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="reposync", description="Keep two Git forge repositories in sync."
+    )
+    parser.add_argument("--data-dir", help="data directory of the embedded mode "
+                        "(default: $REPOSYNC_DATA_DIR or the user's data directory)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    sync = commands.add_parser("sync", help="run one sync from SOURCE to TARGET in-process")
+    sync.add_argument("source", metavar="SOURCE", help="e.g. local:/srv/forge/app.git")
+    sync.add_argument("target", metavar="TARGET", help="e.g. local:/backup/app.git")
+    sync.add_argument("--dry-run", action="store_true",
+                      help="plan and report; write nothing to the target")
+    sync.add_argument("--full-audit", action="store_true",
+                      help="read back every managed object on the target and repair drift")
+    sync.add_argument("--json", action="store_true",
+                      help="print exactly one JSON object: the final Run report")
+    sync.add_argument("--conflict-policy", choices=[p.value for p in RefConflictPolicy],
+                      help="for same-named target branches Git cannot prove are behind")
+
+    commands.add_parser("worker", help="run a Celery worker (distributed mode)")
+    commands.add_parser("beat", help="run celery beat: the recovery and schedule tick")
+    api = commands.add_parser("api", help="serve the HTTP API with gunicorn")
+    api.add_argument("--bind", help="host:port (default: $REPOSYNC_API_BIND)")
+    db = commands.add_parser("db", help="database maintenance")
+    db_commands = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
+    db_commands.add_parser("upgrade", help="apply every pending migration")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        settings = Settings.from_env(data_dir=args.data_dir)
+        if args.command == "sync":
+            return _sync(settings, args)
+        if args.command == "db":
+            return _db_upgrade(settings)
+        if args.command == "worker":
+            from reposync.tasks.app import run_worker
+
+            return run_worker(settings)
+        if args.command == "beat":
+            from reposync.tasks.app import run_beat
+
+            return run_beat(settings)
+        if args.command == "api":
+            from reposync.web.server import serve
+
+            return serve(settings, bind=args.bind)
+    except ReposyncError as error:
+        if getattr(args, "json", False):
+            print(json.dumps({"status": "error", **error.to_dict()}))
+        print(f"reposync: error: {error.message} [{error.code}]", file=sys.stderr)
+        return error.exit_status
+    except KeyboardInterrupt:
+        print("reposync: interrupted; the Run resumes on the next invocation", file=sys.stderr)
+        return 130
+    return 0
+
+
+def _sync(settings: Settings, args: argparse.Namespace) -> int:
+    from reposync.console import ProgressLine, render_report
+    from reposync.models.db import Database
+    from reposync.service.context import ServiceContext
+    from reposync.service.embedded import SyncRequest, sync
+
+    request = SyncRequest(
+        source=args.source,
+        target=args.target,
+        dry_run=args.dry_run,
+        full_audit=args.full_audit,
+        conflict_policy=RefConflictPolicy(args.conflict_policy) if args.conflict_policy else None,
+    )
+    db = Database(settings.effective_database_url)
+    progress = None if args.json else ProgressLine()
+    try:
+        run = sync(ServiceContext(settings=settings, db=db), request, progress)
+    finally:
+        if progress is not None:
+            progress.close()
+        db.dispose()
+    if args.json:
+        print(json.dumps(run.report, sort_keys=True))
+    else:
+        print(render_report(run.report, args.source, args.target))
+    return 0 if run.status == "completed" else 1
+
+
+def _db_upgrade(settings: Settings) -> int:
+    from reposync.models.db import Database
+
+    db = Database(settings.effective_database_url)
+    try:
+        db.upgrade()
+    finally:
+        db.dispose()
+    print("database schema is up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

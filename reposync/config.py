@@ -1,0 +1,131 @@
+"""Typed settings, read once from the environment.
+
+Every entry point (CLI, Celery worker, API) builds one ``Settings`` and passes it down;
+nothing reads the environment at import time, so tests construct ``Settings(...)``
+directly. The defaults run on a laptop: an SQLite database in the user's data directory
+and no broker (the embedded mode).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from reposync.errors import ConfigurationError
+
+ENV_PREFIX = "REPOSYNC_"
+
+
+def default_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir("reposync", appauthor=False))
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """All knobs of reposync. Environment variable = ``REPOSYNC_`` + upper-cased name."""
+
+    #: Where the embedded database and Git caches live.
+    data_dir: Path = field(default_factory=default_data_dir)
+    #: SQLAlchemy URL; empty means the embedded SQLite file in ``data_dir``.
+    database_url: str = ""
+    #: Celery broker (distributed mode only).
+    broker_url: str = "redis://127.0.0.1:6379/0"
+    #: Seconds a Run's lease on its Binding lives without a heartbeat.
+    lease_ttl: float = 120.0
+    #: Physical batch limits for the applying stage.
+    batch_max_items: int = 500
+    batch_max_bytes: int = 8 * 1024 * 1024
+    #: How often one stage may be (re)started before the Run fails; caps redelivery loops.
+    max_stage_attempts: int = 5
+    #: How often one item may be attempted before it fails.
+    max_item_attempts: int = 3
+    #: Celery timing. Invariant: soft < hard < visibility timeout (checked below).
+    task_soft_time_limit: float = 3300.0
+    task_time_limit: float = 3600.0
+    visibility_timeout: float = 7200.0
+    #: kombu's sweep that restores unacknowledged messages (seconds, and sweeps skipped).
+    unacked_restore_interval: float = 10.0
+    unacked_restore_throttle: int = 10
+    #: Period of the recovery/scheduling tick of celery beat.
+    tick_interval: float = 15.0
+    #: Seconds a queued Run may wait for its first task before the tick re-dispatches it.
+    dispatch_grace: float = 60.0
+    #: API listen address for ``reposync api``.
+    api_bind: str = "127.0.0.1:8080"
+
+    def __post_init__(self) -> None:
+        if not self.task_soft_time_limit < self.task_time_limit < self.visibility_timeout:
+            raise ConfigurationError(
+                "REPOSYNC_TASK_SOFT_TIME_LIMIT < REPOSYNC_TASK_TIME_LIMIT < "
+                "REPOSYNC_VISIBILITY_TIMEOUT must hold (got "
+                f"{self.task_soft_time_limit} / {self.task_time_limit} / "
+                f"{self.visibility_timeout}); otherwise the broker redelivers running tasks"
+            )
+        if self.lease_ttl <= 0 or self.batch_max_items <= 0 or self.batch_max_bytes <= 0:
+            raise ConfigurationError(
+                "REPOSYNC_LEASE_TTL, REPOSYNC_BATCH_MAX_ITEMS and REPOSYNC_BATCH_MAX_BYTES "
+                "must be positive"
+            )
+
+    @property
+    def effective_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{self.data_dir / 'reposync.db'}"
+
+    @property
+    def heartbeat_interval(self) -> float:
+        return self.lease_ttl / 3
+
+    @classmethod
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, **overrides: Any
+    ) -> Settings:
+        """Build settings from ``REPOSYNC_*`` variables; explicit overrides win."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            raw = env.get(ENV_PREFIX + f.name.upper())
+            if raw is None or raw == "":
+                continue
+            values[f.name] = _parse(f.name, raw, _PARSERS[f.name])
+        for name, value in overrides.items():
+            if value is None:
+                continue
+            values[name] = _parse(name, value, _PARSERS[name]) if isinstance(value, str) else value
+        return cls(**values)
+
+    def with_overrides(self, **changes: Any) -> Settings:
+        return replace(self, **changes)
+
+
+def _parse(name: str, raw: str, parser: Callable[[str], Any]) -> Any:
+    try:
+        return parser(raw)
+    except ValueError as exc:
+        raise ConfigurationError(f"{ENV_PREFIX}{name.upper()}={raw!r} is not valid: {exc}") from exc
+
+
+_PARSERS: dict[str, Callable[[str], Any]] = {
+    "data_dir": lambda raw: Path(raw).expanduser(),
+    "database_url": str,
+    "broker_url": str,
+    "lease_ttl": float,
+    "batch_max_items": int,
+    "batch_max_bytes": int,
+    "max_stage_attempts": int,
+    "max_item_attempts": int,
+    "task_soft_time_limit": float,
+    "task_time_limit": float,
+    "visibility_timeout": float,
+    "unacked_restore_interval": float,
+    "unacked_restore_throttle": int,
+    "tick_interval": float,
+    "dispatch_grace": float,
+    "api_bind": str,
+}

@@ -1,0 +1,220 @@
+"""The one error hierarchy of reposync.
+
+Every error a user, an operator or the API can see is one of these classes. Each class has
+a stable ``code`` (part of the public contract: reports, JSON output and the API use it),
+whether retrying can help (``retryable``), the HTTP status the API answers with, and the
+exit status of the CLI. Lower-layer errors (SQLAlchemy, pygit2, ``git``, HTTP) are mapped
+into this tree at one boundary each, never leaked.
+
+::
+
+    ReposyncError                       internal_error
+    ├── UsageError                      invalid_input            (exit 2)
+    │   ├── InvalidLocator              invalid_locator
+    │   ├── RepositoryNotFound          repository_not_found     (also LookupError)
+    │   ├── NotARepository              not_a_repository
+    │   ├── WrongDirection              wrong_direction
+    │   └── ConfigurationError          invalid_configuration
+    ├── DatabaseUnavailable             database_unavailable     (exit 2, retryable)
+    ├── RecordNotFound                  record_not_found         (also LookupError)
+    ├── BindingBusy                     binding_busy
+    ├── LeaseLost                       lease_lost
+    ├── AttemptsExhausted               attempts_exhausted
+    ├── GitTransportError               git_transport_failed     (retryable)
+    └── ProviderError                   provider_error
+        ├── PermissionDenied            permission_denied
+        ├── RateLimited                 rate_limited             (retryable, retry_at)
+        ├── QuotaExceeded               quota_exceeded
+        ├── ObjectNotFound              not_found                (also LookupError)
+        ├── ResultUnknown               result_unknown
+        ├── Conflict                    conflict
+        ├── RepositoryMismatch          repository_mismatch
+        └── ProviderUnavailable         provider_unavailable     (retryable)
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import ClassVar
+
+
+class ReposyncError(Exception):
+    """Base of every error reposync raises on purpose."""
+
+    code: ClassVar[str] = "internal_error"
+    retryable: ClassVar[bool] = False
+    http_status: ClassVar[int] = 500
+    exit_status: ClassVar[int] = 1
+    #: What an operator should do about it; shown in reports and the API.
+    suggested_action: ClassVar[str] = "inspect the logs and report a bug"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "error_code": self.code,
+            "message": self.message,
+            "retryable": self.retryable,
+            "suggested_action": self.suggested_action,
+        }
+
+
+class UsageError(ReposyncError):
+    """The caller asked for something impossible; nothing was written."""
+
+    code = "invalid_input"
+    http_status = 400
+    exit_status = 2
+    suggested_action = "correct the command line or request"
+
+
+class InvalidLocator(UsageError):
+    code = "invalid_locator"
+    suggested_action = "use PROVIDER:LOCATION, for example local:/srv/forge/app.git"
+
+
+class RepositoryNotFound(UsageError, LookupError):
+    code = "repository_not_found"
+    http_status = 404
+    suggested_action = "check the path or name of the repository"
+
+
+class NotARepository(UsageError):
+    code = "not_a_repository"
+    suggested_action = "point the locator at a Git repository or at a path that does not exist"
+
+
+class WrongDirection(UsageError):
+    """Normal Runs copy authority -> standby only; the other way needs a handoff."""
+
+    code = "wrong_direction"
+    http_status = 409
+    suggested_action = "swap SOURCE and TARGET, or hand authority over first"
+
+
+class ConfigurationError(UsageError):
+    code = "invalid_configuration"
+    suggested_action = "fix the REPOSYNC_* setting named in the message"
+
+
+class DatabaseUnavailable(ReposyncError):
+    code = "database_unavailable"
+    retryable = True
+    http_status = 503
+    exit_status = 2
+    suggested_action = "check REPOSYNC_DATABASE_URL and that the database server is running"
+
+
+class RecordNotFound(ReposyncError, LookupError):
+    code = "record_not_found"
+    http_status = 404
+    suggested_action = "check the id"
+
+
+class BindingBusy(ReposyncError):
+    """A Binding already has an active Run; one Run per Binding at a time."""
+
+    code = "binding_busy"
+    http_status = 409
+    suggested_action = "wait for the active Run to finish or cancel it"
+
+
+class LeaseLost(ReposyncError):
+    """The Binding's lease moved on: this execution must stop before any further write."""
+
+    code = "lease_lost"
+    http_status = 409
+    suggested_action = "none: another execution owns the Run now"
+
+
+class AttemptsExhausted(ReposyncError):
+    code = "attempts_exhausted"
+    suggested_action = "inspect the Run's events; retry the Run once the cause is fixed"
+
+
+class GitTransportError(ReposyncError):
+    code = "git_transport_failed"
+    retryable = True
+    http_status = 502
+    suggested_action = "check that both repositories are reachable; the Run can be retried"
+
+
+class ProviderError(ReposyncError):
+    """A forge answered with an error (or not at all)."""
+
+    code = "provider_error"
+    http_status = 502
+    suggested_action = "inspect the provider's message"
+
+
+class PermissionDenied(ProviderError):
+    code = "permission_denied"
+    http_status = 403
+    suggested_action = "grant the connection's credentials access to the repository"
+
+
+class RateLimited(ProviderError):
+    code = "rate_limited"
+    retryable = True
+    http_status = 429
+    suggested_action = "nothing: the Run resumes at retry_at"
+
+    def __init__(self, message: str, retry_at: datetime) -> None:
+        super().__init__(message)
+        self.retry_at = retry_at
+
+    def to_dict(self) -> dict[str, object]:
+        return {**super().to_dict(), "retry_at": self.retry_at.isoformat()}
+
+
+class QuotaExceeded(ProviderError):
+    code = "quota_exceeded"
+    http_status = 507
+    suggested_action = "raise the forge's quota or remove data"
+
+
+class ObjectNotFound(ProviderError, LookupError):
+    code = "not_found"
+    http_status = 404
+    suggested_action = "the object disappeared; the next Run re-plans it"
+
+
+class ResultUnknown(ProviderError):
+    """A write was sent but its outcome was not observed; never re-send it blindly."""
+
+    code = "result_unknown"
+    suggested_action = "recover the Run: reposync proves each outcome by read-back"
+
+
+class Conflict(ProviderError):
+    code = "conflict"
+    http_status = 409
+    suggested_action = "resolve the conflicting object on the target, or change the conflict policy"
+
+
+class RepositoryMismatch(ProviderError):
+    """The locator now leads to another repository than the one the Binding was made for."""
+
+    code = "repository_mismatch"
+    http_status = 409
+    suggested_action = "point the Binding's locator back at its repository, or create a new Binding"
+
+
+class ProviderUnavailable(ProviderError):
+    code = "provider_unavailable"
+    retryable = True
+    http_status = 503
+    suggested_action = "wait for the forge to come back; the Run can be retried"
+
+
+def all_error_classes() -> list[type[ReposyncError]]:
+    """Every class of the tree, for tests that check codes are unique and documented."""
+    found: list[type[ReposyncError]] = []
+    pending: list[type[ReposyncError]] = [ReposyncError]
+    while pending:
+        cls = pending.pop()
+        found.append(cls)
+        pending.extend(cls.__subclasses__())
+    return found

@@ -1,0 +1,1 @@
+"""Native Git transport (the ``git`` binary); Git data never passes through Python."""

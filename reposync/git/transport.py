@@ -1,0 +1,154 @@
+"""Native Git transport: ``git push`` with per-ref leases, in atomic groups.
+
+Git data never goes through Python: the ``git`` binary negotiates and packs objects
+exactly as ``git push --mirror`` would. Every ref update carries ``--force-with-lease``
+with the value the plan expects on the target (empty = must not exist), so a push is a
+compare-and-swap on the remote: a stale worker, or a human who moved a branch on the
+standby, makes the push fail instead of being overwritten.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from reposync.errors import GitTransportError
+
+#: Stay far below ARG_MAX (2 MiB here) and MAX_ARG_STRLEN: one group = one git process.
+ARGV_BUDGET_BYTES = 512 * 1024
+
+ZERO_OID = "0" * 40
+
+
+@dataclass(frozen=True, slots=True)
+class RefUpdate:
+    name: str
+    #: Object id to set, or ``None`` to delete the ref.
+    new: str | None
+    #: Object id the target must hold now, or ``None`` when it must not exist.
+    expected_old: str | None
+
+    def argv(self) -> tuple[str, str]:
+        lease = f"--force-with-lease={self.name}:{self.expected_old or ''}"
+        refspec = f"+{self.new}:{self.name}" if self.new is not None else f":{self.name}"
+        return lease, refspec
+
+
+@dataclass(slots=True)
+class PushOutcome:
+    """What ``git push --porcelain`` said, per ref. Read-back still decides the truth."""
+
+    groups: int = 0
+    accepted: set[str] = field(default_factory=set)
+    rejected: dict[str, str] = field(default_factory=dict)
+
+
+def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        {
+            "GIT_TERMINAL_PROMPT": "0",
+            "LC_ALL": "C",
+            "LANG": "C",
+            "GIT_ASKPASS": "",
+            "SSH_ASKPASS": "",
+        }
+    )
+    if extra:
+        env.update(extra)
+    return env
+
+
+def _groups(updates: Sequence[RefUpdate], budget: int) -> Iterator[list[RefUpdate]]:
+    group: list[RefUpdate] = []
+    size = 0
+    for update in updates:
+        cost = sum(len(arg) + 1 + 8 for arg in update.argv())
+        if group and size + cost > budget:
+            yield group
+            group, size = [], 0
+        group.append(update)
+        size += cost
+    if group:
+        yield group
+
+
+def push(
+    source_dir: str,
+    target_url: str,
+    updates: Sequence[RefUpdate],
+    *,
+    env: Mapping[str, str] | None = None,
+    argv_budget: int = ARGV_BUDGET_BYTES,
+) -> PushOutcome:
+    """Push ``updates`` from the repository at ``source_dir`` to ``target_url``.
+
+    Each group is atomic: all its refs move or none does. Raises ``GitTransportError``
+    when git cannot talk to the target at all; rejected refs are reported, not raised.
+    """
+    outcome = PushOutcome()
+    for group in _groups(updates, argv_budget):
+        outcome.groups += 1
+        argv = [
+            "git", "-C", source_dir, "push", "--porcelain", "--atomic", "--no-verify",
+            target_url,
+        ]
+        for update in group:
+            argv.extend(update.argv())
+        result = run_git(argv, env=env, check=False)
+        parsed = parse_porcelain(result.stdout)
+        if result.returncode != 0 and not parsed:
+            raise GitTransportError(
+                f"git push to {target_url} failed: {last_line(result.stderr)}"
+            )
+        for name, (ok, summary) in parsed.items():
+            if ok:
+                outcome.accepted.add(name)
+            else:
+                outcome.rejected[name] = summary
+    return outcome
+
+
+def parse_porcelain(stdout: str) -> dict[str, tuple[bool, str]]:
+    """``git push --porcelain`` lines -> {ref: (accepted, summary)}."""
+    parsed: dict[str, tuple[bool, str]] = {}
+    for line in stdout.splitlines():
+        parts = line.split("\t")
+        if len(parts) < 3 or len(parts[0]) != 1:
+            continue
+        flag, refspec, summary = parts[0], parts[1], "\t".join(parts[2:])
+        name = refspec.rsplit(":", 1)[-1]
+        parsed[name] = (flag != "!", summary)
+    return parsed
+
+
+def run_git(
+    argv: Sequence[str], *, env: Mapping[str, str] | None = None, check: bool = True,
+    input_text: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run git; on any interruption (time limit, signal) kill it rather than orphan it."""
+    proc = subprocess.Popen(
+        list(argv),
+        stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=git_env(env),
+    )
+    try:
+        stdout, stderr = proc.communicate(input_text)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    result = subprocess.CompletedProcess(list(argv), proc.returncode, stdout, stderr)
+    if check and result.returncode != 0:
+        raise GitTransportError(f"{' '.join(argv[:4])} failed: {last_line(stderr)}")
+    return result
+
+
+def last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "no output"

@@ -1,0 +1,20 @@
+"""ORM models. Importing this package registers every table on ``Base.metadata``."""
+
+from reposync.models.base import Base, utcnow
+from reposync.models.binding import Binding
+from reposync.models.inventory import InventoryEntry
+from reposync.models.object_link import ObjectLink
+from reposync.models.run import Run
+from reposync.models.run_event import RunEvent
+from reposync.models.run_item import RunItem
+
+__all__ = [
+    "Base",
+    "Binding",
+    "InventoryEntry",
+    "ObjectLink",
+    "Run",
+    "RunEvent",
+    "RunItem",
+    "utcnow",
+]

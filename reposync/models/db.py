@@ -1,0 +1,141 @@
+"""Engines, sessions and migrations: the one place that knows how to reach the database.
+
+One ``Database`` per process. SQLite (the embedded default) runs in WAL mode and starts
+every transaction with ``BEGIN IMMEDIATE``, so the fence check and the write it guards
+hold the write lock together; PostgreSQL gets that from ``SELECT … FOR SHARE``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import create_engine, event, text
+from sqlalchemy.engine import URL, Engine, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from reposync.errors import ConfigurationError, DatabaseUnavailable
+
+log = logging.getLogger(__name__)
+
+MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+
+
+def redact(url: str | URL) -> str:
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "<invalid url>"
+
+
+class Database:
+    """Engine + session factory + migrations for one database URL."""
+
+    def __init__(self, url: str, *, echo: bool = False) -> None:
+        try:
+            parsed = make_url(url)
+        except ArgumentError as exc:
+            raise ConfigurationError(f"REPOSYNC_DATABASE_URL is not a database URL: {url!r}") from exc
+        if parsed.drivername in ("postgresql", "postgres"):
+            parsed = parsed.set(drivername="postgresql+psycopg")
+        self.url = parsed
+        self.dialect_name = parsed.get_backend_name()
+        if self.dialect_name not in ("sqlite", "postgresql"):
+            raise ConfigurationError(
+                f"unsupported database {self.dialect_name!r}: use sqlite:/// or postgresql://"
+            )
+        kwargs: dict[str, Any] = {"echo": echo, "future": True}
+        if self.dialect_name == "sqlite":
+            database = parsed.database or ""
+            if database and database != ":memory:":
+                Path(database).parent.mkdir(parents=True, exist_ok=True)
+            kwargs["connect_args"] = {"timeout": 30, "check_same_thread": False}
+        else:
+            kwargs.update(pool_pre_ping=True, pool_size=5, max_overflow=5)
+            kwargs["connect_args"] = {"connect_timeout": 5, "application_name": "reposync"}
+        self.engine: Engine = create_engine(parsed, **kwargs)
+        if self.dialect_name == "sqlite":
+            _configure_sqlite(self.engine)
+        self.sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.dialect_name == "sqlite"
+
+    def session(self) -> Session:
+        return self.sessions()
+
+    @contextmanager
+    def transaction(self) -> Iterator[Session]:
+        """A short transaction: commit on success, roll back on any error."""
+        with self.sessions() as session, session.begin():
+            yield session
+
+    def check_connection(self) -> None:
+        try:
+            with self.engine.connect() as conn:
+                conn.execute(text("SELECT 1"))
+        except (OperationalError, DBAPIError) as exc:
+            raise DatabaseUnavailable(
+                f"cannot reach the database at {redact(self.url)}: "
+                f"{_first_line(exc.orig) if exc.orig is not None else exc}"
+            ) from exc
+
+    def upgrade(self) -> None:
+        """Bring the schema to the newest migration (the schema exists only through them)."""
+        from alembic import command
+
+        self.check_connection()
+        config = alembic_config(self.url)
+        with self.engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.upgrade(config, "head")
+
+    def is_current(self) -> bool:
+        """Whether the schema is at the newest migration, without running Alembic."""
+        from alembic.runtime.migration import MigrationContext
+        from alembic.script import ScriptDirectory
+
+        heads = set(ScriptDirectory.from_config(alembic_config(self.url)).get_heads())
+        with self.engine.connect() as connection:
+            current = set(MigrationContext.configure(connection).get_current_heads())
+        return current == heads
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def alembic_config(url: URL | str) -> Any:
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.set_main_option(
+        "sqlalchemy.url", make_url(url).render_as_string(hide_password=False).replace("%", "%%")
+    )
+    return config
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy's "begin" event issue BEGIN itself (pysqlite would defer it).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")

@@ -1,0 +1,1 @@
+"""Adapters, one per forge, behind the contract in ``providers.base``."""

@@ -1,0 +1,184 @@
+"""The provider contract: what the engine may ask of a forge, and what it gets back.
+
+A small required base (``Provider``) plus optional capabilities, each a one-method
+``Protocol`` discovered with ``isinstance`` (rclone's optional features): when a provider
+lacks one, the engine falls back to a slower path or reports the gap.
+
+Every method documents the errors it raises; all are ``reposync.errors.ProviderError``
+subclasses with stable codes. A provider never swallows an error and never retries a
+non-idempotent write blindly.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from reposync.sync.canonical import CanonicalObject, IndexEntry
+from reposync.sync.vocabulary import ObjectType
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointSpec:
+    """How a Binding names one side: enough to open it again on any worker."""
+
+    provider: str
+    locator: str
+    repository_id: str | None = None
+    connection_id: str | None = None
+
+    @property
+    def display(self) -> str:
+        return f"{self.provider}:{self.locator}"
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointInfo:
+    """What a provider reports once it opened a repository."""
+
+    provider: str
+    locator: str
+    repository_id: str
+
+    @property
+    def display(self) -> str:
+        return f"{self.provider}:{self.locator}"
+
+
+@dataclass(slots=True)
+class InventoryListing:
+    """An inventory index: entries sorted by (object type, identity), plus what was skipped.
+
+    ``unsupported`` counts objects the provider saw but reposync cannot sync (for example
+    Git refs outside ``refs/heads`` and ``refs/tags``), keyed by namespace. It is complete
+    once ``entries`` has been consumed.
+    """
+
+    entries: Iterable[IndexEntry]
+    unsupported: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ProviderStats:
+    """Reads and writes a provider performed, for the Run's ``io`` report."""
+
+    object_reads: int = 0
+    index_reads: int = 0
+    writes: int = 0
+
+    def take(self) -> dict[str, int]:
+        """The counts so far, resetting them (each count is reported exactly once)."""
+        counts = {"object_reads": self.object_reads, "index_reads": self.index_reads,
+                  "writes": self.writes}
+        self.object_reads = self.index_reads = self.writes = 0
+        return counts
+
+
+@dataclass(frozen=True, slots=True)
+class GitRemote:
+    """Where native Git transport reaches a repository, and with what environment."""
+
+    url: str
+    #: A path on this machine (no network, no credentials).
+    is_local: bool
+    #: Extra environment for ``git`` (credentials helpers); never logged.
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+class Provider(ABC):
+    """The base contract every provider implements.
+
+    Class methods deal with locators before anything is opened, so bad input is refused
+    before a single write; ``open`` returns a connected instance.
+    """
+
+    #: Registry name and locator prefix (``local``, ``github``, ...).
+    name: str = ""
+
+    def __init__(self) -> None:
+        self.stats = ProviderStats()
+
+    @classmethod
+    @abstractmethod
+    def normalize_locator(cls, location: str) -> str:
+        """The canonical spelling of a locator's location. Raises ``InvalidLocator``."""
+
+    @classmethod
+    @abstractmethod
+    def exists(cls, spec: EndpointSpec) -> bool:
+        """Whether the repository exists. Raises ``NotARepository`` when the location holds
+        something else, ``PermissionDenied``, ``ProviderUnavailable``."""
+
+    @classmethod
+    @abstractmethod
+    def create(cls, spec: EndpointSpec) -> None:
+        """Create an empty repository at the location (a new standby)."""
+
+    @classmethod
+    @abstractmethod
+    def open(cls, spec: EndpointSpec) -> Provider:
+        """Connect to an existing repository. Raises ``RepositoryNotFound``,
+        ``NotARepository``, ``PermissionDenied``, ``ProviderUnavailable``, and
+        ``ProviderError`` when ``spec.repository_id`` names another repository."""
+
+    @abstractmethod
+    def endpoint(self) -> EndpointInfo:
+        """Identity of the opened repository. Raises nothing once opened."""
+
+    @abstractmethod
+    def check_access(self, *, write: bool) -> None:
+        """Prove the repository is readable (and writable when ``write``).
+
+        Raises ``PermissionDenied`` or ``ProviderUnavailable``.
+        """
+
+    @abstractmethod
+    def inventory_index(self, object_types: Sequence[ObjectType]) -> InventoryListing:
+        """Identities, revisions and hashes of every object of the given types.
+
+        Raises ``PermissionDenied``, ``RateLimited``, ``ProviderUnavailable``.
+        """
+
+    @abstractmethod
+    def read(self, object_type: ObjectType, identity: str) -> CanonicalObject | None:
+        """One object in full, or ``None`` when it does not exist."""
+
+    def read_batch(
+        self, object_type: ObjectType, identities: Sequence[str]
+    ) -> dict[str, CanonicalObject | None]:
+        """Many objects; providers with a bulk API override this (``BatchReader``)."""
+        return {identity: self.read(object_type, identity) for identity in identities}
+
+    def close(self) -> None:
+        """Release connections and caches. Idempotent."""
+
+
+@runtime_checkable
+class EmptyChecker(Protocol):
+    def is_empty(self) -> bool:
+        """Whether the repository holds nothing reposync would sync (an empty standby)."""
+
+
+@runtime_checkable
+class VisibilityReporter(Protocol):
+    def visibility(self) -> str:
+        """``public``, ``internal`` or ``private``."""
+
+
+@runtime_checkable
+class GitRemoteSource(Protocol):
+    def git_remote(self, *, write: bool) -> GitRemote:
+        """URL and environment for native Git transport."""
+
+
+@runtime_checkable
+class AncestryChecker(Protocol):
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        """Git's proof that ``descendant`` contains ``ancestor`` (False if either is unknown)."""
+
+
+def iter_sorted(entries: Iterable[IndexEntry]) -> Iterator[IndexEntry]:
+    """Entries in the order every inventory promises: (object type, identity)."""
+    return iter(sorted(entries, key=lambda e: (str(e.object_type), e.identity)))

@@ -1,0 +1,5 @@
+"""The local forge: bare Git repositories on this machine (``local:PATH``)."""
+
+from reposync.providers.local.provider import LocalProvider
+
+__all__ = ["LocalProvider"]

@@ -1,0 +1,45 @@
+"""The only module that names concrete providers: locator prefix -> provider class."""
+
+from __future__ import annotations
+
+import re
+
+from reposync.errors import InvalidLocator
+from reposync.providers.base import EndpointSpec, Provider
+
+_LOCATOR = re.compile(r"^(?P<provider>[a-z][a-z0-9_-]*):(?P<location>.+)$", re.DOTALL)
+
+
+def _providers() -> dict[str, type[Provider]]:
+    from reposync.providers.local import LocalProvider
+
+    return {LocalProvider.name: LocalProvider}
+
+
+def provider_names() -> list[str]:
+    return sorted(_providers())
+
+
+def provider_class(name: str) -> type[Provider]:
+    try:
+        return _providers()[name]
+    except KeyError:
+        raise InvalidLocator(
+            f"unknown provider {name!r}; known providers: {', '.join(provider_names())}"
+        ) from None
+
+
+def parse_locator(locator: str) -> EndpointSpec:
+    """``local:/srv/app.git`` -> EndpointSpec(provider="local", locator="/srv/app.git")."""
+    match = _LOCATOR.match(locator.strip())
+    if match is None:
+        raise InvalidLocator(
+            f"{locator!r} is not a locator; expected PROVIDER:LOCATION "
+            f"(providers: {', '.join(provider_names())})"
+        )
+    cls = provider_class(match["provider"])
+    return EndpointSpec(provider=cls.name, locator=cls.normalize_locator(match["location"]))
+
+
+def open_endpoint(spec: EndpointSpec) -> Provider:
+    return provider_class(spec.provider).open(spec)

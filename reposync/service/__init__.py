@@ -1,0 +1,1 @@
+"""Domain operations. The only package that writes Run, RunItem and Binding state."""

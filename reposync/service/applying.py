@@ -1,0 +1,251 @@
+"""Stage ``applying``: one physical batch per execution, intent before write.
+
+Order of one execution:
+
+1. Settle what an earlier execution left ``applying``/``verifying`` (it may have died
+   mid-write): read back, mark completed what arrived, re-plan what did not.
+2. Check for cancellation.
+3. Claim the lowest unfinished batch: ``planned -> applying`` in one fenced, guarded
+   UPDATE that also counts the attempt (items over the cap fail instead).
+4. Write (the applier re-reads the source first and supersedes what moved), mark the
+   batch ``verifying``, read back, and settle each item with its link in one fenced
+   transaction.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import bindparam, func, select, update
+from sqlalchemy.orm import Session
+
+from reposync.models import Run, RunItem
+from reposync.service.appliers import ApplyItem, ItemOutcome, applier_for
+from reposync.service.execution import StageExecution
+from reposync.service.links import drop_links, mark_unreliable, write_links
+from reposync.sync.vocabulary import Action, ItemState, ObjectType, Stage
+
+_UNFINISHED = (ItemState.APPLYING.value, ItemState.VERIFYING.value)
+
+_ITEM_COLUMNS = (
+    RunItem.id,
+    RunItem.object_type,
+    RunItem.object_key,
+    RunItem.action,
+    RunItem.source_identity,
+    RunItem.target_identity,
+    RunItem.source_revision,
+    RunItem.desired_hash,
+    RunItem.expected_target_hash,
+    RunItem.intent,
+    RunItem.attempt_count,
+)
+
+
+def _to_item(row: Sequence[Any]) -> ApplyItem:
+    return ApplyItem(
+        id=row[0],
+        object_type=ObjectType(row[1]),
+        object_key=row[2],
+        action=Action(row[3]),
+        source_identity=row[4],
+        target_identity=row[5],
+        source_revision=row[6],
+        desired_hash=row[7],
+        expected_target_hash=row[8],
+        intent=dict(row[9] or {}),
+        attempt_count=row[10],
+    )
+
+
+def apply_next_batch(ex: StageExecution) -> Stage:
+    settle_unfinished(ex)
+    if ex.cancel_requested():
+        return ex.advance_now(Stage.FINALIZING, "cancel requested")
+    batch_no = next_batch(ex)
+    if batch_no is None:
+        return ex.advance_now(Stage.VERIFYING, "every batch settled")
+    items = claim_batch(ex, batch_no)
+    if items:
+        record(ex, apply_items(ex, items), batch_no=batch_no)
+    if next_batch(ex) is None:
+        return ex.advance_now(Stage.VERIFYING, "every batch settled")
+    return Stage.APPLYING
+
+
+def apply_items(ex: StageExecution, items: Sequence[ApplyItem]) -> list[ItemOutcome]:
+    """Prepare, write, mark verifying, read back: one batch's outcomes."""
+    applier = applier_for(items[0].object_type)
+    to_write, outcomes = applier.prepare(ex, items)
+    if not to_write:
+        return outcomes
+    ex.lease.check()  # the last moment a stalled execution can still be stopped
+    refused = applier.write(ex, to_write)
+    mark_verifying(ex, [item.id for item in to_write])
+    for outcome in applier.read_back(ex, to_write):
+        if outcome.state is ItemState.PLANNED:  # read-back did not find what was written
+            item = outcome.item
+            if item.id in refused:
+                outcome = ItemOutcome(item, ItemState.FAILED, "conflict", refused[item.id])
+            else:
+                outcome = ItemOutcome(item, ItemState.FAILED, "verify_mismatch",
+                                      "the target does not read back as written")
+        outcomes.append(outcome)
+    return outcomes
+
+
+def next_batch(ex: StageExecution) -> int | None:
+    with ex.ctx.db.session() as session:
+        return session.execute(
+            select(func.min(RunItem.batch_no)).where(
+                RunItem.run_id == ex.run_id,
+                RunItem.state == ItemState.PLANNED.value,
+                RunItem.batch_no.is_not(None),
+            )
+        ).scalar_one_or_none()
+
+
+def claim_batch(ex: StageExecution, batch_no: int) -> list[ApplyItem]:
+    """``planned -> applying`` for one batch, persisted before any external write."""
+    max_attempts = ex.ctx.settings.max_item_attempts
+    in_batch = (
+        RunItem.run_id == ex.run_id,
+        RunItem.batch_no == batch_no,
+        RunItem.state == ItemState.PLANNED.value,
+    )
+    with ex.fenced() as session:
+        exhausted = session.execute(
+            update(RunItem)
+            .where(*in_batch, RunItem.attempt_count >= max_attempts)
+            .values(
+                state=ItemState.FAILED.value,
+                error_code="attempts_exhausted",
+                error_message=f"gave up after {max_attempts} attempts",
+                applied_generation=ex.lease.generation,
+            )
+        ).rowcount
+        rows = session.execute(
+            update(RunItem)
+            .where(*in_batch)
+            .values(
+                state=ItemState.APPLYING.value,
+                attempt_count=RunItem.attempt_count + 1,
+                applied_generation=ex.lease.generation,
+            )
+            .returning(*_ITEM_COLUMNS)
+        ).all()
+        ex.event(session, "batch_claimed", f"batch {batch_no}", batch=batch_no,
+                 applying=len(rows), attempts_exhausted=exhausted)
+    return sorted((_to_item(row) for row in rows), key=lambda item: item.id)
+
+
+def settle_unfinished(ex: StageExecution) -> int:
+    """Settle items an earlier execution left mid-write, by target read-back only."""
+    with ex.ctx.db.session() as session:
+        rows = session.execute(
+            select(*_ITEM_COLUMNS).where(
+                RunItem.run_id == ex.run_id, RunItem.state.in_(_UNFINISHED)
+            )
+        ).all()
+    if not rows:
+        return 0
+    by_type: dict[ObjectType, list[ApplyItem]] = defaultdict(list)
+    for row in rows:
+        item = _to_item(row)
+        by_type[item.object_type].append(item)
+    outcomes: list[ItemOutcome] = []
+    for object_type, items in by_type.items():
+        outcomes.extend(applier_for(object_type).read_back(ex, items))
+    record(ex, outcomes, recovered=True)
+    return len(outcomes)
+
+
+def mark_verifying(ex: StageExecution, item_ids: Sequence[int]) -> None:
+    with ex.fenced() as session:
+        session.execute(
+            update(RunItem)
+            .where(RunItem.id.in_(item_ids), RunItem.state == ItemState.APPLYING.value)
+            .values(state=ItemState.VERIFYING.value)
+        )
+
+
+def record(
+    ex: StageExecution,
+    outcomes: Sequence[ItemOutcome],
+    *,
+    batch_no: int | None = None,
+    recovered: bool = False,
+) -> None:
+    """Settle items and their links in one fenced transaction (also counts as progress)."""
+    if not outcomes:
+        return
+    counts: dict[str, int] = defaultdict(int)
+    rows = []
+    for outcome in outcomes:
+        counts[outcome.state.value] += 1
+        rows.append(
+            {
+                "b_id": outcome.item.id,
+                "b_state": outcome.state.value,
+                "b_error_code": outcome.error_code,
+                "b_error_message": outcome.error_message,
+                "b_generation": ex.lease.generation,
+            }
+        )
+    with ex.fenced() as session:
+        settled = session.execute(
+            update(RunItem)
+            .where(RunItem.id == bindparam("b_id"), RunItem.state.in_(_UNFINISHED))
+            .values(
+                state=bindparam("b_state"),
+                error_code=bindparam("b_error_code"),
+                error_message=bindparam("b_error_message"),
+                applied_generation=bindparam("b_generation"),
+            )
+            .execution_options(synchronize_session=False),
+            rows,
+        ).rowcount
+        _write_outcome_links(ex, session, outcomes)
+        ex.flush_io(session)
+        ex.event(
+            session,
+            "items_recovered" if recovered else "batch_settled",
+            f"batch {batch_no}" if batch_no is not None else "read-back of unfinished items",
+            batch=batch_no,
+            settled=settled,
+            **dict(counts),
+        )
+        # Progress: the stage's attempt counter starts over.
+        session.execute(update(Run).where(Run.id == ex.run_id).values(stage_attempts=0))
+
+
+def _write_outcome_links(
+    ex: StageExecution, session: Session, outcomes: Sequence[ItemOutcome]
+) -> None:
+    verified = []
+    dropped = []
+    unreliable = []
+    for outcome in outcomes:
+        item = outcome.item
+        if outcome.state is ItemState.COMPLETED:
+            if item.action is Action.DELETE:
+                dropped.append((item.object_type.value, item.source_identity or ""))
+            else:
+                verified.append(
+                    (
+                        item.object_type.value,
+                        item.source_identity or "",
+                        outcome.target_identity or item.target_identity or "",
+                        item.source_revision,
+                        outcome.target_revision,
+                        item.desired_hash or "",
+                    )
+                )
+        elif outcome.error_code == "verify_mismatch":
+            unreliable.append((item.object_type.value, item.source_identity or ""))
+    common = {"binding_id": ex.binding.id, "source_side": ex.source_side}
+    write_links(session, run_id=ex.run_id, verified=verified, **common)
+    drop_links(session, pairs=dropped, **common)
+    mark_unreliable(session, pairs=unreliable, **common)

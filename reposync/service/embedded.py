@@ -1,0 +1,163 @@
+"""``reposync sync SOURCE TARGET``: validate, bind, and run in this process.
+
+Validation happens in an order that writes nothing until every input is known good:
+locators, source, target, database; only then is a missing target created, the
+Binding made and the Run started.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlalchemy import func, select
+
+from reposync.errors import BindingBusy, RepositoryNotFound, UsageError
+from reposync.models import Binding, Run, RunItem
+from reposync.providers.base import EndpointSpec
+from reposync.providers.registry import parse_locator, provider_class
+from reposync.service.bindings import get_or_create_binding
+from reposync.service.context import ServiceContext, Step
+from reposync.service.leases import database_now
+from reposync.service.pipeline import run_until_done
+from reposync.service.runs import active_run, create_run
+from reposync.sync.vocabulary import AuditMode, RefConflictPolicy, RunMode, Stage, Trigger
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    run_id: int
+    stage: str
+    items_total: int
+    items_done: int
+
+
+ProgressCallback = Callable[[Progress], None]
+
+
+@dataclass(frozen=True, slots=True)
+class SyncRequest:
+    source: str
+    target: str
+    dry_run: bool = False
+    full_audit: bool = False
+    conflict_policy: RefConflictPolicy | None = None
+
+
+def validate(request: SyncRequest) -> tuple[EndpointSpec, EndpointSpec, bool]:
+    """Check both locators without writing anything; returns (source, target, exists)."""
+    source = parse_locator(request.source)
+    target = parse_locator(request.target)
+    if not provider_class(source.provider).exists(source):
+        raise RepositoryNotFound(f"source {source.display} does not exist")
+    target_exists = provider_class(target.provider).exists(target)
+    if not target_exists and request.dry_run:
+        raise UsageError(
+            f"target {target.display} does not exist; a dry run writes nothing, so it cannot "
+            "create it (run without --dry-run)"
+        )
+    if (source.provider, source.locator) == (target.provider, target.locator):
+        raise UsageError("SOURCE and TARGET are the same repository")
+    return source, target, target_exists
+
+
+def sync(
+    ctx: ServiceContext, request: SyncRequest, progress: ProgressCallback | None = None
+) -> Run:
+    """Run one Run for the pair to its end in this process and return it."""
+    source_spec, target_spec, target_exists = validate(request)
+    ctx.db.check_connection()
+    if not ctx.db.is_current():
+        ctx.db.upgrade()
+    source = provider_class(source_spec.provider).open(source_spec)
+    if not target_exists:
+        provider_class(target_spec.provider).create(target_spec)
+    target = provider_class(target_spec.provider).open(target_spec)
+    try:
+        source_info, target_info = source.endpoint(), target.endpoint()
+    finally:
+        source.close()
+        target.close()
+    if source_info.repository_id == target_info.repository_id:
+        raise UsageError("SOURCE and TARGET are the same repository")
+    binding, _ = get_or_create_binding(
+        ctx, source_info, target_info,
+        ref_conflict_policy=request.conflict_policy or RefConflictPolicy.KEEP_TARGET,
+    )
+    if request.conflict_policy is not None:
+        _set_policy(ctx, binding.id, request.conflict_policy)
+    resume_stalled(ctx, binding.id, progress)
+    run = create_run(
+        ctx,
+        binding.id,
+        mode=RunMode.DRY_RUN if request.dry_run else RunMode.APPLY,
+        audit_mode=AuditMode.FULL if request.full_audit else AuditMode.CHECKPOINT,
+        trigger=Trigger.MANUAL,
+    )
+    execute(ctx, Step(run.id, Stage.CHECKING_ACCESS, None), progress)
+    with ctx.db.session() as session:
+        finished = session.get(Run, run.id)
+        assert finished is not None
+        return finished
+
+
+def resume_stalled(
+    ctx: ServiceContext, binding_id: int, progress: ProgressCallback | None = None
+) -> int | None:
+    """Finish a Run a dead process left behind (its lease expired), if there is one."""
+    with ctx.db.session() as session:
+        run = active_run(session, binding_id)
+        if run is None:
+            return None
+        binding = session.get(Binding, binding_id)
+        assert binding is not None
+        now = database_now(session)
+        free = binding.lease_run_id is None or (
+            binding.lease_expires_at is not None and binding.lease_expires_at < now
+        )
+        if not free:
+            raise BindingBusy(
+                f"binding {binding_id} is being synced by run {run.id} "
+                f"({binding.lease_owner}); wait for it or cancel it"
+            )
+        run_id = run.id
+    log.warning("resuming run %s left unfinished by an earlier process", run_id)
+    execute(ctx, Step(run_id, None, None), progress)
+    return run_id
+
+
+def execute(ctx: ServiceContext, first: Step, progress: ProgressCallback | None) -> None:
+    def on_step(step: Step) -> None:
+        if progress is not None:
+            progress(read_progress(ctx, step.run_id))
+
+    run_until_done(ctx, first, on_step=on_step)
+    if progress is not None:
+        progress(read_progress(ctx, first.run_id))
+
+
+def read_progress(ctx: ServiceContext, run_id: int) -> Progress:
+    with ctx.db.session() as session:
+        stage = session.execute(select(Run.stage).where(Run.id == run_id)).scalar_one()
+        counts = dict(
+            session.execute(
+                select(RunItem.state, func.count())
+                .where(RunItem.run_id == run_id, RunItem.batch_no.is_not(None))
+                .group_by(RunItem.state)
+            ).all()
+        )
+    total = sum(counts.values())
+    done = total - counts.get("planned", 0) - counts.get("applying", 0) - counts.get(
+        "verifying", 0
+    )
+    return Progress(run_id, stage, total, done)
+
+
+def _set_policy(ctx: ServiceContext, binding_id: int, policy: RefConflictPolicy) -> None:
+    with ctx.db.transaction() as session:
+        binding = session.get(Binding, binding_id)
+        assert binding is not None
+        binding.ref_conflict_policy = policy.value

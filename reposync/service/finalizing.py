@@ -1,0 +1,195 @@
+"""Stage ``finalizing``: the report, the final status, and the lease given back.
+
+Everything happens in one fenced transaction: a Run is either still running (and
+resumable) or finished with its report, its status and a free Binding.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func, select, update
+
+from reposync.errors import ReposyncError
+from reposync.models import Binding, InventoryEntry, Run, RunItem, utcnow
+from reposync.service.execution import StageExecution
+from reposync.service.leases import release
+from reposync.sync.report import (
+    ItemAggregate,
+    PlanningCounters,
+    Problem,
+    build_counters,
+    final_status,
+    item_problems,
+)
+from reposync.sync.vocabulary import Action, ItemState, RunMode, RunStatus, Stage
+
+EXAMPLES = 5
+
+
+def finalize(ex: StageExecution) -> None:
+    """The normal end of the pipeline (also where cancellation lands)."""
+    finish(ex, cancelled=ex.cancel_requested())
+
+
+def finish(
+    ex: StageExecution, *, error: ReposyncError | None = None, cancelled: bool = False
+) -> RunStatus:
+    run = ex.run
+    with ex.ctx.db.session() as session:
+        fresh = session.get(Run, run.id)
+        assert fresh is not None
+        planning = PlanningCounters.from_dict(fresh.planning_counters)
+        unsupported = dict(fresh.unsupported or {})
+        plan_complete = fresh.plan_complete
+    # Items of an unfinished plan never count (the completion marker rule).
+    rows = aggregate_items(ex) if plan_complete else []
+    counters, per_type, planned = build_counters(rows, planning)
+    problems = item_problems(rows)
+    problems.extend(_unsupported_problems(unsupported))
+    if error is not None:
+        problems.insert(0, _error_problem(error))
+    status = final_status(
+        counters, cancelled=cancelled, error_code=error.code if error is not None else None
+    )
+    with ex.fenced() as session:
+        ex.flush_io(session)
+        fresh = session.get(Run, run.id)
+        assert fresh is not None
+        now = utcnow()
+        report = build_report(fresh, status, counters, per_type, planned, problems, now)
+        values: dict[str, Any] = {
+            "status": status.value,
+            "counters": counters,
+            "report": report,
+            "finished_at": now,
+            "stage_attempts": 0,
+        }
+        if status is not RunStatus.CANCELLED and error is None:
+            values["stage"] = Stage.COMPLETED.value
+        if error is not None:
+            values["error_code"] = error.code
+            values["error_message"] = error.message
+        session.execute(update(Run).where(Run.id == run.id).values(**values))
+        session.execute(
+            InventoryEntry.__table__.delete().where(InventoryEntry.run_id == run.id)
+        )
+        if status is RunStatus.COMPLETED and run.mode == RunMode.APPLY.value:
+            session.execute(
+                update(Binding)
+                .where(Binding.id == ex.binding.id)
+                .values(last_converged_run_id=run.id)
+            )
+        ex.event(session, "run_finished", f"status {status.value}", **counters)
+        release(session, ex.lease)
+    ex.run.status = status.value
+    return status
+
+
+def aggregate_items(ex: StageExecution) -> list[ItemAggregate]:
+    """One GROUP BY over the Run's items (plus a few example keys for problem groups)."""
+    with ex.ctx.db.session() as session:
+        grouped = session.execute(
+            select(
+                RunItem.object_type,
+                RunItem.action,
+                RunItem.state,
+                RunItem.error_code,
+                func.count(),
+                func.min(RunItem.error_message),
+            )
+            .where(RunItem.run_id == ex.run_id)
+            .group_by(RunItem.object_type, RunItem.action, RunItem.state, RunItem.error_code)
+        ).all()
+        rows = []
+        for otype, action, state, code, count, message in grouped:
+            examples: list[str] = []
+            if code is not None or action in (Action.CONFLICT.value, Action.REPORT.value) or (
+                state in (ItemState.FAILED.value, ItemState.SUPERSEDED.value)
+            ):
+                examples = list(
+                    session.execute(
+                        select(RunItem.object_key)
+                        .where(
+                            RunItem.run_id == ex.run_id,
+                            RunItem.object_type == otype,
+                            RunItem.action == action,
+                            RunItem.state == state,
+                            RunItem.error_code.is_(None)
+                            if code is None
+                            else RunItem.error_code == code,
+                        )
+                        .order_by(RunItem.id)
+                        .limit(EXAMPLES)
+                    ).scalars()
+                )
+            rows.append(
+                ItemAggregate(otype, Action(action), ItemState(state), code, count, examples,
+                              message)
+            )
+    return rows
+
+
+def build_report(
+    run: Run,
+    status: RunStatus,
+    counters: dict[str, int],
+    per_type: dict[str, dict[str, int]],
+    planned: dict[str, int],
+    problems: list[Problem],
+    finished_at: Any,
+) -> dict[str, Any]:
+    started = run.started_at or run.created_at
+    return {
+        "run_id": run.id,
+        "binding_id": run.binding_id,
+        "status": status.value,
+        "stage": run.stage,
+        "kind": run.kind,
+        "mode": run.mode,
+        "audit_mode": run.audit_mode,
+        "plan_mode": run.plan_mode,
+        "trigger": run.trigger,
+        "source_side": run.source_side,
+        "target_side": run.target_side,
+        "counters": counters,
+        "object_types": per_type,
+        "planned_actions": planned,
+        "problems": [p.to_dict() for p in problems],
+        "unsupported": dict(run.unsupported or {}),
+        "io": dict(run.io or {}),
+        "digests": {"source": run.source_digest, "target": run.target_digest},
+        "started_at": started.isoformat() if started else None,
+        "finished_at": finished_at.isoformat(),
+        "duration_seconds": round((finished_at - started).total_seconds(), 3)
+        if started
+        else None,
+    }
+
+
+def _unsupported_problems(unsupported: dict[str, int]) -> list[Problem]:
+    return [
+        Problem(
+            error_code="unsupported_ref_namespace",
+            problem_type="data_gap",
+            message=f"{count} ref(s) under {namespace} are not synced (only branches and "
+            "tags are)",
+            suggested_action="nothing to do if they are local conventions; otherwise "
+            "convert them to branches or tags",
+            retryable=False,
+            count=count,
+            object_type="git_ref",
+            examples=[namespace],
+        )
+        for namespace, count in sorted(unsupported.items())
+    ]
+
+
+def _error_problem(error: ReposyncError) -> Problem:
+    return Problem(
+        error_code=error.code,
+        problem_type="run_error",
+        message=error.message,
+        suggested_action=error.suggested_action,
+        retryable=error.retryable,
+    )

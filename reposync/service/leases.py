@@ -1,0 +1,265 @@
+"""Per-Binding leases and the fence around every state write.
+
+The lease is the Binding row's ``lease_owner`` / ``lease_generation`` / ``lease_expires_at``.
+Every stage execution *claims* it, which increments the generation, so the generation is
+a fencing token (Kleppmann): a duplicate delivery, or a worker that stalled past its
+lease, carries an older generation and every write it attempts is refused.
+
+Rules that make this hold under READ COMMITTED (measured in the Celery note, §5.4):
+
+* Claims and renewals are single guarded ``UPDATE … WHERE`` statements: PostgreSQL
+  re-evaluates the WHERE on the newest row version, so two claimers cannot both win.
+* A fenced transaction starts with ``SELECT … FOR SHARE`` on the Binding row (SQLite:
+  ``BEGIN IMMEDIATE``), so a takeover waits until the fenced write committed or sees it
+  roll back; a plain check-then-write would let a stale worker overwrite the new holder.
+* Expiry is judged on the database's clock, never a worker's.
+* The heartbeat renews at a third of the TTL and the local deadline ends a safety margin
+  before the expiry it last obtained: a stalled worker stops external writes before
+  anyone else may claim.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import func, or_, select, update
+from sqlalchemy.orm import Session
+
+from reposync.errors import LeaseLost
+from reposync.models import Binding, Run
+from reposync.models.db import Database
+from reposync.sync.vocabulary import ACTIVE_RUN_STATUSES, RunStatus, Stage
+
+log = logging.getLogger(__name__)
+
+#: Fraction of the TTL kept as a safety margin before the lease could be taken over.
+SAFETY_MARGIN = 0.2
+
+
+def new_owner(label: str = "") -> str:
+    """An execution identity: host, process and a random part, for humans and fences."""
+    suffix = uuid.uuid4().hex[:8]
+    return f"{socket.gethostname()}/{os.getpid()}/{label or 'exec'}/{suffix}"[:255]
+
+
+def database_now(session: Session) -> datetime:
+    """The database's clock (PostgreSQL), or this host's for the embedded SQLite file."""
+    if session.get_bind().dialect.name == "postgresql":
+        value = session.execute(select(func.clock_timestamp())).scalar_one()
+        return value.astimezone(UTC)
+    return datetime.now(UTC)
+
+
+@dataclass(slots=True)
+class Lease:
+    """What an execution holds after a successful claim."""
+
+    binding_id: int
+    run_id: int
+    owner: str
+    generation: int
+    ttl: float
+    #: ``time.monotonic()`` after which no external write may start.
+    deadline: float
+    lost: threading.Event = field(default_factory=threading.Event)
+
+    def check(self) -> None:
+        """Call right before every external write."""
+        if self.lost.is_set():
+            raise LeaseLost(f"lease generation {self.generation} of binding {self.binding_id} lost")
+        if time.monotonic() >= self.deadline:
+            raise LeaseLost(
+                f"lease generation {self.generation} of binding {self.binding_id} is too close "
+                "to expiry to start a write"
+            )
+
+    def extend_from(self, started: float) -> None:
+        self.deadline = started + self.ttl * (1 - SAFETY_MARGIN)
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimRefused:
+    reason: str
+
+
+def _stage_matches(run: Run, expected: Stage | None) -> bool:
+    if expected is None:
+        return True
+    if run.stage == expected.value:
+        return True
+    return run.stage == Stage.QUEUED.value and expected is Stage.CHECKING_ACCESS
+
+
+def claim(
+    db: Database,
+    run_id: int,
+    *,
+    expected_stage: Stage | None,
+    dispatched_generation: int | None,
+    owner: str,
+    ttl: float,
+) -> tuple[Lease, Run] | ClaimRefused:
+    """Claim the Run's Binding for one stage execution; bumps the generation.
+
+    Allowed when the Binding's lease is free, expired, or still exactly the one the
+    dispatching execution held (``dispatched_generation``: the normal hand-over along
+    the chain). Anything else is a duplicate or stale delivery and is refused.
+    """
+    started = time.monotonic()
+    try:
+        with db.transaction() as session:
+            binding_id = session.execute(
+                select(Run.binding_id).where(Run.id == run_id)
+            ).scalar_one_or_none()
+            if binding_id is None:
+                raise _Refuse(f"run {run_id} does not exist")
+            # Lock order everywhere: the Binding row first, then the Run row.
+            now = database_now(session)
+            allowed = [Binding.lease_run_id.is_(None), Binding.lease_expires_at < now]
+            if dispatched_generation is not None:
+                allowed.append(
+                    (Binding.lease_run_id == run_id)
+                    & (Binding.lease_generation == dispatched_generation)
+                )
+            generation = session.execute(
+                update(Binding)
+                .where(Binding.id == binding_id, or_(*allowed))
+                .values(
+                    lease_generation=Binding.lease_generation + 1,
+                    lease_owner=owner,
+                    lease_run_id=run_id,
+                    lease_expires_at=now + timedelta(seconds=ttl),
+                )
+                .returning(Binding.lease_generation)
+            ).scalar_one_or_none()
+            if generation is None:
+                raise _Refuse(f"binding {binding_id} is leased by another execution")
+            run = session.execute(
+                select(Run).where(Run.id == run_id).with_for_update()
+            ).scalar_one()
+            if run.status not in ACTIVE_RUN_STATUSES:
+                raise _Refuse(f"run {run_id} is {run.status}")
+            if not _stage_matches(run, expected_stage):
+                raise _Refuse(f"run {run_id} is at {run.stage}, not {expected_stage}")
+            if run.stage == Stage.QUEUED.value:
+                run.stage = Stage.CHECKING_ACCESS.value
+            run.status = RunStatus.RUNNING.value
+            run.started_at = run.started_at or now
+            run.lease_generation = generation
+            run.stage_attempts += 1
+            session.flush()
+            session.expunge(run)
+    except _Refuse as refused:  # the transaction rolled back: the generation is untouched
+        return ClaimRefused(str(refused))
+    lease = Lease(run.binding_id, run_id, owner, generation, ttl, deadline=0.0)
+    lease.extend_from(started)
+    return lease, run
+
+
+class _Refuse(Exception):
+    pass
+
+
+def renew(db: Database, lease: Lease) -> bool:
+    """Extend the lease; False (and ``lease.lost`` set) when the generation moved on."""
+    started = time.monotonic()
+    with db.transaction() as session:
+        now = database_now(session)
+        renewed = session.execute(
+            update(Binding)
+            .where(
+                Binding.id == lease.binding_id,
+                Binding.lease_owner == lease.owner,
+                Binding.lease_generation == lease.generation,
+            )
+            .values(lease_expires_at=now + timedelta(seconds=lease.ttl))
+            .returning(Binding.id)
+        ).scalar_one_or_none()
+    if renewed is None:
+        lease.lost.set()
+        return False
+    lease.extend_from(started)
+    return True
+
+
+def fence(session: Session, lease: Lease) -> None:
+    """First statement of every fenced transaction: still ours, and locked until commit."""
+    held = session.execute(
+        select(Binding.id)
+        .where(
+            Binding.id == lease.binding_id,
+            Binding.lease_owner == lease.owner,
+            Binding.lease_generation == lease.generation,
+        )
+        .with_for_update(read=True)
+    ).scalar_one_or_none()
+    if held is None:
+        lease.lost.set()
+        raise LeaseLost(
+            f"binding {lease.binding_id} was reclaimed; generation {lease.generation} "
+            "may not write"
+        )
+
+
+@contextmanager
+def fenced(db: Database, lease: Lease) -> Iterator[Session]:
+    """A short transaction that commits only while ``lease`` is the Binding's lease."""
+    with db.transaction() as session:
+        fence(session, lease)
+        yield session
+
+
+def release(session: Session, lease: Lease) -> None:
+    """Give the Binding back (inside the fenced transaction that finishes the Run)."""
+    session.execute(
+        update(Binding)
+        .where(Binding.id == lease.binding_id, Binding.lease_generation == lease.generation)
+        .values(lease_owner=None, lease_run_id=None, lease_expires_at=None)
+    )
+
+
+class Heartbeat:
+    """Renews a lease in a background thread while a stage runs.
+
+    It stops renewing on the first refusal, and it gives up (without renewing further)
+    when a renewal fails for a database error until the local deadline passes: the stage
+    then fails its next ``Lease.check()`` before it can write after expiry.
+    """
+
+    def __init__(self, db: Database, lease: Lease, interval: float) -> None:
+        self._db = db
+        self._lease = lease
+        self._interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._loop, name=f"lease-heartbeat-{lease.binding_id}", daemon=True
+        )
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=self._interval + 5)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                if not renew(self._db, self._lease):
+                    log.warning("lease %s lost; heartbeat stops", self._lease.generation)
+                    return
+            except Exception:  # a database outage: keep trying until the deadline passes
+                log.exception("lease renewal failed")
+                if time.monotonic() >= self._lease.deadline:
+                    self._lease.lost.set()
+                    return

@@ -1,0 +1,199 @@
+"""Stage ``planning``: run the pure planner and persist its items durably.
+
+Items are written in short fenced transactions; the plan counts only once the
+completion marker (``Run.plan_complete``) is committed, so a Run reclaimed halfway
+through planning throws the partial rows away and plans again, never executing half a
+plan.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
+from typing import Any
+
+from sqlalchemy import delete, insert, select
+
+from reposync.models import ObjectLink, RunItem
+from reposync.providers.base import AncestryChecker
+from reposync.service.execution import StageExecution
+from reposync.service.inventory import load_snapshot
+from reposync.sync.batching import BatchLimits, assign_batches
+from reposync.sync.planner import (
+    Candidate,
+    LinkKey,
+    LinkState,
+    Observation,
+    PlanMode,
+    PlannedItem,
+    decide,
+    select_candidates,
+    target_only,
+)
+from reposync.sync.report import CONFLICT_CODE, PlanningCounters
+from reposync.sync.vocabulary import Action, ItemState, ObjectType, RefConflictPolicy, Side, Stage
+
+CHUNK = 5000
+READ_CHUNK = 500
+
+
+def plan(ex: StageExecution) -> Stage:
+    if ex.run.plan_complete:  # a re-delivered step after the marker: nothing to redo
+        return _next_stage(ex)
+    with ex.fenced() as session:
+        session.execute(delete(RunItem).where(RunItem.run_id == ex.run_id))
+
+    mode = PlanMode(ex.run.plan_mode)
+    links = {} if mode is PlanMode.EMPTY_TARGET else load_links(ex)
+    candidates = select_candidates(mode, load_snapshot(ex, "source"), links)
+    counters = PlanningCounters(
+        scanned=candidates.scanned, checkpoint_skipped=candidates.checkpoint_skipped
+    )
+
+    policy = RefConflictPolicy(ex.binding.ref_conflict_policy)
+    source = ex.source()
+    oracle = source.is_ancestor if isinstance(source, AncestryChecker) else None
+    items: list[PlannedItem] = []
+    unchanged: dict[str, int] = defaultdict(int)
+    for candidate, observed in _observe(ex, mode, candidates.candidates):
+        item = decide(candidate, observed, policy=policy, is_ancestor=oracle)
+        if item is None:
+            unchanged[candidate.object_type.value] += 1
+        else:
+            items.append(item)
+    counters.unchanged = dict(unchanged)
+    items.sort(key=lambda item: item.sort_key)
+
+    limits = BatchLimits(ex.ctx.settings.batch_max_items, ex.ctx.settings.batch_max_bytes)
+    written = _write_items(ex, assign_batches(items, limits))
+    actions: dict[str, int] = defaultdict(int)
+    for item in items:
+        actions[item.action.value] += 1
+    next_stage = _next_stage(ex)
+    with ex.fenced() as session:
+        ex.event(session, "plan_completed", f"{written} items planned ({mode.value})",
+                 **dict(actions))
+        return ex.advance(session, next_stage, f"{written} items", plan_complete=True,
+                          planning_counters=counters.to_dict())
+
+
+def _next_stage(ex: StageExecution) -> Stage:
+    return Stage.FINALIZING if ex.dry_run else Stage.APPLYING
+
+
+def load_links(ex: StageExecution) -> dict[LinkKey, LinkState]:
+    """The Binding's links keyed by (type, identity on this Run's source side)."""
+    source_is_a = ex.source_side is Side.A
+    links: dict[LinkKey, LinkState] = {}
+    with ex.ctx.db.session() as session:
+        rows = session.execute(
+            select(
+                ObjectLink.object_type,
+                ObjectLink.a_identity,
+                ObjectLink.b_identity,
+                ObjectLink.a_revision,
+                ObjectLink.b_revision,
+                ObjectLink.verified_hash,
+                ObjectLink.mapper_version,
+                ObjectLink.verify_failed,
+            )
+            .where(ObjectLink.binding_id == ex.binding.id)
+            .execution_options(yield_per=CHUNK)
+        )
+        for otype, a_id, b_id, a_rev, b_rev, vhash, mapper, failed in rows:
+            object_type = ObjectType(otype)
+            source_id, target_id = (a_id, b_id) if source_is_a else (b_id, a_id)
+            links[(object_type, source_id)] = LinkState(
+                object_type,
+                source_id,
+                target_id,
+                a_rev if source_is_a else b_rev,
+                vhash,
+                mapper,
+                failed,
+            )
+    return links
+
+
+def _observe(
+    ex: StageExecution, mode: PlanMode, candidates: Sequence[Candidate]
+) -> Iterator[tuple[Candidate, Observation | None]]:
+    """Pair each candidate with what the target holds, reading only what the mode allows."""
+    if mode is PlanMode.EMPTY_TARGET:
+        for candidate in candidates:
+            yield candidate, None
+        return
+    if mode is PlanMode.BASELINE:
+        by_key = {
+            (entry.object_type, entry.unique_key or entry.identity): entry
+            for entry in load_snapshot(ex, "target")
+        }
+        matched: set[tuple[ObjectType, str]] = set()
+        for candidate in candidates:
+            key = (candidate.object_type, candidate.target_identity or "")
+            entry = by_key.get(key)
+            if entry is not None:
+                matched.add(key)
+            yield candidate, Observation(entry)
+        for candidate in target_only(by_key.values(), matched):
+            yield candidate, Observation(by_key[(candidate.object_type, candidate.target_identity or "")])
+        return
+    # Checkpoint and full audit: read the linked targets of the candidates, in batches.
+    target = ex.target()
+    to_read: dict[ObjectType, list[Candidate]] = defaultdict(list)
+    for candidate in candidates:
+        if candidate.link is None:
+            yield candidate, None
+        else:
+            to_read[candidate.object_type].append(candidate)
+    for object_type, group in to_read.items():
+        for chunk in _chunks(group, READ_CHUNK):
+            found = target.read_batch(object_type, [c.link.target_identity for c in chunk])  # type: ignore[union-attr]
+            for candidate in chunk:
+                obj = found.get(candidate.link.target_identity)  # type: ignore[union-attr]
+                yield candidate, Observation(obj.index_entry() if obj is not None else None)
+
+
+def _chunks(items: Sequence[Candidate], size: int) -> Iterator[Sequence[Candidate]]:
+    iterator = iter(items)
+    while chunk := list(islice(iterator, size)):
+        yield chunk
+
+
+def _write_items(ex: StageExecution, numbered: Iterable[tuple[PlannedItem, int | None]]) -> int:
+    written = 0
+    iterator = iter(numbered)
+    while chunk := list(islice(iterator, CHUNK)):
+        rows = [_item_row(ex.run_id, item, batch_no) for item, batch_no in chunk]
+        with ex.fenced() as session:
+            session.execute(insert(RunItem), rows)
+        written += len(rows)
+    return written
+
+
+def _item_row(run_id: int, item: PlannedItem, batch_no: int | None) -> dict[str, Any]:
+    state, error_code = ItemState.PLANNED, None
+    if item.action is Action.CONFLICT:
+        state, error_code = ItemState.BLOCKED, CONFLICT_CODE
+    elif item.action is Action.REPORT:
+        state = ItemState.COMPLETED
+    return {
+        "run_id": run_id,
+        "phase": int(item.phase),
+        "object_type": item.object_type.value,
+        "object_key": item.object_key,
+        "action": item.action.value,
+        "reason": item.reason.value,
+        "state": state.value,
+        "batch_no": batch_no,
+        "source_identity": item.source_identity,
+        "target_identity": item.target_identity,
+        "source_revision": item.source_revision,
+        "desired_hash": item.desired_hash,
+        "expected_target_hash": item.expected_target_hash,
+        "intent": dict(item.intent),
+        "error_code": error_code,
+        "error_message": None,
+        "attempt_count": 0,
+    }

@@ -1,0 +1,94 @@
+"""Runs: create, enqueue, cancel, look up."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from reposync.errors import BindingBusy, RecordNotFound
+from reposync.models import Run, utcnow
+from reposync.service.bindings import get_binding
+from reposync.service.context import ServiceContext, Step
+from reposync.service.events import emit
+from reposync.sync.vocabulary import (
+    ACTIVE_RUN_STATUSES,
+    AuditMode,
+    RunKind,
+    RunMode,
+    Stage,
+    Trigger,
+)
+
+
+def get_run(session: Session, run_id: int) -> Run:
+    run = session.get(Run, run_id)
+    if run is None:
+        raise RecordNotFound(f"run {run_id} does not exist")
+    return run
+
+
+def active_run(session: Session, binding_id: int) -> Run | None:
+    return session.execute(
+        select(Run).where(
+            Run.binding_id == binding_id,
+            Run.status.in_([s.value for s in ACTIVE_RUN_STATUSES]),
+        )
+    ).scalar_one_or_none()
+
+
+def create_run(
+    ctx: ServiceContext,
+    binding_id: int,
+    *,
+    mode: RunMode = RunMode.APPLY,
+    audit_mode: AuditMode = AuditMode.CHECKPOINT,
+    trigger: Trigger = Trigger.MANUAL,
+    kind: RunKind = RunKind.NORMAL,
+    parent_run_id: int | None = None,
+    attempt: int = 1,
+) -> Run:
+    """A queued Run from the Binding's authority to its standby.
+
+    Raises ``BindingBusy`` when the Binding already has an active Run (the database's
+    partial unique index decides, so two concurrent callers cannot both succeed).
+    """
+    try:
+        with ctx.db.transaction() as session:
+            binding = get_binding(session, binding_id)
+            run = Run(
+                binding_id=binding.id,
+                kind=kind.value,
+                mode=mode.value,
+                audit_mode=audit_mode.value,
+                trigger=trigger.value,
+                source_side=binding.authority.value,
+                target_side=binding.authority.other.value,
+                authority_epoch=binding.authority_epoch,
+                parent_run_id=parent_run_id,
+                attempt=attempt,
+            )
+            session.add(run)
+            session.flush()
+            emit(session, run.id, "run_created", Stage.QUEUED.value,
+                 message=f"{mode.value} run, {audit_mode.value} audit, trigger {trigger.value}")
+    except IntegrityError as exc:
+        raise BindingBusy(f"binding {binding_id} already has an active run") from exc
+    return run
+
+
+def enqueue_run(ctx: ServiceContext, binding_id: int, **options: object) -> Run:
+    """Create a Run and hand its first stage to the dispatcher after the commit."""
+    run = create_run(ctx, binding_id, **options)  # type: ignore[arg-type]
+    ctx.dispatcher.dispatch(Step(run.id, Stage.CHECKING_ACCESS, None))
+    return run
+
+
+def request_cancel(ctx: ServiceContext, run_id: int) -> Run:
+    """Ask a Run to stop; it is honoured at the next cancellation point."""
+    with ctx.db.transaction() as session:
+        run = get_run(session, run_id)
+        if run.status in ACTIVE_RUN_STATUSES and run.cancel_requested_at is None:
+            run.cancel_requested_at = utcnow()
+            emit(session, run.id, "cancel_requested", run.stage)
+    return run

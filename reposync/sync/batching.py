@@ -1,0 +1,56 @@
+"""Physical batches: how planned items are cut into apply tasks.
+
+A batch never mixes dependency phases, object types or actions, and respects both an
+item budget and a byte budget, so one task's work and memory stay bounded whatever the
+repository's size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from reposync.sync.planner import PlannedItem
+from reposync.sync.vocabulary import Action
+
+#: Actions that go through the applying stage; conflicts and reports settle at planning.
+APPLIED_ACTIONS = frozenset({Action.CREATE, Action.UPDATE, Action.DELETE, Action.NOOP})
+
+#: Bytes an item costs besides its payload (identities, intent, bookkeeping).
+ITEM_OVERHEAD_BYTES = 256
+
+
+@dataclass(frozen=True, slots=True)
+class BatchLimits:
+    max_items: int = 500
+    max_bytes: int = 8 * 1024 * 1024
+
+
+def assign_batches(
+    items: Iterable[PlannedItem], limits: BatchLimits, first_batch: int = 1
+) -> Iterator[tuple[PlannedItem, int | None]]:
+    """Yield each item with its batch number (``None`` for items that are not applied).
+
+    ``items`` must come sorted by ``PlannedItem.sort_key``; batches are then numbered in
+    dependency order, which is the order the applying stage runs them in.
+    """
+    batch_no = first_batch - 1
+    group: tuple[int, str, str] | None = None
+    count = 0
+    size = 0
+    for item in items:
+        if item.action not in APPLIED_ACTIONS:
+            yield item, None
+            continue
+        item_group = (int(item.phase), str(item.object_type), str(item.action))
+        item_size = item.size + ITEM_OVERHEAD_BYTES
+        if (
+            item_group != group
+            or count >= limits.max_items
+            or (count > 0 and size + item_size > limits.max_bytes)
+        ):
+            batch_no += 1
+            group, count, size = item_group, 0, 0
+        count += 1
+        size += item_size
+        yield item, batch_no

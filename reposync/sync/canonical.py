@@ -1,0 +1,142 @@
+"""Canonical, provider-neutral objects and the hashes the whole engine compares.
+
+A hash is computed over canonical JSON (sorted keys, no whitespace, UTF-8), so the same
+state hashes the same on both sides whatever provider produced it. The engine only ever
+compares hashes; payloads are read when an object has to be written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from reposync.sync.vocabulary import ObjectType
+
+#: Bump when the canonical mapping of any type changes; links verified under an older
+#: mapper are re-planned.
+MAPPER_VERSION = 1
+
+
+def canonical_json(value: Any) -> bytes:
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode("utf-8")
+
+
+def content_hash(payload: Mapping[str, Any]) -> str:
+    return "sha256:" + hashlib.sha256(canonical_json(payload)).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class IndexEntry:
+    """What an inventory index knows of one object, without its payload."""
+
+    object_type: ObjectType
+    identity: str
+    object_key: str
+    unique_key: str | None
+    revision: str
+    content_hash: str
+    #: Approximate payload size in bytes, so batches respect their byte budget unread.
+    size: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CanonicalObject:
+    """One object in full: the index fields plus the payload the hash is computed on."""
+
+    object_type: ObjectType
+    identity: str
+    object_key: str
+    unique_key: str | None
+    revision: str
+    payload: Mapping[str, Any] = field(hash=False)
+
+    @property
+    def content_hash(self) -> str:
+        return content_hash(self.payload)
+
+    def index_entry(self) -> IndexEntry:
+        return IndexEntry(
+            self.object_type,
+            self.identity,
+            self.object_key,
+            self.unique_key,
+            self.revision,
+            self.content_hash,
+            len(canonical_json(self.payload)),
+        )
+
+
+# -- git refs ------------------------------------------------------------------------------
+
+BRANCH_PREFIX = "refs/heads/"
+TAG_PREFIX = "refs/tags/"
+SUPPORTED_REF_PREFIXES = (BRANCH_PREFIX, TAG_PREFIX)
+
+
+def is_supported_ref(name: str) -> bool:
+    return name.startswith(SUPPORTED_REF_PREFIXES)
+
+
+def ref_namespace(name: str) -> str:
+    """``refs/notes/commits`` -> ``refs/notes``: how unsupported refs are counted."""
+    parts = name.split("/")
+    return "/".join(parts[:2]) if len(parts) > 2 else name
+
+
+def ref_object_key(name: str) -> str:
+    if name.startswith(BRANCH_PREFIX):
+        return "branch " + name[len(BRANCH_PREFIX) :]
+    if name.startswith(TAG_PREFIX):
+        return "tag " + name[len(TAG_PREFIX) :]
+    return "ref " + name
+
+
+def git_ref(name: str, object_id: str) -> CanonicalObject:
+    """A branch or tag: identity and unique key are the full ref name on both sides."""
+    return CanonicalObject(
+        object_type=ObjectType.GIT_REF,
+        identity=name,
+        object_key=ref_object_key(name),
+        unique_key=name,
+        revision=object_id,
+        payload={"target": object_id},
+    )
+
+
+def git_ref_hash(object_id: str) -> str:
+    return content_hash({"target": object_id})
+
+
+def inventory_digest(entries: Iterable[IndexEntry]) -> str:
+    """A stable digest of a whole inventory: equal states give equal digests."""
+    digest = hashlib.sha256()
+    for entry in sorted(entries, key=lambda e: (e.object_type, e.identity)):
+        digest.update(f"{entry.object_type}\0{entry.identity}\0{entry.content_hash}\n".encode())
+    return "sha256:" + digest.hexdigest()
+
+
+class DigestBuilder:
+    """Incremental ``inventory_digest`` for entries that arrive already sorted."""
+
+    def __init__(self) -> None:
+        self._digest = hashlib.sha256()
+        self._last: tuple[str, str] | None = None
+        self.count = 0
+
+    def add(self, entry: IndexEntry) -> None:
+        key = (str(entry.object_type), entry.identity)
+        if self._last is not None and key <= self._last:
+            raise ValueError(f"inventory entries out of order at {key}")
+        self._last = key
+        self.count += 1
+        self._digest.update(
+            f"{entry.object_type}\0{entry.identity}\0{entry.content_hash}\n".encode()
+        )
+
+    def hexdigest(self) -> str:
+        return "sha256:" + self._digest.hexdigest()

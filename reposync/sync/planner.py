@@ -1,0 +1,295 @@
+"""The planner: from inventories and links to the durable intent of a Run.
+
+Pure: it sees index entries (identity, revision, hash), links and target observations,
+never a database, a provider or the network. The service feeds it in two steps so that
+the target is read only where DESIGN.md allows:
+
+1. ``select_candidates`` walks the source index against the links. In checkpoint mode an
+   unchanged, verified, current-mapper link is counted ``checkpoint_skipped`` and its
+   target is never read; everything else becomes a candidate.
+2. The service reads the targets of the candidates that need one (a batch read), then
+   ``decide`` turns each candidate plus its observation into a ``PlannedItem``.
+
+Baselines (no links yet, target not empty) observe the complete target index instead;
+empty targets observe nothing and create everything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from reposync.sync.canonical import BRANCH_PREFIX, MAPPER_VERSION, IndexEntry, ref_object_key
+from reposync.sync.vocabulary import Action, ObjectType, Phase, RefConflictPolicy
+
+
+class PlanMode(StrEnum):
+    EMPTY_TARGET = "empty_target"  # target confirmed empty: create everything, read nothing
+    BASELINE = "baseline"  # no links yet, target not empty: complete diff
+    CHECKPOINT = "checkpoint"  # normal Run: candidates only
+    FULL_AUDIT = "full_audit"  # read back every managed link
+
+
+class Reason(StrEnum):
+    """Why an item exists; shown in reports so every item explains itself."""
+
+    NEW = "new"
+    CHANGED = "changed"
+    MISSING_ON_TARGET = "missing_on_target"
+    DRIFT = "drift"
+    UNRELIABLE = "unreliable"
+    MAPPER_DIRTY = "mapper_dirty"
+    DELETED_ON_SOURCE = "deleted_on_source"
+    ALREADY_EQUAL = "already_equal"
+    ALREADY_DELETED = "already_deleted"
+    FAST_FORWARD = "fast_forward"
+    POLICY_USE_SOURCE = "policy_use_source"
+    COLLISION = "collision"
+    TARGET_ONLY = "target_only"
+    AUDIT = "audit"  # a trusted link read back by a full audit
+
+
+@dataclass(frozen=True, slots=True)
+class LinkState:
+    """The planner's view of an ObjectLink."""
+
+    object_type: ObjectType
+    source_identity: str
+    target_identity: str
+    verified_revision: str | None
+    verified_hash: str | None
+    mapper_version: int
+    verify_failed: bool = False
+
+    @property
+    def trusted(self) -> bool:
+        """Unchanged source + trusted link = nothing to read, nothing to do."""
+        return (
+            not self.verify_failed
+            and self.mapper_version == MAPPER_VERSION
+            and self.verified_hash is not None
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """The target object a candidate maps to, as read; ``entry is None`` means absent."""
+
+    entry: IndexEntry | None
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    object_type: ObjectType
+    source: IndexEntry | None
+    link: LinkState | None
+    reason: Reason
+    #: The target identity to read (the link's, or the unique key on a baseline).
+    target_identity: str | None
+
+    @property
+    def needs_target_read(self) -> bool:
+        return self.target_identity is not None
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedItem:
+    phase: Phase
+    object_type: ObjectType
+    object_key: str
+    action: Action
+    reason: Reason
+    source_identity: str | None
+    target_identity: str | None
+    source_revision: str | None
+    desired_hash: str | None
+    expected_target_hash: str | None
+    #: Everything the apply step needs besides the source payload (for git refs: the ids).
+    intent: Mapping[str, Any] = field(default_factory=dict)
+    size: int = 0
+
+    @property
+    def sort_key(self) -> tuple[int, str, str, str]:
+        return (int(self.phase), str(self.object_type), str(self.action), self.object_key)
+
+
+@dataclass(slots=True)
+class CandidateSet:
+    candidates: list[Candidate]
+    #: Per object type: source objects walked, and unchanged linked ones not looked at.
+    scanned: dict[str, int] = field(default_factory=dict)
+    checkpoint_skipped: dict[str, int] = field(default_factory=dict)
+
+
+#: ``is_ancestor(target_revision, source_revision)``: Git's proof that moving the target
+#: to the source is a fast-forward. Injected so the planner stays pure.
+AncestryOracle = Callable[[str, str], bool]
+
+LinkKey = tuple[ObjectType, str]
+
+
+def select_candidates(
+    mode: PlanMode,
+    source: Iterable[IndexEntry],
+    links: Mapping[LinkKey, LinkState],
+) -> CandidateSet:
+    """Walk the source index against the links; decide what must be looked at."""
+    result = CandidateSet(candidates=[])
+    seen: set[LinkKey] = set()
+    for entry in source:
+        type_name = entry.object_type.value
+        result.scanned[type_name] = result.scanned.get(type_name, 0) + 1
+        key = (entry.object_type, entry.identity)
+        link = links.get(key)
+        if link is None:
+            target_identity = entry.unique_key if mode is PlanMode.BASELINE else None
+            result.candidates.append(
+                Candidate(entry.object_type, entry, None, Reason.NEW, target_identity)
+            )
+            continue
+        seen.add(key)
+        reason = _link_reason(entry, link)
+        if reason is None and mode is PlanMode.CHECKPOINT:
+            result.checkpoint_skipped[type_name] = result.checkpoint_skipped.get(type_name, 0) + 1
+            continue
+        result.candidates.append(
+            Candidate(entry.object_type, entry, link, reason or Reason.AUDIT, link.target_identity)
+        )
+    for key, link in links.items():
+        if key not in seen:
+            result.candidates.append(
+                Candidate(key[0], None, link, Reason.DELETED_ON_SOURCE, link.target_identity)
+            )
+    return result
+
+
+def _link_reason(entry: IndexEntry, link: LinkState) -> Reason | None:
+    if link.verify_failed:
+        return Reason.UNRELIABLE
+    if link.mapper_version != MAPPER_VERSION:
+        return Reason.MAPPER_DIRTY
+    if link.verified_hash != entry.content_hash:
+        return Reason.CHANGED
+    return None
+
+
+def target_only(
+    target: Iterable[IndexEntry], matched_unique_keys: set[tuple[ObjectType, str]]
+) -> Iterator[Candidate]:
+    """Baseline: target objects no source object maps to are preserved and reported."""
+    for entry in target:
+        if (entry.object_type, entry.unique_key or entry.identity) not in matched_unique_keys:
+            yield Candidate(entry.object_type, None, None, Reason.TARGET_ONLY, entry.identity)
+
+
+def decide(
+    candidate: Candidate,
+    observed: Observation | None,
+    *,
+    policy: RefConflictPolicy = RefConflictPolicy.KEEP_TARGET,
+    is_ancestor: AncestryOracle | None = None,
+) -> PlannedItem | None:
+    """Turn one candidate and what was observed on the target into an item.
+
+    ``observed is None`` means the target was not read (empty target, or a new object in
+    checkpoint mode): the write itself carries the expectation "absent", so a collision
+    is still detected on the target and never overwritten.
+    Returns ``None`` when a full audit finds a trusted link whose target is equal: the
+    object is counted unchanged and needs no item.
+    """
+    source, link = candidate.source, candidate.link
+    target = observed.entry if observed is not None else None
+
+    if source is None and link is None:
+        assert target is not None, "a target-only candidate carries its target"
+        return _item(candidate, target, Action.REPORT, Reason.TARGET_ONLY, None)
+
+    if source is None:
+        assert link is not None
+        if target is None:
+            return _item(candidate, None, Action.NOOP, Reason.ALREADY_DELETED, None)
+        return _item(candidate, target, Action.DELETE, Reason.DELETED_ON_SOURCE, target)
+
+    if target is None:
+        read_and_missing = link is not None and observed is not None
+        reason = Reason.MISSING_ON_TARGET if read_and_missing else candidate.reason
+        return _item(candidate, None, Action.CREATE, reason, None)
+
+    if target.content_hash == source.content_hash:
+        if candidate.reason is Reason.AUDIT:
+            return None  # a full audit confirmed a trusted link: counted unchanged
+        return _item(candidate, target, Action.NOOP, Reason.ALREADY_EQUAL, target)
+
+    if link is not None:
+        reason = Reason.DRIFT if candidate.reason is Reason.AUDIT else candidate.reason
+        return _item(candidate, target, Action.UPDATE, reason, target)
+
+    # A same-keyed object exists on the target and no link says it is ours: a collision.
+    if candidate.object_type is ObjectType.GIT_REF:
+        if (
+            source.identity.startswith(BRANCH_PREFIX)
+            and is_ancestor is not None
+            and is_ancestor(target.revision, source.revision)
+        ):
+            return _item(candidate, target, Action.UPDATE, Reason.FAST_FORWARD, target)
+        if policy is RefConflictPolicy.USE_SOURCE:
+            return _item(candidate, target, Action.UPDATE, Reason.POLICY_USE_SOURCE, target)
+    return _item(candidate, target, Action.CONFLICT, Reason.COLLISION, target)
+
+
+def _item(
+    candidate: Candidate,
+    target: IndexEntry | None,
+    action: Action,
+    reason: Reason,
+    expected: IndexEntry | None,
+) -> PlannedItem:
+    source, link = candidate.source, candidate.link
+    object_key = (
+        source.object_key
+        if source is not None
+        else target.object_key
+        if target is not None
+        else _key_from_link(link)
+    )
+    target_identity = (
+        link.target_identity
+        if link is not None
+        else target.identity
+        if target is not None
+        else source.unique_key
+        if source is not None and candidate.object_type is ObjectType.GIT_REF
+        else None
+    )
+    intent: dict[str, Any] = {"reason": str(reason)}
+    if expected is not None:
+        intent["expected_revision"] = expected.revision
+    if source is not None and action in (Action.CREATE, Action.UPDATE):
+        intent["source_revision"] = source.revision
+    if target is not None and action in (Action.CONFLICT, Action.REPORT):
+        intent["target_revision"] = target.revision
+    return PlannedItem(
+        phase=candidate.object_type.phase,
+        object_type=candidate.object_type,
+        object_key=object_key,
+        action=action,
+        reason=reason,
+        source_identity=source.identity if source is not None else (
+            link.source_identity if link is not None else None
+        ),
+        target_identity=target_identity,
+        source_revision=source.revision if source is not None else None,
+        desired_hash=source.content_hash if source is not None else None,
+        expected_target_hash=expected.content_hash if expected is not None else None,
+        intent=intent,
+        size=source.size if source is not None else 0,
+    )
+
+
+def _key_from_link(link: LinkState | None) -> str:
+    assert link is not None
+    if link.object_type is ObjectType.GIT_REF:
+        return ref_object_key(link.source_identity)
+    return f"{link.object_type} {link.source_identity}"

@@ -1,0 +1,239 @@
+"""Run reports and final statuses, computed from aggregated item counts.
+
+Pure: the service aggregates RunItems with one GROUP BY and hands the rows over, so a
+report costs the same for ten items or a million.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from reposync.sync.vocabulary import Action, ItemState, RunStatus
+
+COUNTER_NAMES = (
+    "scanned",
+    "checkpoint_skipped",
+    "created",
+    "updated",
+    "deleted",
+    "unchanged",
+    "conflicts",
+    "failed",
+    "blocked",
+    "pending_changes",
+)
+
+CONFLICT_CODE = "conflict"
+
+
+@dataclass(frozen=True, slots=True)
+class ItemAggregate:
+    """One row of ``GROUP BY object_type, action, state, error_code``."""
+
+    object_type: str
+    action: Action
+    state: ItemState
+    error_code: str | None
+    count: int
+    #: A few object keys of this group, so a report names examples.
+    examples: Sequence[str] = ()
+    error_message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    error_code: str
+    problem_type: str
+    message: str
+    suggested_action: str
+    retryable: bool
+    count: int = 1
+    object_type: str | None = None
+    examples: Sequence[str] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "error_code": self.error_code,
+            "problem_type": self.problem_type,
+            "message": self.message,
+            "suggested_action": self.suggested_action,
+            "retryable": self.retryable,
+            "count": self.count,
+        }
+        if self.object_type is not None:
+            data["object_type"] = self.object_type
+        if self.examples:
+            data["examples"] = list(self.examples)
+        return data
+
+
+@dataclass(slots=True)
+class PlanningCounters:
+    """Counts only the planner knows: objects looked at but given no item."""
+
+    scanned: dict[str, int] = field(default_factory=dict)
+    checkpoint_skipped: dict[str, int] = field(default_factory=dict)
+    unchanged: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, dict[str, int]]:
+        return {
+            "scanned": dict(self.scanned),
+            "checkpoint_skipped": dict(self.checkpoint_skipped),
+            "unchanged": dict(self.unchanged),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Mapping[str, int]] | None) -> PlanningCounters:
+        data = data or {}
+        return cls(
+            scanned=dict(data.get("scanned", {})),
+            checkpoint_skipped=dict(data.get("checkpoint_skipped", {})),
+            unchanged=dict(data.get("unchanged", {})),
+        )
+
+
+def _is_conflict(row: ItemAggregate) -> bool:
+    return row.action is Action.CONFLICT or row.error_code == CONFLICT_CODE
+
+
+def _counter_for(row: ItemAggregate) -> str | None:
+    if _is_conflict(row):
+        return "conflicts"
+    if row.state is ItemState.COMPLETED:
+        return {
+            Action.CREATE: "created",
+            Action.UPDATE: "updated",
+            Action.DELETE: "deleted",
+            Action.NOOP: "unchanged",
+        }.get(row.action)
+    return {
+        ItemState.FAILED: "failed",
+        ItemState.BLOCKED: "blocked",
+        ItemState.SUPERSEDED: "pending_changes",
+    }.get(row.state)
+
+
+def build_counters(
+    rows: Iterable[ItemAggregate], planning: PlanningCounters
+) -> tuple[dict[str, int], dict[str, dict[str, int]], dict[str, int]]:
+    """Return (counters, per-object-type counters, planned actions)."""
+    counters = dict.fromkeys(COUNTER_NAMES, 0)
+    per_type: dict[str, dict[str, int]] = {}
+
+    def bump(object_type: str, name: str, count: int) -> None:
+        counters[name] += count
+        bucket = per_type.setdefault(object_type, dict.fromkeys(COUNTER_NAMES, 0))
+        bucket[name] += count
+
+    for name in ("scanned", "checkpoint_skipped", "unchanged"):
+        for object_type, count in getattr(planning, name).items():
+            bump(object_type, name, count)
+    planned: dict[str, int] = {}
+    for row in rows:
+        planned[str(row.action)] = planned.get(str(row.action), 0) + row.count
+        name = _counter_for(row)
+        if name is not None:
+            bump(row.object_type, name, row.count)
+    return counters, per_type, planned
+
+
+def item_problems(rows: Iterable[ItemAggregate]) -> list[Problem]:
+    """One problem per (type, kind of trouble), with a count and a few examples."""
+    problems: list[Problem] = []
+    for row in rows:
+        if _is_conflict(row):
+            problems.append(
+                Problem(
+                    error_code=CONFLICT_CODE,
+                    problem_type="conflict",
+                    message=row.error_message
+                    or f"{row.count} {row.object_type} object(s) exist on the target with "
+                    "different content and are not managed by this Binding; kept as they are",
+                    suggested_action="resolve the objects on the target, or set the "
+                    "Binding's conflict policy to use_source",
+                    retryable=False,
+                    count=row.count,
+                    object_type=row.object_type,
+                    examples=row.examples,
+                )
+            )
+        elif row.action is Action.REPORT:
+            problems.append(
+                Problem(
+                    error_code="target_only_preserved",
+                    problem_type="preserved",
+                    message=f"{row.count} {row.object_type} object(s) exist only on the "
+                    "target; preserved, not managed",
+                    suggested_action="none, or delete them on the target if unwanted",
+                    retryable=False,
+                    count=row.count,
+                    object_type=row.object_type,
+                    examples=row.examples,
+                )
+            )
+        elif row.state in (ItemState.FAILED, ItemState.BLOCKED):
+            code = row.error_code or "item_failed"
+            problems.append(
+                Problem(
+                    error_code=code,
+                    problem_type="blocked" if row.state is ItemState.BLOCKED else "error",
+                    message=row.error_message or f"{row.count} {row.object_type} item(s) {row.state}",
+                    suggested_action=_ITEM_ACTIONS.get(code, "inspect the Run's items and retry"),
+                    retryable=code in _RETRYABLE_CODES,
+                    count=row.count,
+                    object_type=row.object_type,
+                    examples=row.examples,
+                )
+            )
+        elif row.state is ItemState.SUPERSEDED:
+            problems.append(
+                Problem(
+                    error_code="superseded",
+                    problem_type="pending_change",
+                    message=f"{row.count} {row.object_type} object(s) changed on the source "
+                    "after planning; a follow-up Run picks them up",
+                    suggested_action="none: a follow-up Run is queued",
+                    retryable=True,
+                    count=row.count,
+                    object_type=row.object_type,
+                    examples=row.examples,
+                )
+            )
+    return problems
+
+
+_ITEM_ACTIONS = {
+    "result_unknown": "recover the Run: reposync proves each outcome by read-back",
+    "attempts_exhausted": "inspect the item's error; retry the Run once the cause is fixed",
+    "permission_denied": "grant the connection write access to the target",
+    "verify_mismatch": "the target did not read back as written; run a full audit",
+}
+_RETRYABLE_CODES = frozenset({"result_unknown", "rate_limited", "provider_unavailable",
+                              "git_transport_failed", "verify_mismatch"})
+
+
+def final_status(
+    counters: Mapping[str, int],
+    *,
+    cancelled: bool = False,
+    error_code: str | None = None,
+) -> RunStatus:
+    """Precedence: cancelled > run error > blocked > failed items > conflicts > pending."""
+    if cancelled:
+        return RunStatus.CANCELLED
+    if error_code is not None:
+        return RunStatus.BLOCKED if error_code in _BLOCKING_RUN_CODES else RunStatus.FAILED
+    if counters.get("blocked", 0):
+        return RunStatus.BLOCKED
+    if counters.get("failed", 0):
+        return RunStatus.FAILED
+    if counters.get("conflicts", 0):
+        return RunStatus.REQUIRES_ATTENTION
+    if counters.get("pending_changes", 0):
+        return RunStatus.COMPLETED_WITH_PENDING_CHANGES
+    return RunStatus.COMPLETED
+
+
+_BLOCKING_RUN_CODES = frozenset({"permission_denied", "rate_limited", "result_unknown"})

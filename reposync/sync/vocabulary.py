@@ -1,0 +1,147 @@
+"""The words of DESIGN.md as enums: stages, statuses, actions, item states, object types.
+
+They are ``StrEnum`` so the values stored in the database, shown in reports and sent over
+the API are the plain strings an operator reads.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum, StrEnum
+
+
+class Side(StrEnum):
+    A = "a"
+    B = "b"
+
+    @property
+    def other(self) -> Side:
+        return Side.B if self is Side.A else Side.A
+
+
+class RunKind(StrEnum):
+    NORMAL = "normal"
+    HANDOFF = "handoff"
+
+
+class RunMode(StrEnum):
+    APPLY = "apply"
+    DRY_RUN = "dry_run"
+
+
+class AuditMode(StrEnum):
+    CHECKPOINT = "checkpoint"
+    FULL = "full"
+
+
+class Trigger(StrEnum):
+    MANUAL = "manual"
+    SCHEDULE = "schedule"
+    WEBHOOK = "webhook"
+    RETRY = "retry"
+    RESUME = "resume"
+
+
+class Stage(StrEnum):
+    """Persisted on the Run independently of its status; the order is the pipeline."""
+
+    QUEUED = "queued"
+    CHECKING_ACCESS = "checking_access"
+    INVENTORY_SOURCE = "inventory_source"
+    INVENTORY_TARGET = "inventory_target"
+    PLANNING = "planning"
+    APPLYING = "applying"
+    VERIFYING = "verifying"
+    FINALIZING = "finalizing"
+    COMPLETED = "completed"
+
+    @property
+    def next(self) -> Stage:
+        order = list(Stage)
+        return order[min(order.index(self) + 1, len(order) - 1)]
+
+
+class RunStatus(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    COMPLETED_WITH_PENDING_CHANGES = "completed_with_pending_changes"
+    REQUIRES_ATTENTION = "requires_attention"
+    BLOCKED = "blocked"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def is_active(self) -> bool:
+        return self in ACTIVE_RUN_STATUSES
+
+
+ACTIVE_RUN_STATUSES = frozenset({RunStatus.QUEUED, RunStatus.RUNNING})
+
+
+class Action(StrEnum):
+    CREATE = "create"
+    UPDATE = "update"
+    DELETE = "delete"
+    NOOP = "noop"
+    CONFLICT = "conflict"
+    REPORT = "report"
+
+    @property
+    def writes(self) -> bool:
+        return self in (Action.CREATE, Action.UPDATE, Action.DELETE)
+
+
+class ItemState(StrEnum):
+    PLANNED = "planned"
+    APPLYING = "applying"
+    VERIFYING = "verifying"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    BLOCKED = "blocked"
+    SUPERSEDED = "superseded"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in TERMINAL_ITEM_STATES
+
+
+TERMINAL_ITEM_STATES = frozenset(
+    {ItemState.COMPLETED, ItemState.FAILED, ItemState.BLOCKED, ItemState.SUPERSEDED}
+)
+
+
+class Representation(StrEnum):
+    NATIVE = "native"
+    ATTRIBUTED = "attributed"
+    PROJECTED = "projected"
+    ARCHIVE_ONLY = "archive_only"
+
+
+class Phase(IntEnum):
+    """Dependency phases: a batch never mixes them, N+1 starts after N settled."""
+
+    GIT = 0
+    TAXONOMY = 1
+    PRIMARY = 2
+    NESTED = 3
+    ARCHIVE = 4
+
+
+class ObjectType(StrEnum):
+    GIT_REF = "git_ref"
+
+    @property
+    def phase(self) -> Phase:
+        return OBJECT_PHASES[self]
+
+
+OBJECT_PHASES: dict[ObjectType, Phase] = {
+    ObjectType.GIT_REF: Phase.GIT,
+}
+
+
+class RefConflictPolicy(StrEnum):
+    """What to do with a same-named target branch that Git cannot prove is behind."""
+
+    KEEP_TARGET = "keep_target"
+    USE_SOURCE = "use_source"
