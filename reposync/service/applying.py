@@ -195,16 +195,16 @@ def record(
             }
         )
     with ex.fenced() as session:
+        items = RunItem.__table__  # Core executemany: one statement, one row per item
         settled = session.execute(
-            update(RunItem)
-            .where(RunItem.id == bindparam("b_id"), RunItem.state.in_(_UNFINISHED))
+            update(items)
+            .where(items.c.id == bindparam("b_id"), items.c.state.in_(_UNFINISHED))
             .values(
                 state=bindparam("b_state"),
                 error_code=bindparam("b_error_code"),
                 error_message=bindparam("b_error_message"),
                 applied_generation=bindparam("b_generation"),
-            )
-            .execution_options(synchronize_session=False),
+            ),
             rows,
         ).rowcount
         _write_outcome_links(ex, session, outcomes)
