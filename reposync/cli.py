@@ -17,22 +17,33 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="reposync", description="Keep two Git forge repositories in sync."
     )
-    parser.add_argument("--data-dir", help="data directory of the embedded mode "
-                        "(default: $REPOSYNC_DATA_DIR or the user's data directory)")
+    parser.add_argument(
+        "--data-dir",
+        help="data directory of the embedded mode "
+        "(default: $REPOSYNC_DATA_DIR or the user's data directory)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     sync = commands.add_parser("sync", help="run one sync from SOURCE to TARGET in-process")
     sync.add_argument("source", metavar="SOURCE", help="e.g. local:/srv/forge/app.git")
     sync.add_argument("target", metavar="TARGET", help="e.g. local:/backup/app.git")
-    sync.add_argument("--dry-run", action="store_true",
-                      help="plan and report; write nothing to the target")
-    sync.add_argument("--full-audit", action="store_true",
-                      help="read back every managed object on the target and repair drift")
-    sync.add_argument("--json", action="store_true",
-                      help="print exactly one JSON object: the final Run report")
-    sync.add_argument("--conflict-policy", choices=[p.value for p in RefConflictPolicy],
-                      help="for same-named target branches Git cannot prove are behind")
+    sync.add_argument(
+        "--dry-run", action="store_true", help="plan and report; write nothing to the target"
+    )
+    sync.add_argument(
+        "--full-audit",
+        action="store_true",
+        help="read back every managed object on the target and repair drift",
+    )
+    sync.add_argument(
+        "--json", action="store_true", help="print exactly one JSON object: the final Run report"
+    )
+    sync.add_argument(
+        "--conflict-policy",
+        choices=[p.value for p in RefConflictPolicy],
+        help="for same-named target branches Git cannot prove are behind",
+    )
 
     commands.add_parser("worker", help="run a Celery worker (distributed mode)")
     commands.add_parser("beat", help="run celery beat: the recovery and schedule tick")

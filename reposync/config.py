@@ -83,9 +83,7 @@ class Settings:
         return self.lease_ttl / 3
 
     @classmethod
-    def from_env(
-        cls, environ: Mapping[str, str] | None = None, **overrides: Any
-    ) -> Settings:
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
         """Build settings from ``REPOSYNC_*`` variables; explicit overrides win."""
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {}

@@ -92,7 +92,13 @@ def push(
     for group in _groups(updates, argv_budget):
         outcome.groups += 1
         argv = [
-            "git", "-C", source_dir, "push", "--porcelain", "--atomic", "--no-verify",
+            "git",
+            "-C",
+            source_dir,
+            "push",
+            "--porcelain",
+            "--atomic",
+            "--no-verify",
             target_url,
         ]
         for update in group:
@@ -100,9 +106,7 @@ def push(
         result = run_git(argv, env=env, check=False)
         parsed = parse_porcelain(result.stdout)
         if result.returncode != 0 and not parsed:
-            raise GitTransportError(
-                f"git push to {target_url} failed: {last_line(result.stderr)}"
-            )
+            raise GitTransportError(f"git push to {target_url} failed: {last_line(result.stderr)}")
         for name, (ok, summary) in parsed.items():
             if ok:
                 outcome.accepted.add(name)
@@ -125,7 +129,10 @@ def parse_porcelain(stdout: str) -> dict[str, tuple[bool, str]]:
 
 
 def run_git(
-    argv: Sequence[str], *, env: Mapping[str, str] | None = None, check: bool = True,
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    check: bool = True,
     input_text: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run git; on any interruption (time limit, signal) kill it rather than orphan it."""

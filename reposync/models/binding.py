@@ -15,7 +15,11 @@ class Binding(Base):
     __tablename__ = "bindings"
     __table_args__ = (
         UniqueConstraint(
-            "a_provider", "a_repository_id", "b_provider", "b_repository_id", name="uq_bindings_endpoints"
+            "a_provider",
+            "a_repository_id",
+            "b_provider",
+            "b_repository_id",
+            name="uq_bindings_endpoints",
         ),
         CheckConstraint("authority_side IN ('a', 'b')", name="authority_side"),
         CheckConstraint("lease_generation >= 0", name="lease_generation"),

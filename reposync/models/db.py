@@ -39,7 +39,9 @@ class Database:
         try:
             parsed = make_url(url)
         except ArgumentError as exc:
-            raise ConfigurationError(f"REPOSYNC_DATABASE_URL is not a database URL: {url!r}") from exc
+            raise ConfigurationError(
+                f"REPOSYNC_DATABASE_URL is not a database URL: {url!r}"
+            ) from exc
         if parsed.drivername in ("postgresql", "postgres"):
             parsed = parsed.set(drivername="postgresql+psycopg")
         self.url = parsed

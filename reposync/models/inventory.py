@@ -16,7 +16,9 @@ from reposync.models.base import Base
 class InventoryEntry(Base):
     __tablename__ = "inventory_entries"
     __table_args__ = (
-        UniqueConstraint("run_id", "side", "object_type", "identity", name="uq_inventory_entries_identity"),
+        UniqueConstraint(
+            "run_id", "side", "object_type", "identity", name="uq_inventory_entries_identity"
+        ),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

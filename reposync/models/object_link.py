@@ -14,8 +14,12 @@ from reposync.sync.vocabulary import Representation
 class ObjectLink(Base):
     __tablename__ = "object_links"
     __table_args__ = (
-        UniqueConstraint("binding_id", "object_type", "a_identity", name="uq_object_links_a_identity"),
-        UniqueConstraint("binding_id", "object_type", "b_identity", name="uq_object_links_b_identity"),
+        UniqueConstraint(
+            "binding_id", "object_type", "a_identity", name="uq_object_links_a_identity"
+        ),
+        UniqueConstraint(
+            "binding_id", "object_type", "b_identity", name="uq_object_links_b_identity"
+        ),
         Index("ix_object_links_binding_id_object_type", "binding_id", "object_type"),
     )
 

@@ -70,8 +70,11 @@ class ProviderStats:
 
     def take(self) -> dict[str, int]:
         """The counts so far, resetting them (each count is reported exactly once)."""
-        counts = {"object_reads": self.object_reads, "index_reads": self.index_reads,
-                  "writes": self.writes}
+        counts = {
+            "object_reads": self.object_reads,
+            "index_reads": self.index_reads,
+            "writes": self.writes,
+        }
         self.object_reads = self.index_reads = self.writes = 0
         return counts
 
@@ -151,7 +154,7 @@ class Provider(ABC):
         """Many objects; providers with a bulk API override this (``BatchReader``)."""
         return {identity: self.read(object_type, identity) for identity in identities}
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027  (optional hook: most providers hold nothing)
         """Release connections and caches. Idempotent."""
 
 

@@ -91,9 +91,14 @@ class GitRefApplier:
             elif item.action is not Action.DELETE and now_revision != item.source_revision:
                 settled.append(_superseded(item, f"moved on the source to {now_revision}"))
             elif item.action is Action.NOOP:
-                settled.append(ItemOutcome(item, ItemState.COMPLETED,
-                                           target_identity=item.target_identity,
-                                           target_revision=item.source_revision))
+                settled.append(
+                    ItemOutcome(
+                        item,
+                        ItemState.COMPLETED,
+                        target_identity=item.target_identity,
+                        target_revision=item.source_revision,
+                    )
+                )
             else:
                 to_write.append(item)
         return to_write, settled

@@ -90,8 +90,12 @@ def apply_items(ex: StageExecution, items: Sequence[ApplyItem]) -> list[ItemOutc
             if item.id in refused:
                 outcome = ItemOutcome(item, ItemState.FAILED, "conflict", refused[item.id])
             else:
-                outcome = ItemOutcome(item, ItemState.FAILED, "verify_mismatch",
-                                      "the target does not read back as written")
+                outcome = ItemOutcome(
+                    item,
+                    ItemState.FAILED,
+                    "verify_mismatch",
+                    "the target does not read back as written",
+                )
         outcomes.append(outcome)
     return outcomes
 
@@ -136,8 +140,14 @@ def claim_batch(ex: StageExecution, batch_no: int) -> list[ApplyItem]:
             )
             .returning(*_ITEM_COLUMNS)
         ).all()
-        ex.event(session, "batch_claimed", f"batch {batch_no}", batch=batch_no,
-                 applying=len(rows), attempts_exhausted=exhausted)
+        ex.event(
+            session,
+            "batch_claimed",
+            f"batch {batch_no}",
+            batch=batch_no,
+            applying=len(rows),
+            attempts_exhausted=exhausted,
+        )
     return sorted((_to_item(row) for row in rows), key=lambda item: item.id)
 
 

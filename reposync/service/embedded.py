@@ -84,7 +84,9 @@ def sync(
     if source_info.repository_id == target_info.repository_id:
         raise UsageError("SOURCE and TARGET are the same repository")
     binding, _ = get_or_create_binding(
-        ctx, source_info, target_info,
+        ctx,
+        source_info,
+        target_info,
         ref_conflict_policy=request.conflict_policy or RefConflictPolicy.KEEP_TARGET,
     )
     if request.conflict_policy is not None:
@@ -150,9 +152,7 @@ def read_progress(ctx: ServiceContext, run_id: int) -> Progress:
             ).all()
         )
     total = sum(counts.values())
-    done = total - counts.get("planned", 0) - counts.get("applying", 0) - counts.get(
-        "verifying", 0
-    )
+    done = total - counts.get("planned", 0) - counts.get("applying", 0) - counts.get("verifying", 0)
     return Progress(run_id, stage, total, done)
 
 

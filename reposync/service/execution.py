@@ -81,8 +81,15 @@ class StageExecution:
             yield session
 
     def event(self, session: Session, event_type: str, message: str = "", **counts: Any) -> None:
-        emit(session, self.run_id, event_type, self.run.stage, generation=self.lease.generation,
-             counts=counts, message=message)
+        emit(
+            session,
+            self.run_id,
+            event_type,
+            self.run.stage,
+            generation=self.lease.generation,
+            counts=counts,
+            message=message,
+        )
 
     def flush_io(self, session: Session) -> None:
         """Merge provider counters into ``Run.io`` (inside a fenced transaction)."""
@@ -107,8 +114,9 @@ class StageExecution:
     def count_io(self, key: str, amount: int = 1) -> None:
         self.extra_io[key] = self.extra_io.get(key, 0) + amount
 
-    def advance(self, session: Session, next_stage: Stage, message: str = "",
-                **values: Any) -> Stage:
+    def advance(
+        self, session: Session, next_stage: Stage, message: str = "", **values: Any
+    ) -> Stage:
         """Persist the next stage (progress: resets the attempt counter) in ``session``."""
         self.flush_io(session)
         session.execute(
@@ -116,8 +124,14 @@ class StageExecution:
             .where(Run.id == self.run_id)
             .values(stage=next_stage.value, stage_attempts=0, **values)
         )
-        emit(session, self.run_id, "stage_completed", self.run.stage,
-             generation=self.lease.generation, message=message or f"next: {next_stage.value}")
+        emit(
+            session,
+            self.run_id,
+            "stage_completed",
+            self.run.stage,
+            generation=self.lease.generation,
+            message=message or f"next: {next_stage.value}",
+        )
         self.run.stage = next_stage.value
         return next_stage
 

@@ -71,9 +71,7 @@ def finish(
             values["error_code"] = error.code
             values["error_message"] = error.message
         session.execute(update(Run).where(Run.id == run.id).values(**values))
-        session.execute(
-            InventoryEntry.__table__.delete().where(InventoryEntry.run_id == run.id)
-        )
+        session.execute(InventoryEntry.__table__.delete().where(InventoryEntry.run_id == run.id))
         if status is RunStatus.COMPLETED and run.mode == RunMode.APPLY.value:
             session.execute(
                 update(Binding)
@@ -104,8 +102,10 @@ def aggregate_items(ex: StageExecution) -> list[ItemAggregate]:
         rows = []
         for otype, action, state, code, count, message in grouped:
             examples: list[str] = []
-            if code is not None or action in (Action.CONFLICT.value, Action.REPORT.value) or (
-                state in (ItemState.FAILED.value, ItemState.SUPERSEDED.value)
+            if (
+                code is not None
+                or action in (Action.CONFLICT.value, Action.REPORT.value)
+                or (state in (ItemState.FAILED.value, ItemState.SUPERSEDED.value))
             ):
                 examples = list(
                     session.execute(
@@ -124,8 +124,9 @@ def aggregate_items(ex: StageExecution) -> list[ItemAggregate]:
                     ).scalars()
                 )
             rows.append(
-                ItemAggregate(otype, Action(action), ItemState(state), code, count, examples,
-                              message)
+                ItemAggregate(
+                    otype, Action(action), ItemState(state), code, count, examples, message
+                )
             )
     return rows
 
@@ -161,9 +162,7 @@ def build_report(
         "digests": {"source": run.source_digest, "target": run.target_digest},
         "started_at": started.isoformat() if started else None,
         "finished_at": finished_at.isoformat(),
-        "duration_seconds": round((finished_at - started).total_seconds(), 3)
-        if started
-        else None,
+        "duration_seconds": round((finished_at - started).total_seconds(), 3) if started else None,
     }
 
 
@@ -172,8 +171,7 @@ def _unsupported_problems(unsupported: dict[str, int]) -> list[Problem]:
         Problem(
             error_code="unsupported_ref_namespace",
             problem_type="data_gap",
-            message=f"{count} ref(s) under {namespace} are not synced (only branches and "
-            "tags are)",
+            message=f"{count} ref(s) under {namespace} are not synced (only branches and tags are)",
             suggested_action="nothing to do if they are local conventions; otherwise "
             "convert them to branches or tags",
             retryable=False,

@@ -56,8 +56,7 @@ def inventory_target(ex: StageExecution) -> Stage:
             mode = PlanMode.BASELINE
             listing = target.inventory_index(SYNCED_TYPES)
             _, values["target_digest"] = store_snapshot(ex, "target", listing.entries)
-    return ex.advance_now(Stage.PLANNING, f"plan mode {mode.value}", plan_mode=mode.value,
-                          **values)
+    return ex.advance_now(Stage.PLANNING, f"plan mode {mode.value}", plan_mode=mode.value, **values)
 
 
 def store_snapshot(

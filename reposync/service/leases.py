@@ -205,8 +205,7 @@ def fence(session: Session, lease: Lease) -> None:
     if held is None:
         lease.lost.set()
         raise LeaseLost(
-            f"binding {lease.binding_id} was reclaimed; generation {lease.generation} "
-            "may not write"
+            f"binding {lease.binding_id} was reclaimed; generation {lease.generation} may not write"
         )
 
 

@@ -36,7 +36,9 @@ def write_links(
     rows: list[dict[str, Any]] = []
     for object_type, source_id, target_id, source_rev, target_rev, digest in verified:
         a_id, b_id = _side_identities(source_side, source_id, target_id)
-        a_rev, b_rev = (source_rev, target_rev) if source_side is Side.A else (target_rev, source_rev)
+        a_rev, b_rev = (
+            (source_rev, target_rev) if source_side is Side.A else (target_rev, source_rev)
+        )
         rows.append(
             {
                 "binding_id": binding_id,
@@ -53,8 +55,9 @@ def write_links(
                 "verified_at": utcnow(),
             }
         )
-    _delete_claiming(session, binding_id, [(r["object_type"], r["a_identity"], r["b_identity"])
-                                           for r in rows])
+    _delete_claiming(
+        session, binding_id, [(r["object_type"], r["a_identity"], r["b_identity"]) for r in rows]
+    )
     session.execute(insert(ObjectLink), rows)
 
 
@@ -99,8 +102,6 @@ def _delete_claiming(
             session.execute(
                 delete(ObjectLink).where(
                     ObjectLink.binding_id == binding_id,
-                    tuple_(ObjectLink.object_type, column).in_(
-                        [(t[0], t[index]) for t in chunk]
-                    ),
+                    tuple_(ObjectLink.object_type, column).in_([(t[0], t[index]) for t in chunk]),
                 )
             )

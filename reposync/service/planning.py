@@ -72,10 +72,16 @@ def plan(ex: StageExecution) -> Stage:
         actions[item.action.value] += 1
     next_stage = _next_stage(ex)
     with ex.fenced() as session:
-        ex.event(session, "plan_completed", f"{written} items planned ({mode.value})",
-                 **dict(actions))
-        return ex.advance(session, next_stage, f"{written} items", plan_complete=True,
-                          planning_counters=counters.to_dict())
+        ex.event(
+            session, "plan_completed", f"{written} items planned ({mode.value})", **dict(actions)
+        )
+        return ex.advance(
+            session,
+            next_stage,
+            f"{written} items",
+            plan_complete=True,
+            planning_counters=counters.to_dict(),
+        )
 
 
 def _next_stage(ex: StageExecution) -> Stage:
@@ -137,7 +143,10 @@ def _observe(
                 matched.add(key)
             yield candidate, Observation(entry)
         for candidate in target_only(by_key.values(), matched):
-            yield candidate, Observation(by_key[(candidate.object_type, candidate.target_identity or "")])
+            yield (
+                candidate,
+                Observation(by_key[(candidate.object_type, candidate.target_identity or "")]),
+            )
         return
     # Checkpoint and full audit: read the linked targets of the candidates, in batches.
     target = ex.target()

@@ -70,8 +70,13 @@ def create_run(
             )
             session.add(run)
             session.flush()
-            emit(session, run.id, "run_created", Stage.QUEUED.value,
-                 message=f"{mode.value} run, {audit_mode.value} audit, trigger {trigger.value}")
+            emit(
+                session,
+                run.id,
+                "run_created",
+                Stage.QUEUED.value,
+                message=f"{mode.value} run, {audit_mode.value} audit, trigger {trigger.value}",
+            )
     except IntegrityError as exc:
         raise BindingBusy(f"binding {binding_id} already has an active run") from exc
     return run

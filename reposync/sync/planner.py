@@ -276,9 +276,9 @@ def _item(
         object_key=object_key,
         action=action,
         reason=reason,
-        source_identity=source.identity if source is not None else (
-            link.source_identity if link is not None else None
-        ),
+        source_identity=source.identity
+        if source is not None
+        else (link.source_identity if link is not None else None),
         target_identity=target_identity,
         source_revision=source.revision if source is not None else None,
         desired_hash=source.content_hash if source is not None else None,

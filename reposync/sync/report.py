@@ -179,7 +179,8 @@ def item_problems(rows: Iterable[ItemAggregate]) -> list[Problem]:
                 Problem(
                     error_code=code,
                     problem_type="blocked" if row.state is ItemState.BLOCKED else "error",
-                    message=row.error_message or f"{row.count} {row.object_type} item(s) {row.state}",
+                    message=row.error_message
+                    or f"{row.count} {row.object_type} item(s) {row.state}",
                     suggested_action=_ITEM_ACTIONS.get(code, "inspect the Run's items and retry"),
                     retryable=code in _RETRYABLE_CODES,
                     count=row.count,
@@ -210,8 +211,15 @@ _ITEM_ACTIONS = {
     "permission_denied": "grant the connection write access to the target",
     "verify_mismatch": "the target did not read back as written; run a full audit",
 }
-_RETRYABLE_CODES = frozenset({"result_unknown", "rate_limited", "provider_unavailable",
-                              "git_transport_failed", "verify_mismatch"})
+_RETRYABLE_CODES = frozenset(
+    {
+        "result_unknown",
+        "rate_limited",
+        "provider_unavailable",
+        "git_transport_failed",
+        "verify_mismatch",
+    }
+)
 
 
 def final_status(

@@ -127,7 +127,11 @@ class LocalProvider(Provider):
                 continue
             entries.append(
                 IndexEntry(
-                    ObjectType.GIT_REF, name, ref_object_key(name), name, object_id,
+                    ObjectType.GIT_REF,
+                    name,
+                    ref_object_key(name),
+                    name,
+                    object_id,
                     git_ref_hash(object_id),
                 )
             )
