@@ -59,6 +59,8 @@ class Settings:
     api_bind: str = "127.0.0.1:8080"
 
     def __post_init__(self) -> None:
+        if not isinstance(self.data_dir, Path):
+            object.__setattr__(self, "data_dir", Path(self.data_dir).expanduser())
         if not self.task_soft_time_limit < self.task_time_limit < self.visibility_timeout:
             raise ConfigurationError(
                 "REPOSYNC_TASK_SOFT_TIME_LIMIT < REPOSYNC_TASK_TIME_LIMIT < "

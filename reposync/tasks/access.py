@@ -1,0 +1,14 @@
+"""Stage task ``checking_access``."""
+
+from __future__ import annotations
+
+from celery import Task
+
+from reposync.sync.vocabulary import Stage
+from reposync.tasks.app import app
+from reposync.tasks.base import run_stage, task_name
+
+
+@app.task(name=task_name(Stage.CHECKING_ACCESS), bind=True)
+def checking_access(self: Task, run_id: int, generation: int | None = None) -> None:
+    run_stage(self, Stage.CHECKING_ACCESS, run_id, generation)

@@ -1,0 +1,70 @@
+"""What every task shares: the per-process service context and the stage task body.
+
+Tasks are thin: they carry ids (never ORM objects), call ``execute_step`` and dispatch
+the step it returns. One engine per worker process, disposed after the fork.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from celery import Task
+from celery.signals import worker_process_init
+
+from reposync.config import Settings
+from reposync.models.db import Database
+from reposync.service.context import ServiceContext, Step
+from reposync.service.pipeline import execute_step
+from reposync.sync.vocabulary import Stage
+
+log = logging.getLogger(__name__)
+
+RESUME_TASK = "reposync.run.resume"
+
+_context: ServiceContext | None = None
+
+
+def task_name(stage: Stage | None) -> str:
+    return RESUME_TASK if stage is None else f"reposync.stage.{stage.value}"
+
+
+class CeleryDispatcher:
+    """Publishes steps as Celery messages (after the caller's commit)."""
+
+    def dispatch(self, step: Step) -> None:
+        from reposync.tasks.app import app
+
+        app.send_task(task_name(step.stage), args=[step.run_id, step.generation])
+
+
+def context() -> ServiceContext:
+    global _context
+    if _context is None:
+        settings = Settings.from_env()
+        _context = ServiceContext(
+            settings=settings,
+            db=Database(settings.effective_database_url),
+            dispatcher=CeleryDispatcher(),
+        )
+    return _context
+
+
+@worker_process_init.connect
+def _after_fork(**_: Any) -> None:
+    # Never share pooled connections across a fork.
+    if _context is not None:
+        _context.db.engine.dispose(close=False)
+
+
+def owner_for(task: Task) -> str:
+    request = task.request
+    return f"{request.hostname or 'worker'}/{os.getpid()}/{request.id}"[:255]
+
+
+def run_stage(task: Task, stage: Stage | None, run_id: int, generation: int | None) -> None:
+    ctx = context()
+    next_step = execute_step(ctx, Step(run_id, stage, generation), owner=owner_for(task))
+    if next_step is not None:
+        ctx.dispatcher.dispatch(next_step)

@@ -1,0 +1,14 @@
+"""Stage task ``finalizing``."""
+
+from __future__ import annotations
+
+from celery import Task
+
+from reposync.sync.vocabulary import Stage
+from reposync.tasks.app import app
+from reposync.tasks.base import run_stage, task_name
+
+
+@app.task(name=task_name(Stage.FINALIZING), bind=True)
+def finalizing(self: Task, run_id: int, generation: int | None = None) -> None:
+    run_stage(self, Stage.FINALIZING, run_id, generation)

@@ -1,0 +1,28 @@
+"""The periodic tick and the resume task: Runs whose worker died are picked up again."""
+
+from __future__ import annotations
+
+import logging
+
+from celery import Task
+
+from reposync.service.recovery import stalled_runs
+from reposync.tasks.app import app
+from reposync.tasks.base import RESUME_TASK, context, run_stage
+from reposync.tasks.settings import TICK_TASK
+
+log = logging.getLogger(__name__)
+
+
+@app.task(name=RESUME_TASK, bind=True)
+def resume(self: Task, run_id: int, generation: int | None = None) -> None:
+    """Continue a Run at whatever stage it persisted (claims only an expired lease)."""
+    run_stage(self, None, run_id, None)
+
+
+@app.task(name=TICK_TASK)
+def tick() -> None:
+    ctx = context()
+    for step in stalled_runs(ctx):
+        log.warning("run %s stalled; re-dispatching", step.run_id)
+        ctx.dispatcher.dispatch(step)

@@ -1,0 +1,33 @@
+"""``GET /health``: is the API up, and can it reach its database."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import current_app
+from flask.views import MethodView
+from flask_smorest import Blueprint
+from marshmallow import Schema, fields
+
+from reposync.errors import DatabaseUnavailable
+from reposync.web.app import extension
+
+blueprint = Blueprint("health", __name__, description="Liveness and readiness")
+
+
+class HealthSchema(Schema):
+    status = fields.String(required=True)
+    database = fields.String(required=True)
+
+
+@blueprint.route("/health")
+class Health(MethodView):
+    @blueprint.response(200, HealthSchema)
+    @blueprint.alt_response(503, schema=HealthSchema, description="database unreachable")
+    def get(self) -> Any:
+        """Report whether the API can serve requests."""
+        try:
+            extension(current_app, "db").check_connection()
+        except DatabaseUnavailable:
+            return {"status": "degraded", "database": "unreachable"}, 503
+        return {"status": "ok", "database": "ok"}
