@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, func, select, update
+from sqlalchemy import bindparam, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from reposync.models import Run, RunItem
@@ -208,7 +208,11 @@ def record(
         items = RunItem.__table__  # Core executemany: one statement, one row per item
         settled = session.execute(
             update(items)
-            .where(items.c.id == bindparam("b_id"), items.c.state.in_(_UNFINISHED))
+            .where(
+                items.c.id == bindparam("b_id"),
+                # (no IN: expanding parameters cannot be used with executemany)
+                or_(*(items.c.state == state for state in _UNFINISHED)),
+            )
             .values(
                 state=bindparam("b_state"),
                 error_code=bindparam("b_error_code"),

@@ -1,0 +1,89 @@
+"""Shared fixtures: real servers, databases migrated through Alembic, Git repositories."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from reposync.config import Settings
+from reposync.models.db import Database
+from reposync.service.context import ServiceContext
+from tests.servers import PostgresServer, RedisServer
+
+TEMPLATE = "reposync_template"
+_counter = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    server = PostgresServer.start()
+    server.admin(f"DROP DATABASE IF EXISTS {TEMPLATE}")
+    server.admin(f"CREATE DATABASE {TEMPLATE}")
+    template = Database(server.database_url(TEMPLATE))
+    template.upgrade()  # the schema exists only through migrations
+    template.dispose()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def pg_url(postgres_server: PostgresServer) -> Iterator[str]:
+    """A fresh, fully migrated PostgreSQL database for one test."""
+    name = f"test_{next(_counter)}_{id(object())}"
+    postgres_server.admin(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
+    yield postgres_server.database_url(name)
+    postgres_server.admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    server = RedisServer.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def broker_url(redis_server: RedisServer) -> str:
+    import redis
+
+    redis.Redis.from_url(redis_server.url).flushall()
+    return redis_server.url + "/0"
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(data_dir=tmp_path / "data", lease_ttl=30.0)
+
+
+@pytest.fixture
+def sqlite_db(settings: Settings) -> Iterator[Database]:
+    db = Database(settings.effective_database_url)
+    db.upgrade()
+    yield db
+    db.dispose()
+
+
+@pytest.fixture
+def ctx(settings: Settings, sqlite_db: Database) -> ServiceContext:
+    """The embedded mode: SQLite, stages executed in this process."""
+    return ServiceContext(settings=settings, db=sqlite_db)
+
+
+@pytest.fixture
+def pg_db(pg_url: str) -> Iterator[Database]:
+    db = Database(pg_url)
+    yield db
+    db.dispose()
+
+
+@pytest.fixture
+def pg_ctx(settings: Settings, pg_db: Database) -> ServiceContext:
+    return ServiceContext(
+        settings=settings.with_overrides(
+            database_url=pg_db.url.render_as_string(hide_password=False)
+        ),
+        db=pg_db,
+    )

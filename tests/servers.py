@@ -1,0 +1,192 @@
+"""Real PostgreSQL and Redis servers for the tests, started from this machine's binaries.
+
+Nothing is faked: the tests talk to a real ``postgres`` (started with ``initdb`` and
+``pg_ctl``; as the ``postgres`` user when running as root, because initdb refuses root)
+and a real ``redis-server`` with the persistence settings production uses. Set
+``REPOSYNC_TEST_POSTGRES_URL`` / ``REPOSYNC_TEST_REDIS_URL`` to use servers of your own.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+PG_BIN_CANDIDATES = [
+    "/usr/lib/postgresql/15/bin",
+    "/usr/lib/postgresql/16/bin",
+    "/usr/lib/postgresql/17/bin",
+    "/usr/lib/postgresql/14/bin",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _pg_bin(tool: str) -> str:
+    for directory in PG_BIN_CANDIDATES:
+        candidate = Path(directory) / tool
+        if candidate.exists():
+            return str(candidate)
+    found = shutil.which(tool)
+    if found:
+        return found
+    raise RuntimeError(
+        f"PostgreSQL's {tool} is not installed; run .ci/run or `apt-get install postgresql`"
+    )
+
+
+def _as_postgres(argv: list[str]) -> list[str]:
+    if os.geteuid() == 0:
+        return ["runuser", "-u", "postgres", "--", *argv]
+    return argv
+
+
+@dataclass
+class PostgresServer:
+    url: str
+    directory: Path | None = None
+    port: int = 0
+
+    @classmethod
+    def start(cls) -> PostgresServer:
+        external = os.environ.get("REPOSYNC_TEST_POSTGRES_URL")
+        if external:
+            return cls(url=external.rstrip("/"))
+        directory = Path(tempfile.mkdtemp(prefix="reposync-pg-"))
+        if os.geteuid() == 0:
+            shutil.chown(directory, "postgres")
+        data = directory / "data"
+        port = free_port()
+        subprocess.run(
+            _as_postgres(
+                [_pg_bin("initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync"]
+            ),
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        options = (
+            f"-c listen_addresses=127.0.0.1 -p {port} -k {directory} -c fsync=off "
+            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+        )
+        subprocess.run(
+            _as_postgres(
+                [
+                    _pg_bin("pg_ctl"),
+                    "-D",
+                    str(data),
+                    "-l",
+                    str(directory / "log"),
+                    "-w",
+                    "-t",
+                    "60",
+                    "-o",
+                    options,
+                    "start",
+                ]
+            ),
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        return cls(url=f"postgresql://postgres@127.0.0.1:{port}", directory=directory, port=port)
+
+    def stop(self) -> None:
+        if self.directory is None:
+            return
+        subprocess.run(
+            _as_postgres(
+                [_pg_bin("pg_ctl"), "-D", str(self.directory / "data"), "-m", "immediate", "stop"]
+            ),
+            check=False,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def database_url(self, name: str) -> str:
+        return f"{self.url}/{name}"
+
+    def admin(self, sql: str) -> None:
+        import psycopg
+
+        with psycopg.connect(self.database_url("postgres"), autocommit=True) as conn:
+            conn.execute(sql)
+
+
+@dataclass
+class RedisServer:
+    url: str
+    process: subprocess.Popen[bytes] | None = None
+    directory: Path | None = None
+    port: int = 0
+
+    @classmethod
+    def start(cls) -> RedisServer:
+        external = os.environ.get("REPOSYNC_TEST_REDIS_URL")
+        if external:
+            return cls(url=external.rstrip("/"))
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise RuntimeError(
+                "redis-server is not installed; run .ci/run or `apt-get install redis-server`"
+            )
+        directory = Path(tempfile.mkdtemp(prefix="reposync-redis-"))
+        port = free_port()
+        server = cls(url=f"redis://127.0.0.1:{port}", directory=directory, port=port)
+        server.process = subprocess.Popen(
+            server._argv(binary),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        server.wait_ready()
+        return server
+
+    def _argv(self, binary: str) -> list[str]:
+        # Production settings: persistence on, never evict broker keys.
+        return [
+            binary,
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "always",
+            "--maxmemory-policy",
+            "noeviction",
+            "--dir",
+            str(self.directory),
+        ]
+
+    def wait_ready(self, timeout: float = 20.0) -> None:
+        import redis
+
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                redis.Redis.from_url(self.url).ping()
+                return
+            except redis.ConnectionError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+        if self.directory is not None:
+            shutil.rmtree(self.directory, ignore_errors=True)
