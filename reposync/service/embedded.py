@@ -64,10 +64,8 @@ def validate(request: SyncRequest) -> tuple[EndpointSpec, EndpointSpec, bool]:
     return source, target, target_exists
 
 
-def sync(
-    ctx: ServiceContext, request: SyncRequest, progress: ProgressCallback | None = None
-) -> Run:
-    """Run one Run for the pair to its end in this process and return it."""
+def bind(ctx: ServiceContext, request: SyncRequest) -> Binding:
+    """Validate the pair, create a missing target, and create or reuse its Binding."""
     source_spec, target_spec, target_exists = validate(request)
     ctx.db.check_connection()
     if not ctx.db.is_current():
@@ -91,6 +89,14 @@ def sync(
     )
     if request.conflict_policy is not None:
         _set_policy(ctx, binding.id, request.conflict_policy)
+    return binding
+
+
+def sync(
+    ctx: ServiceContext, request: SyncRequest, progress: ProgressCallback | None = None
+) -> Run:
+    """Run one Run for the pair to its end in this process and return it."""
+    binding = bind(ctx, request)
     resume_stalled(ctx, binding.id, progress)
     run = create_run(
         ctx,

@@ -10,7 +10,7 @@ import logging
 import os
 from typing import Any
 
-from celery import Task
+from celery import Celery, Task
 from celery.signals import worker_process_init
 
 from reposync.config import Settings
@@ -33,9 +33,13 @@ def task_name(stage: Stage | None) -> str:
 class CeleryDispatcher:
     """Publishes steps as Celery messages (after the caller's commit)."""
 
-    def dispatch(self, step: Step) -> None:
-        from reposync.tasks.app import app
+    def __init__(self, app: Celery | None = None) -> None:
+        self._app = app
 
+    def dispatch(self, step: Step) -> None:
+        app = self._app
+        if app is None:
+            from reposync.tasks.app import app
         app.send_task(task_name(step.stage), args=[step.run_id, step.generation])
 
 
