@@ -13,7 +13,8 @@ from reposync.sync.report import COUNTER_NAMES
 class ProgressLine:
     """Redraws one status line; silent when stderr is not a terminal."""
 
-    def __init__(self, stream: TextIO = sys.stderr) -> None:
+    def __init__(self, stream: TextIO | None = None) -> None:
+        stream = stream if stream is not None else sys.stderr
         self._stream = stream
         self._enabled = stream.isatty()
         self._drawn = False

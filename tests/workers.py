@@ -8,6 +8,7 @@ seconds; the invariant soft < hard < visibility timeout still holds.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -56,10 +57,8 @@ class WorkerProcess:
 
     def kill(self) -> None:
         """SIGKILL the whole worker: main process, pool children, git subprocesses."""
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         self.process.wait(10)
 
     def stop(self) -> None:
@@ -76,27 +75,47 @@ def start_worker(
 ) -> WorkerProcess:
     log_path = log_dir / f"{name}.log"
     argv = [
-        sys.executable, "-m", "celery", "-A", "reposync.tasks.app", "worker",
-        "-P", "prefork", "-c", "1", "--without-mingle", "--without-gossip",
-        "-n", f"{name}@%h", "--loglevel=INFO",
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "reposync.tasks.app",
+        "worker",
+        "-P",
+        "prefork",
+        "-c",
+        "1",
+        "--without-mingle",
+        "--without-gossip",
+        "-n",
+        f"{name}@%h",
+        "--loglevel=INFO",
     ]
     if beat:
         argv += ["-B", "-s", str(log_dir / f"{name}-beat-schedule")]
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            argv, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+            argv,
+            env=env,
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
     worker = WorkerProcess(name, process, log_path)
-    wait_for(lambda: "ready." in worker.log() or process.poll() is not None, 60,
-             f"worker {name} to start")
+    wait_for(
+        lambda: "ready." in worker.log() or process.poll() is not None,
+        60,
+        f"worker {name} to start",
+    )
     if process.poll() is not None:
         raise RuntimeError(f"worker {name} exited:\n{worker.log()}")
     return worker
 
 
-def wait_for(condition: Callable[[], bool], timeout: float, what: str,
-             interval: float = 0.1) -> None:
+def wait_for(
+    condition: Callable[[], bool], timeout: float, what: str, interval: float = 0.1
+) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:

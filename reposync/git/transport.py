@@ -31,8 +31,10 @@ class RefUpdate:
     expected_old: str | None
 
     def argv(self) -> tuple[str, str]:
+        # No "+" on the refspec: a forced refspec overrides the lease (measured with git
+        # 2.39). An explicit lease alone already allows non-fast-forward updates.
         lease = f"--force-with-lease={self.name}:{self.expected_old or ''}"
-        refspec = f"+{self.new}:{self.name}" if self.new is not None else f":{self.name}"
+        refspec = f"{self.new}:{self.name}" if self.new is not None else f":{self.name}"
         return lease, refspec
 
 
@@ -157,5 +159,9 @@ def run_git(
 
 
 def last_line(text: str) -> str:
-    lines = [line for line in text.strip().splitlines() if line.strip()]
+    """The line of git's stderr that says what went wrong (its first fatal/error line)."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    for line in lines:
+        if line.startswith(("fatal:", "error:")):
+            return line
     return lines[-1] if lines else "no output"

@@ -26,8 +26,14 @@ from tests.workers import WorkerProcess, start_worker, wait_for, worker_environm
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 
-TERMINAL = ("completed", "completed_with_pending_changes", "requires_attention", "blocked",
-            "failed", "cancelled")
+TERMINAL = (
+    "completed",
+    "completed_with_pending_changes",
+    "requires_attention",
+    "blocked",
+    "failed",
+    "cancelled",
+)
 
 
 @pytest.fixture
@@ -47,8 +53,9 @@ def dctx(pg_ctx: ServiceContext, sender: Celery) -> ServiceContext:
 
 @pytest.fixture
 def env(pg_url: str, broker_url: str, tmp_path: Path) -> dict[str, str]:
-    return worker_environment(pg_url, broker_url, tmp_path / "worker-data",
-                              REPOSYNC_BATCH_MAX_ITEMS="150")
+    return worker_environment(
+        pg_url, broker_url, tmp_path / "worker-data", REPOSYNC_BATCH_MAX_ITEMS="150"
+    )
 
 
 @pytest.fixture
@@ -91,7 +98,9 @@ def completed_transitions(ctx: ServiceContext, run_id: int) -> int:
         return sum(int(counts.get("completed", 0)) for counts in events)
 
 
-def prepare(tmp_path: Path, ctx: ServiceContext, branches: int, tags: int) -> tuple[Path, Path, int]:
+def prepare(
+    tmp_path: Path, ctx: ServiceContext, branches: int, tags: int
+) -> tuple[Path, Path, int]:
     source = generate(tmp_path / "src.git", commits=branches + 50, branches=branches, tags=tags)
     target = init_bare(tmp_path / "dst.git")
     enable_reflog(target)
@@ -119,12 +128,22 @@ def test_a_run_enqueued_through_the_service_converges_on_a_real_worker(
         assert binding is not None
         assert binding.lease_owner is None  # released
         assert binding.last_converged_run_id == run.id
-        stages = session.execute(
-            select(RunEvent.stage).where(RunEvent.run_id == run.id,
-                                         RunEvent.type == "stage_completed")
-        ).scalars().all()
-    assert stages[:5] == ["checking_access", "inventory_source", "inventory_target",
-                          "planning", "applying"]
+        stages = (
+            session.execute(
+                select(RunEvent.stage).where(
+                    RunEvent.run_id == run.id, RunEvent.type == "stage_completed"
+                )
+            )
+            .scalars()
+            .all()
+        )
+    assert stages[:5] == [
+        "checking_access",
+        "inventory_source",
+        "inventory_target",
+        "planning",
+        "applying",
+    ]
 
 
 def install_blocking_hook(target: Path, counter: Path, block_on_push: int) -> None:
@@ -139,9 +158,7 @@ def install_blocking_hook(target: Path, counter: Path, block_on_push: int) -> No
     hook.chmod(0o755)
 
 
-def test_sigkill_mid_batch_then_a_new_worker_finishes_exactly_once(
-    tmp_path, dctx, env, workers
-):
+def test_sigkill_mid_batch_then_a_new_worker_finishes_exactly_once(tmp_path, dctx, env, workers):
     """Kill the worker while batch 2 is applying; a new worker recovers; no ref written twice."""
     source, target, binding_id = prepare(tmp_path, dctx, branches=300, tags=300)
     counter = tmp_path / "pushes"
@@ -153,17 +170,25 @@ def test_sigkill_mid_batch_then_a_new_worker_finishes_exactly_once(
 
     def batch_two_applying() -> bool:
         with dctx.db.session() as session:
-            states = dict(session.execute(
-                select(RunItem.state, func.count()).where(RunItem.run_id == run.id)
-                .group_by(RunItem.state)
-            ).all())
-        return (states.get("completed", 0) >= 150 and states.get("applying", 0) > 0
-                and counter.exists() and counter.read_text().strip() == "2")
+            states = dict(
+                session.execute(
+                    select(RunItem.state, func.count())
+                    .where(RunItem.run_id == run.id)
+                    .group_by(RunItem.state)
+                ).all()
+            )
+        return (
+            states.get("completed", 0) >= 150
+            and states.get("applying", 0) > 0
+            and counter.exists()
+            and counter.read_text().strip() == "2"
+        )
 
     wait_for(batch_two_applying, 60, "batch 2 to be mid-push")
     generation_at_kill = run_row(dctx, run.id).lease_generation
     first.kill()
-    assert ref_writes(target) and max(ref_writes(target).values()) == 1
+    assert ref_writes(target)
+    assert max(ref_writes(target).values()) == 1
 
     workers.append(start_worker(env, tmp_path, "w2", beat=True))  # beat: the recovery tick
     finished = wait_terminal(dctx, run.id, timeout=120)
@@ -174,12 +199,14 @@ def test_sigkill_mid_batch_then_a_new_worker_finishes_exactly_once(
     assert finished.lease_generation > generation_at_kill
     with dctx.db.session() as session:
         states = session.execute(
-            select(RunItem.state, func.count()).where(RunItem.run_id == run.id)
+            select(RunItem.state, func.count())
+            .where(RunItem.run_id == run.id)
             .group_by(RunItem.state)
         ).all()
         recovered = session.execute(
-            select(func.count()).where(RunEvent.run_id == run.id,
-                                       RunEvent.type == "items_recovered")
+            select(func.count()).where(
+                RunEvent.run_id == run.id, RunEvent.type == "items_recovered"
+            )
         ).scalar_one()
     assert dict(states) == {"completed": 601}
     assert recovered >= 1  # the applying items were settled by read-back first
@@ -223,7 +250,8 @@ def test_duplicate_delivery_and_stale_generation_write_nothing_twice(
     second = create_run(dctx, binding_id)
     stale_step = drive_to_applying(dctx, second.id)
     takeover = execute_step(dctx, stale_step)  # the next holder applies batch 1
-    assert takeover is not None and takeover.generation > stale_step.generation
+    assert takeover is not None
+    assert takeover.generation > stale_step.generation
     # ... then the stale generation's message arrives at a worker and must be refused.
     sender.send_task(task_name(Stage.APPLYING), args=[second.id, stale_step.generation])
     sender.send_task(task_name(takeover.stage), args=[second.id, takeover.generation])
@@ -237,5 +265,7 @@ def test_duplicate_delivery_and_stale_generation_write_nothing_twice(
     assert all(writes[ref] == 2 for ref in changed)  # created once, moved once
     assert completed_transitions(dctx, second.id) == len(changed)
     refused = [line for line in workers[0].log().splitlines() if "refused" in line]
-    assert any(f"run_id={second.id}," in line and f"generation={stale_step.generation})" in line
-               for line in refused)
+    assert any(
+        f"run_id={second.id}," in line and f"generation={stale_step.generation})" in line
+        for line in refused
+    )

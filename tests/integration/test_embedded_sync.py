@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import subprocess
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from sqlalchemy import select
+import pytest
+from sqlalchemy import select, update
 
-from reposync.models import ObjectLink, RunItem
-from reposync.service.context import ServiceContext
-from reposync.service.embedded import SyncRequest, sync
+from reposync.models import Binding, ObjectLink, Run, RunItem
+from reposync.service.context import ServiceContext, Step
+from reposync.service.embedded import SyncRequest, bind, sync
+from reposync.service.pipeline import execute_step
+from reposync.service.runs import create_run, request_cancel
+from reposync.sync.vocabulary import Stage
 from tests.gitrepo import commit_on, delete_refs, generate, refs, set_ref
 
 
@@ -92,3 +98,160 @@ def test_dry_run_plans_and_reports_but_writes_nothing(tmp_path, ctx):
     assert synced_refs(target) == before
     assert [item.state for item in items_of(ctx, dry.id)] == ["planned"]
     assert "git" not in dry.report["io"]
+
+
+def run_steps_until(ctx: ServiceContext, run_id: int, stage) -> Step | None:
+    """Execute a Run's steps in this process until the next one is ``stage``."""
+    step: Step | None = Step(run_id, Stage.CHECKING_ACCESS, None)
+    while step is not None and step.stage is not stage:
+        step = execute_step(ctx, step)
+    return step
+
+
+def finish(ctx: ServiceContext, step: Step | None) -> None:
+    while step is not None:
+        step = execute_step(ctx, step)
+
+
+def load_run(ctx: ServiceContext, run_id: int) -> Run:
+    with ctx.db.session() as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        return run
+
+
+@pytest.fixture
+def pair(tmp_path, ctx):
+    source = generate(tmp_path / "src.git", commits=20, branches=6, tags=4)
+    target = tmp_path / "dst.git"
+    request = SyncRequest(f"local:{source}", f"local:{target}")
+    assert sync(ctx, request).status == "completed"
+    return source, target, request
+
+
+def test_history_rewrite_on_the_source_is_followed(pair, ctx):
+    """A branch reset backwards (non-fast-forward) is pushed with a lease, not refused."""
+    source, target, request = pair
+    old = synced_refs(source)["refs/heads/branch-00001"]
+    set_ref(source, "refs/heads/main", old)
+    run = sync(ctx, request)
+    assert run.status == "completed"
+    assert run.counters["updated"] == 1
+    assert synced_refs(target)["refs/heads/main"] == old
+
+
+def test_full_audit_repairs_drift_that_a_checkpoint_trusts(pair, ctx):
+    """A human moved a standby branch: checkpoint skips it, a full audit repairs it."""
+    source, target, request = pair
+    commit_on(target, "refs/heads/branch-00002", "edited on the standby")
+    skipped = sync(ctx, request)
+    assert skipped.counters["updated"] == 0
+    assert "target" not in skipped.report["io"]
+    audit = sync(ctx, SyncRequest(request.source, request.target, full_audit=True))
+    assert audit.plan_mode == "full_audit"
+    assert audit.counters["updated"] == 1
+    assert audit.counters["unchanged"] == len(synced_refs(source)) - 1
+    assert synced_refs(target) == synced_refs(source)
+    [item] = items_of(ctx, audit.id)
+    assert (item.reason, item.object_key) == ("drift", "branch branch-00002")
+
+
+def test_target_moved_between_planning_and_apply_is_a_conflict(pair, ctx):
+    """The push lease catches a standby change after planning; nothing is overwritten."""
+    source, target, request = pair
+    commit_on(source, "refs/heads/branch-00003", "authority work")
+    run = create_run(ctx, bind(ctx, request).id)
+    step = run_steps_until(ctx, run.id, Stage.APPLYING)
+    human = commit_on(target, "refs/heads/branch-00003", "standby work meanwhile")
+    finish(ctx, step)
+    done = load_run(ctx, run.id)
+    assert done.status == "requires_attention"
+    assert done.counters["conflicts"] == 1
+    assert synced_refs(target)["refs/heads/branch-00003"] == human
+    [item] = items_of(ctx, run.id)
+    assert (item.state, item.error_code) == ("failed", "conflict")
+    assert "stale info" in (item.error_message or "")
+
+
+def test_source_moved_after_planning_is_superseded_and_pending(pair, ctx):
+    """An authority change after planning supersedes the item; the Run says so."""
+    source, target, request = pair
+    commit_on(source, "refs/heads/branch-00004", "first")
+    run = create_run(ctx, bind(ctx, request).id)
+    step = run_steps_until(ctx, run.id, Stage.APPLYING)
+    latest = commit_on(source, "refs/heads/branch-00004", "second, after planning")
+    finish(ctx, step)
+    done = load_run(ctx, run.id)
+    assert done.status == "completed_with_pending_changes"
+    assert done.counters["pending_changes"] == 1
+    follow_up = sync(ctx, request)
+    assert follow_up.status == "completed"
+    assert synced_refs(target)["refs/heads/branch-00004"] == latest
+
+
+def test_deleted_then_reappeared_source_ref_supersedes_the_delete(pair, ctx):
+    """A delete re-reads the source right before applying; a reappeared ref is kept."""
+    source, target, request = pair
+    tip = synced_refs(source)["refs/tags/v00001"]
+    delete_refs(source, ["refs/tags/v00001"])
+    run = create_run(ctx, bind(ctx, request).id)
+    step = run_steps_until(ctx, run.id, Stage.APPLYING)
+    set_ref(source, "refs/tags/v00001", tip)
+    finish(ctx, step)
+    assert load_run(ctx, run.id).counters["pending_changes"] == 1
+    assert synced_refs(target)["refs/tags/v00001"] == tip
+
+
+def test_baseline_adopts_equal_refs_fast_forwards_and_preserves_target_only(tmp_path, ctx):
+    """First Run on a non-empty standby: equal -> adopted, behind -> fast-forward, extra -> kept."""
+    source = generate(tmp_path / "src.git", commits=30, branches=4, tags=2)
+    target = tmp_path / "dst.git"
+    subprocess.run(["git", "clone", "-q", "--mirror", str(source), str(target)], check=True)
+    src = synced_refs(source)
+    set_ref(target, "refs/heads/branch-00002", src["refs/heads/branch-00001"])  # behind
+    set_ref(target, "refs/heads/standby-only", src["refs/heads/main"])
+    run = sync(ctx, SyncRequest(f"local:{source}", f"local:{target}"))
+    assert run.plan_mode == "baseline"
+    assert run.status == "completed"
+    assert run.counters["updated"] == 1
+    assert run.counters["unchanged"] == len(src) - 1
+    reasons = {i.object_key: i.reason for i in items_of(ctx, run.id) if i.action != "noop"}
+    assert reasons == {"branch branch-00002": "fast_forward", "branch standby-only": "target_only"}
+    assert synced_refs(target)["refs/heads/standby-only"] == src["refs/heads/main"]
+    problems = {p["error_code"]: p for p in run.report["problems"]}
+    assert problems["target_only_preserved"]["examples"] == ["branch standby-only"]
+
+
+def test_cancel_before_inventory_ends_cancelled_and_releases_the_lease(pair, ctx):
+    """A cancel request is honoured at the first cancellation point."""
+    source, target, request = pair
+    commit_on(source, "refs/heads/main", "never synced")
+    run = create_run(ctx, bind(ctx, request).id)
+    request_cancel(ctx, run.id)
+    finish(ctx, Step(run.id, Stage.CHECKING_ACCESS, None))
+    done = load_run(ctx, run.id)
+    assert done.status == "cancelled"
+    assert synced_refs(target) != synced_refs(source)
+    with ctx.db.session() as session:
+        binding = session.get(Binding, done.binding_id)
+        assert binding is not None
+        assert binding.lease_owner is None
+
+
+def test_a_run_left_by_a_dead_process_is_resumed_by_the_next_sync(pair, ctx):
+    """The embedded process died mid-run: the next invocation finishes that Run first."""
+    source, target, request = pair
+    commit_on(source, "refs/heads/branch-00005", "in flight")
+    run = create_run(ctx, bind(ctx, request).id)
+    run_steps_until(ctx, run.id, Stage.APPLYING)  # ... and the process "dies" here
+    with ctx.db.transaction() as session:  # its lease runs out
+        session.execute(
+            update(Binding).values(lease_expires_at=datetime.now(UTC) - timedelta(seconds=1))
+        )
+    commit_on(source, "refs/heads/branch-00000", "next change")
+    later = sync(ctx, request)
+    first = load_run(ctx, run.id)
+    assert first.status in ("completed", "completed_with_pending_changes")
+    assert later.status == "completed"
+    assert later.id > first.id
+    assert synced_refs(target) == synced_refs(source)

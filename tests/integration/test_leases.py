@@ -19,8 +19,12 @@ from reposync.sync.vocabulary import Stage
 def make_run(db: Database) -> int:
     with db.transaction() as session:
         binding = Binding(
-            a_provider="local", a_repository_id="a", a_locator="/a",
-            b_provider="local", b_repository_id="b", b_locator="/b",
+            a_provider="local",
+            a_repository_id="a",
+            a_locator="/a",
+            b_provider="local",
+            b_repository_id="b",
+            b_locator="/b",
         )
         session.add(binding)
         session.flush()
@@ -28,15 +32,28 @@ def make_run(db: Database) -> int:
         session.add(run)
         session.flush()
         session.add(
-            RunItem(run_id=run.id, phase=0, object_type="git_ref", object_key="branch x",
-                    action="create", reason="new", intent={})
+            RunItem(
+                run_id=run.id,
+                phase=0,
+                object_type="git_ref",
+                object_key="branch x",
+                action="create",
+                reason="new",
+                intent={},
+            )
         )
         return run.id
 
 
 def claim_first(db: Database, run_id: int, owner: str, ttl: float = 30.0) -> Lease:
-    claimed = claim(db, run_id, expected_stage=Stage.CHECKING_ACCESS,
-                    dispatched_generation=None, owner=owner, ttl=ttl)
+    claimed = claim(
+        db,
+        run_id,
+        expected_stage=Stage.CHECKING_ACCESS,
+        dispatched_generation=None,
+        owner=owner,
+        ttl=ttl,
+    )
     assert not isinstance(claimed, ClaimRefused), claimed
     return claimed[0]
 
@@ -61,7 +78,8 @@ def item_state(db: Database, run_id: int) -> tuple[str, int | None]:
 
 def write_item(session, run_id: int, state: str, generation: int) -> None:
     session.execute(
-        update(RunItem).where(RunItem.run_id == run_id)
+        update(RunItem)
+        .where(RunItem.run_id == run_id)
         .values(state=state, applied_generation=generation)
     )
 
@@ -75,8 +93,16 @@ def test_two_workers_race_to_claim_exactly_one_wins(pg_db):
 
     def contender(n: int) -> None:
         barrier.wait()
-        results.append(claim(pg_db, run_id, expected_stage=Stage.CHECKING_ACCESS,
-                             dispatched_generation=None, owner=f"worker-{n}", ttl=30))
+        results.append(
+            claim(
+                pg_db,
+                run_id,
+                expected_stage=Stage.CHECKING_ACCESS,
+                dispatched_generation=None,
+                owner=f"worker-{n}",
+                ttl=30,
+            )
+        )
 
     threads = [threading.Thread(target=contender, args=(n,)) for n in range(8)]
     for thread in threads:
@@ -111,8 +137,9 @@ def test_stale_holder_cannot_overwrite_the_new_holder(pg_db):
     thread = threading.Thread(target=stale_worker)
     thread.start()
     fenced_open.wait(5)
-    claimed = claim(pg_db, run_id, expected_stage=None, dispatched_generation=None,
-                    owner="w2", ttl=30)
+    claimed = claim(
+        pg_db, run_id, expected_stage=None, dispatched_generation=None, owner="w2", ttl=30
+    )
     order.append("w2 claimed")
     thread.join()
     assert not isinstance(claimed, ClaimRefused)
@@ -153,8 +180,9 @@ def test_check_then_write_without_the_row_lock_loses_the_new_holders_write(pg_db
     thread = threading.Thread(target=naive_stale_worker)
     thread.start()
     checked.wait(5)
-    claimed = claim(pg_db, run_id, expected_stage=None, dispatched_generation=None,
-                    owner="w2", ttl=30)
+    claimed = claim(
+        pg_db, run_id, expected_stage=None, dispatched_generation=None, owner="w2", ttl=30
+    )
     assert not isinstance(claimed, ClaimRefused)
     with fenced(pg_db, claimed[0]) as session:
         write_item(session, run_id, "completed", claimed[0].generation)
@@ -168,17 +196,41 @@ def test_duplicate_and_stale_claims_are_refused(pg_db):
     """A second delivery of the same step, or one with an old generation, gets no lease."""
     run_id = make_run(pg_db)
     first = claim_first(pg_db, run_id, "w1")
-    again = claim(pg_db, run_id, expected_stage=Stage.CHECKING_ACCESS,
-                  dispatched_generation=None, owner="w1-duplicate", ttl=30)
+    again = claim(
+        pg_db,
+        run_id,
+        expected_stage=Stage.CHECKING_ACCESS,
+        dispatched_generation=None,
+        owner="w1-duplicate",
+        ttl=30,
+    )
     assert isinstance(again, ClaimRefused)
-    successor = claim(pg_db, run_id, expected_stage=Stage.CHECKING_ACCESS,
-                      dispatched_generation=first.generation, owner="next", ttl=30)
+    successor = claim(
+        pg_db,
+        run_id,
+        expected_stage=Stage.CHECKING_ACCESS,
+        dispatched_generation=first.generation,
+        owner="next",
+        ttl=30,
+    )
     assert not isinstance(successor, ClaimRefused)
-    stale = claim(pg_db, run_id, expected_stage=Stage.CHECKING_ACCESS,
-                  dispatched_generation=first.generation, owner="stale", ttl=30)
+    stale = claim(
+        pg_db,
+        run_id,
+        expected_stage=Stage.CHECKING_ACCESS,
+        dispatched_generation=first.generation,
+        owner="stale",
+        ttl=30,
+    )
     assert isinstance(stale, ClaimRefused)
-    wrong_stage = claim(pg_db, run_id, expected_stage=Stage.APPLYING,
-                        dispatched_generation=successor[0].generation, owner="x", ttl=30)
+    wrong_stage = claim(
+        pg_db,
+        run_id,
+        expected_stage=Stage.APPLYING,
+        dispatched_generation=successor[0].generation,
+        owner="x",
+        ttl=30,
+    )
     assert isinstance(wrong_stage, ClaimRefused)
     with pg_db.session() as session:
         assert session.execute(select(Binding.lease_generation)).scalar_one() == 2
@@ -191,8 +243,9 @@ def test_heartbeat_keeps_the_lease_and_notices_a_takeover(pg_db):
     lease = claim_first(pg_db, run_id, "w1", ttl=1.0)
     with Heartbeat(pg_db, lease, interval=0.2):
         time.sleep(2.0)  # twice the TTL
-        thief = claim(pg_db, run_id, expected_stage=None, dispatched_generation=None,
-                      owner="thief", ttl=1.0)
+        thief = claim(
+            pg_db, run_id, expected_stage=None, dispatched_generation=None, owner="thief", ttl=1.0
+        )
         assert isinstance(thief, ClaimRefused)
         lease.check()  # still ours
         with pg_db.transaction() as session:  # someone reclaims by force

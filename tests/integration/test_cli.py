@@ -1,0 +1,182 @@
+"""The command line: bad input is refused with one line, exit status 2, nothing written."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from reposync.cli import main
+from tests.gitrepo import generate, init_bare, refs, set_ref
+from tests.servers import free_port
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    directory = tmp_path / "data"
+    monkeypatch.setenv("REPOSYNC_DATA_DIR", str(directory))
+    monkeypatch.delenv("REPOSYNC_DATABASE_URL", raising=False)
+    return directory
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> Path:
+    return generate(tmp_path / "src.git", commits=4, branches=2, tags=1)
+
+
+def repo_config(path: Path) -> str:
+    return (path / "config").read_text()
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def assert_refused(status: int, err: str, *fragments: str) -> None:
+    assert status == 2
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+def nothing_written(data_dir: Path, *paths: Path) -> bool:
+    no_bindings = not (data_dir / "reposync.db").exists() or _count_bindings(data_dir) == 0
+    return no_bindings and not any(path.exists() for path in paths)
+
+
+def _count_bindings(data_dir: Path) -> int:
+    import sqlite3
+
+    with sqlite3.connect(data_dir / "reposync.db") as conn:
+        try:
+            return conn.execute("SELECT count(*) FROM bindings").fetchone()[0]
+        except sqlite3.OperationalError:
+            return 0
+
+
+def test_unknown_provider_prefix(capsys, tmp_path, data_dir, source):
+    """``nope:`` is not a provider: exit 2, the known providers named, nothing written."""
+    target = tmp_path / "dst.git"
+    status, _, err = run_cli(capsys, "sync", "nope:/x", f"local:{target}")
+    assert_refused(
+        status, err, "unknown provider 'nope'", "known providers: local", "[invalid_locator]"
+    )
+    assert nothing_written(data_dir, target)
+
+
+def test_locator_without_a_provider(capsys, tmp_path, data_dir, source):
+    """A bare path is not a locator: the expected form is shown."""
+    target = tmp_path / "dst.git"
+    status, _, err = run_cli(capsys, "sync", str(source), f"local:{target}")
+    assert_refused(status, err, "is not a locator", "PROVIDER:LOCATION")
+    assert nothing_written(data_dir, target)
+
+
+def test_missing_source(capsys, tmp_path, data_dir):
+    """A source that does not exist is named in the error; the target is not created."""
+    target = tmp_path / "dst.git"
+    missing = tmp_path / "missing.git"
+    status, _, err = run_cli(capsys, "sync", f"local:{missing}", f"local:{target}")
+    assert_refused(status, err, f"source local:{missing} does not exist", "[repository_not_found]")
+    assert nothing_written(data_dir, target)
+
+
+def test_unreachable_database(capsys, tmp_path, data_dir, source, monkeypatch):
+    """A database nobody listens on: named (without password), exit 2, nothing written."""
+    url = f"postgresql://reposync:secret@127.0.0.1:{free_port()}/reposync"
+    monkeypatch.setenv("REPOSYNC_DATABASE_URL", url)
+    target = tmp_path / "dst.git"
+    config_before = repo_config(source)
+    status, _, err = run_cli(capsys, "sync", f"local:{source}", f"local:{target}")
+    assert_refused(status, err, "cannot reach the database", "[database_unavailable]")
+    assert "secret" not in err
+    assert not target.exists()
+    assert repo_config(source) == config_before
+
+
+def test_target_that_is_not_a_git_repository(capsys, tmp_path, data_dir, source):
+    """A directory holding other files is refused and left exactly as it was."""
+    target = tmp_path / "photos"
+    target.mkdir()
+    (target / "cat.jpg").write_bytes(b"\xff\xd8")
+    status, _, err = run_cli(capsys, "sync", f"local:{source}", f"local:{target}")
+    assert_refused(status, err, "is a directory but not a Git repository", "[not_a_repository]")
+    assert sorted(p.name for p in target.iterdir()) == ["cat.jpg"]
+    assert nothing_written(data_dir)
+
+
+def test_target_that_is_a_file(capsys, tmp_path, data_dir, source):
+    """A file is not a repository either."""
+    target = tmp_path / "notes.txt"
+    target.write_text("hello")
+    status, _, err = run_cli(capsys, "sync", f"local:{source}", f"local:{target}")
+    assert_refused(status, err, "is a file but not a Git repository")
+    assert target.read_text() == "hello"
+
+
+def test_json_output_is_exactly_one_report_object(capsys, tmp_path, data_dir, source):
+    """``--json`` prints one JSON object: the final report with status and counters."""
+    target = tmp_path / "dst.git"
+    status, out, _ = run_cli(capsys, "sync", f"local:{source}", f"local:{target}", "--json")
+    assert status == 0
+    report = json.loads(out)  # the whole of stdout is one object
+    assert report["status"] == "completed"
+    assert set(report["counters"]) == {
+        "scanned",
+        "checkpoint_skipped",
+        "created",
+        "updated",
+        "deleted",
+        "unchanged",
+        "conflicts",
+        "failed",
+        "blocked",
+        "pending_changes",
+    }
+    assert report["counters"]["created"] == len(refs(source))
+    assert refs(target) == refs(source)
+
+
+def test_conflict_exits_non_zero_and_preserves_the_target(capsys, tmp_path, data_dir, source):
+    """A same-named branch Git cannot prove is behind: reported, kept, exit status 1."""
+    target = init_bare(tmp_path / "dst.git")
+    subprocess.run(
+        [
+            "git",
+            "--git-dir",
+            str(target),
+            "fetch",
+            "-q",
+            str(source),
+            "refs/heads/main:refs/heads/main",
+        ],
+        check=True,
+    )
+    from tests.gitrepo import commit_on
+
+    diverged = commit_on(target, "refs/heads/main", "standby-only work")
+    status, out, _ = run_cli(capsys, "sync", f"local:{source}", f"local:{target}", "--json")
+    report = json.loads(out)
+    assert status == 1
+    assert report["status"] == "requires_attention"
+    assert report["plan_mode"] == "baseline"
+    assert report["counters"]["conflicts"] == 1
+    assert refs(target)["refs/heads/main"] == diverged
+    problem = report["problems"][0]
+    assert (problem["error_code"], problem["examples"]) == ("conflict", ["branch main"])
+
+
+def test_human_report_names_counters_and_problems(capsys, tmp_path, data_dir, source):
+    """Without --json the report is readable text with every counter."""
+    set_ref(source, "refs/notes/commits", refs(source)["refs/heads/main"])
+    target = tmp_path / "dst.git"
+    status, out, _ = run_cli(capsys, "sync", f"local:{source}", f"local:{target}")
+    assert status == 0
+    assert "completed" in out.splitlines()[0]
+    assert "created=4" in out
+    assert "[unsupported_ref_namespace] 1 ref(s) under refs/notes are not synced" in out

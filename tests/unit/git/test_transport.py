@@ -1,0 +1,101 @@
+"""Native push with per-ref leases against real repositories."""
+
+from __future__ import annotations
+
+import pytest
+
+from reposync.errors import GitTransportError
+from reposync.git.transport import RefUpdate, _groups, parse_porcelain, push
+from tests.gitrepo import commit_on, generate, init_bare, refs
+
+
+@pytest.fixture
+def pair(tmp_path):
+    source = generate(tmp_path / "src.git", commits=6, branches=3, tags=2)
+    target = init_bare(tmp_path / "dst.git")
+    return source, target
+
+
+def test_push_creates_refs_that_must_not_exist(pair):
+    """An empty expected value means "must not exist": creation succeeds once."""
+    source, target = pair
+    src = refs(source)
+    updates = [RefUpdate(name, oid, None) for name, oid in src.items()]
+    outcome = push(str(source), str(target), updates)
+    assert outcome.accepted == set(src)
+    assert refs(target) == src
+    # Already holding the desired value is "up to date", not a conflict ...
+    again = push(str(source), str(target), updates[:1])
+    assert again.accepted == {updates[0].name}
+    # ... but creating over a different existing value is refused.
+    other = src["refs/heads/main"]
+    clash = push(str(source), str(target), [RefUpdate(updates[0].name, other, None)])
+    assert set(clash.rejected) == {updates[0].name}
+    assert refs(target) == src
+
+
+def test_a_stale_lease_rejects_the_whole_atomic_group(pair):
+    """One ref moved on the target: the group is refused and nothing moves."""
+    source, target = pair
+    src = refs(source)
+    push(str(source), str(target), [RefUpdate(n, o, None) for n, o in src.items()])
+    human = commit_on(target, "refs/heads/branch-00001", "standby edit")
+    moved = commit_on(source, "refs/heads/branch-00001", "authority edit")
+    moved2 = commit_on(source, "refs/heads/branch-00002", "authority edit 2")
+    outcome = push(
+        str(source),
+        str(target),
+        [
+            RefUpdate("refs/heads/branch-00001", moved, src["refs/heads/branch-00001"]),
+            RefUpdate("refs/heads/branch-00002", moved2, src["refs/heads/branch-00002"]),
+        ],
+    )
+    assert set(outcome.rejected) == {"refs/heads/branch-00001", "refs/heads/branch-00002"}
+    assert "stale info" in outcome.rejected["refs/heads/branch-00001"]
+    assert refs(target)["refs/heads/branch-00001"] == human
+    assert refs(target)["refs/heads/branch-00002"] == src["refs/heads/branch-00002"]
+
+
+def test_delete_with_lease(pair):
+    """A delete carries the value it expects to remove."""
+    source, target = pair
+    src = refs(source)
+    push(str(source), str(target), [RefUpdate(n, o, None) for n, o in src.items()])
+    name = "refs/tags/v00001"
+    outcome = push(str(source), str(target), [RefUpdate(name, None, src[name])])
+    assert outcome.accepted == {name}
+    assert name not in refs(target)
+
+
+def test_unreachable_target_is_a_transport_error(pair, tmp_path):
+    """git cannot talk to the target at all: GitTransportError with git's own words."""
+    source, _ = pair
+    with pytest.raises(GitTransportError, match="does not appear to be a git repository"):
+        push(
+            str(source),
+            str(tmp_path / "nowhere"),
+            [RefUpdate("refs/heads/x", refs(source)["refs/heads/main"], None)],
+        )
+
+
+def test_groups_respect_the_argument_budget():
+    """Thousands of refs are split into several git invocations under the budget."""
+    updates = [RefUpdate(f"refs/heads/b{n:05d}", "a" * 40, None) for n in range(3000)]
+    groups = list(_groups(updates, budget=50_000))
+    assert sum(len(g) for g in groups) == 3000
+    assert len(groups) > 1
+    assert all(sum(len(a) + 9 for u in g for a in u.argv()) <= 50_000 for g in groups)
+
+
+def test_parse_porcelain():
+    """Accepted and rejected lines are told apart by their flag."""
+    out = (
+        "To /tmp/x\n"
+        "*\tabc:refs/heads/a\t[new branch]\n"
+        "!\tdef:refs/heads/b\t[rejected] (stale info)\n"
+        "Done\n"
+    )
+    assert parse_porcelain(out) == {
+        "refs/heads/a": (True, "[new branch]"),
+        "refs/heads/b": (False, "[rejected] (stale info)"),
+    }

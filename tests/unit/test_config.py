@@ -1,0 +1,43 @@
+"""Settings: environment parsing, defaults, and the Celery timing invariant."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from reposync.config import Settings
+from reposync.errors import ConfigurationError
+
+
+def test_environment_values_are_parsed_and_typed():
+    """REPOSYNC_* variables become typed fields."""
+    settings = Settings.from_env(
+        {
+            "REPOSYNC_DATA_DIR": "/srv/rs",
+            "REPOSYNC_LEASE_TTL": "12.5",
+            "REPOSYNC_BATCH_MAX_ITEMS": "7",
+        }
+    )
+    assert settings.data_dir == Path("/srv/rs")
+    assert settings.lease_ttl == 12.5
+    assert settings.batch_max_items == 7
+    assert settings.effective_database_url == "sqlite:////srv/rs/reposync.db"
+
+
+def test_overrides_beat_the_environment():
+    """Command-line values win over the environment."""
+    settings = Settings.from_env({"REPOSYNC_DATA_DIR": "/a"}, data_dir="/b")
+    assert settings.data_dir == Path("/b")
+
+
+def test_invalid_number_names_the_variable():
+    """A malformed value is a configuration error naming the variable."""
+    with pytest.raises(ConfigurationError, match="REPOSYNC_LEASE_TTL='soon'"):
+        Settings.from_env({"REPOSYNC_LEASE_TTL": "soon"})
+
+
+def test_time_limits_must_stay_below_the_visibility_timeout():
+    """soft < hard < visibility timeout, or the broker redelivers running tasks."""
+    with pytest.raises(ConfigurationError, match="VISIBILITY_TIMEOUT"):
+        Settings(task_soft_time_limit=10, task_time_limit=20, visibility_timeout=15)
