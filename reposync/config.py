@@ -40,6 +40,10 @@ class Settings:
     #: Physical batch limits for the applying stage.
     batch_max_items: int = 500
     batch_max_bytes: int = 8 * 1024 * 1024
+    #: Git refs per push. A ref costs the forge nothing like an API object does, and one
+    #: push of thousands of refs packs the shared history once (an empty standby gets
+    #: everything in one bootstrap push); the batch limit for API objects stays above.
+    git_batch_max_items: int = 5000
     #: How often one stage may be (re)started before the Run fails; caps redelivery loops.
     max_stage_attempts: int = 5
     #: How often one item may be attempted before it fails.
@@ -68,10 +72,14 @@ class Settings:
                 f"{self.task_soft_time_limit} / {self.task_time_limit} / "
                 f"{self.visibility_timeout}); otherwise the broker redelivers running tasks"
             )
-        if self.lease_ttl <= 0 or self.batch_max_items <= 0 or self.batch_max_bytes <= 0:
+        if (
+            min(
+                self.lease_ttl, self.batch_max_items, self.batch_max_bytes, self.git_batch_max_items
+            )
+            <= 0
+        ):
             raise ConfigurationError(
-                "REPOSYNC_LEASE_TTL, REPOSYNC_BATCH_MAX_ITEMS and REPOSYNC_BATCH_MAX_BYTES "
-                "must be positive"
+                "REPOSYNC_LEASE_TTL and the REPOSYNC_*BATCH_MAX_* limits must be positive"
             )
 
     @property
@@ -118,6 +126,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "lease_ttl": float,
     "batch_max_items": int,
     "batch_max_bytes": int,
+    "git_batch_max_items": int,
     "max_stage_attempts": int,
     "max_item_attempts": int,
     "task_soft_time_limit": float,

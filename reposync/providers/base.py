@@ -84,10 +84,15 @@ class GitRemote:
     """Where native Git transport reaches a repository, and with what environment."""
 
     url: str
-    #: A path on this machine (no network, no credentials).
-    is_local: bool
+    #: The object store on this machine, when the repository is local (pushes borrow it
+    #: instead of fetching); ``None`` for remote repositories.
+    objects_dir: str | None = None
     #: Extra environment for ``git`` (credentials helpers); never logged.
     env: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def is_local(self) -> bool:
+        return self.objects_dir is not None
 
 
 class Provider(ABC):

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from reposync.errors import ProviderError
 from reposync.git import transport
+from reposync.git.workspace import PushWorkspace
 from reposync.providers.base import GitRemote, GitRemoteSource, Provider
 from reposync.service.execution import StageExecution
 from reposync.sync.vocabulary import Action, ItemState, ObjectType
@@ -120,9 +121,12 @@ class GitRefApplier:
             )
             for item in items
         ]
-        pushed = transport.push(
-            source_remote.url, target_remote.url, updates, env=dict(target_remote.env)
+        assert source_remote.objects_dir is not None
+        workspace = PushWorkspace(
+            ex.ctx.settings.data_dir / "git" / f"binding-{ex.binding.id}.git",
+            source_remote.objects_dir,
         )
+        pushed = transport.push(workspace, target_remote.url, updates, env=dict(target_remote.env))
         ex.count_io("pushes", pushed.groups)
         target.stats.writes += len(pushed.accepted)
         return {

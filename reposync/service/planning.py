@@ -65,7 +65,12 @@ def plan(ex: StageExecution) -> Stage:
     counters.unchanged = dict(unchanged)
     items.sort(key=lambda item: item.sort_key)
 
-    limits = BatchLimits(ex.ctx.settings.batch_max_items, ex.ctx.settings.batch_max_bytes)
+    settings = ex.ctx.settings
+    limits = BatchLimits(
+        settings.batch_max_items,
+        settings.batch_max_bytes,
+        per_type_items={ObjectType.GIT_REF.value: settings.git_batch_max_items},
+    )
     written = _write_items(ex, assign_batches(items, limits))
     actions: dict[str, int] = defaultdict(int)
     for item in items:

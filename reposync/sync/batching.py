@@ -7,8 +7,8 @@ repository's size.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 
 from reposync.sync.planner import PlannedItem
 from reposync.sync.vocabulary import Action
@@ -24,6 +24,11 @@ ITEM_OVERHEAD_BYTES = 256
 class BatchLimits:
     max_items: int = 500
     max_bytes: int = 8 * 1024 * 1024
+    #: Item limits that differ by object type (Git refs: one push moves thousands).
+    per_type_items: Mapping[str, int] = field(default_factory=dict)
+
+    def items_for(self, object_type: str) -> int:
+        return self.per_type_items.get(object_type, self.max_items)
 
 
 def assign_batches(
@@ -46,7 +51,7 @@ def assign_batches(
         item_size = item.size + ITEM_OVERHEAD_BYTES
         if (
             item_group != group
-            or count >= limits.max_items
+            or count >= limits.items_for(str(item.object_type))
             or (count > 0 and size + item_size > limits.max_bytes)
         ):
             batch_no += 1

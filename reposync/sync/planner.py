@@ -111,8 +111,20 @@ class PlannedItem:
     size: int = 0
 
     @property
-    def sort_key(self) -> tuple[int, str, str, str]:
-        return (int(self.phase), str(self.object_type), str(self.action), self.object_key)
+    def sort_key(self) -> tuple[int, str, int, str]:
+        return (int(self.phase), str(self.object_type), ACTION_ORDER[self.action], self.object_key)
+
+
+#: Within a phase and type, deletes run first: they free names a create may need
+#: (Git cannot hold ``refs/heads/a`` and ``refs/heads/a/b`` at once).
+ACTION_ORDER = {
+    Action.DELETE: 0,
+    Action.UPDATE: 1,
+    Action.CREATE: 2,
+    Action.NOOP: 3,
+    Action.CONFLICT: 4,
+    Action.REPORT: 5,
+}
 
 
 @dataclass(slots=True)

@@ -6,8 +6,8 @@ report costs the same for ten items or a million.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from reposync.sync.vocabulary import Action, ItemState, RunStatus
@@ -141,68 +141,76 @@ def build_counters(
 
 def item_problems(rows: Iterable[ItemAggregate]) -> list[Problem]:
     """One problem per (type, kind of trouble), with a count and a few examples."""
-    problems: list[Problem] = []
+    merged: dict[tuple[str, str, str], Problem] = {}
+    for problem in _row_problems(rows):
+        key = (problem.object_type or "", problem.problem_type, problem.error_code)
+        seen = merged.get(key)
+        if seen is None:
+            merged[key] = problem
+        else:
+            merged[key] = replace(
+                seen,
+                count=seen.count + problem.count,
+                examples=[*seen.examples, *problem.examples][:MAX_EXAMPLES],
+            )
+    return list(merged.values())
+
+
+MAX_EXAMPLES = 5
+
+
+def _row_problems(rows: Iterable[ItemAggregate]) -> Iterator[Problem]:
     for row in rows:
         if _is_conflict(row):
-            problems.append(
-                Problem(
-                    error_code=CONFLICT_CODE,
-                    problem_type="conflict",
-                    message=row.error_message
-                    or f"{row.count} {row.object_type} object(s) exist on the target with "
-                    "different content and are not managed by this Binding; kept as they are",
-                    suggested_action="resolve the objects on the target, or set the "
-                    "Binding's conflict policy to use_source",
-                    retryable=False,
-                    count=row.count,
-                    object_type=row.object_type,
-                    examples=row.examples,
-                )
+            yield Problem(
+                error_code=CONFLICT_CODE,
+                problem_type="conflict",
+                message=row.error_message
+                or f"{row.count} {row.object_type} object(s) exist on the target with "
+                "different content and are not managed by this Binding; kept as they are",
+                suggested_action="resolve the objects on the target, or set the "
+                "Binding's conflict policy to use_source",
+                retryable=False,
+                count=row.count,
+                object_type=row.object_type,
+                examples=row.examples,
             )
         elif row.action is Action.REPORT:
-            problems.append(
-                Problem(
-                    error_code="target_only_preserved",
-                    problem_type="preserved",
-                    message=f"{row.count} {row.object_type} object(s) exist only on the "
-                    "target; preserved, not managed",
-                    suggested_action="none, or delete them on the target if unwanted",
-                    retryable=False,
-                    count=row.count,
-                    object_type=row.object_type,
-                    examples=row.examples,
-                )
+            yield Problem(
+                error_code="target_only_preserved",
+                problem_type="preserved",
+                message=f"{row.count} {row.object_type} object(s) exist only on the "
+                "target; preserved, not managed",
+                suggested_action="none, or delete them on the target if unwanted",
+                retryable=False,
+                count=row.count,
+                object_type=row.object_type,
+                examples=row.examples,
             )
         elif row.state in (ItemState.FAILED, ItemState.BLOCKED):
             code = row.error_code or "item_failed"
-            problems.append(
-                Problem(
-                    error_code=code,
-                    problem_type="blocked" if row.state is ItemState.BLOCKED else "error",
-                    message=row.error_message
-                    or f"{row.count} {row.object_type} item(s) {row.state}",
-                    suggested_action=_ITEM_ACTIONS.get(code, "inspect the Run's items and retry"),
-                    retryable=code in _RETRYABLE_CODES,
-                    count=row.count,
-                    object_type=row.object_type,
-                    examples=row.examples,
-                )
+            yield Problem(
+                error_code=code,
+                problem_type="blocked" if row.state is ItemState.BLOCKED else "error",
+                message=row.error_message or f"{row.count} {row.object_type} item(s) {row.state}",
+                suggested_action=_ITEM_ACTIONS.get(code, "inspect the Run's items and retry"),
+                retryable=code in _RETRYABLE_CODES,
+                count=row.count,
+                object_type=row.object_type,
+                examples=row.examples,
             )
         elif row.state is ItemState.SUPERSEDED:
-            problems.append(
-                Problem(
-                    error_code="superseded",
-                    problem_type="pending_change",
-                    message=f"{row.count} {row.object_type} object(s) changed on the source "
-                    "after planning; a follow-up Run picks them up",
-                    suggested_action="none: a follow-up Run is queued",
-                    retryable=True,
-                    count=row.count,
-                    object_type=row.object_type,
-                    examples=row.examples,
-                )
+            yield Problem(
+                error_code="superseded",
+                problem_type="pending_change",
+                message=f"{row.count} {row.object_type} object(s) changed on the source "
+                "after planning; a follow-up Run picks them up",
+                suggested_action="none: a follow-up Run is queued",
+                retryable=True,
+                count=row.count,
+                object_type=row.object_type,
+                examples=row.examples,
             )
-    return problems
 
 
 _ITEM_ACTIONS = {

@@ -141,7 +141,12 @@ OBJECT_PHASES: dict[ObjectType, Phase] = {
 
 
 class RefConflictPolicy(StrEnum):
-    """What to do with a same-named target branch that Git cannot prove is behind."""
+    """What to do with a same-named, unmanaged target ref whose value differs.
+
+    ``keep_target`` (the default) reports a conflict and keeps the target's ref, unless
+    Git proves a branch is behind (then it is fast-forwarded). ``use_source`` lets the
+    authority win for branches and tags alike.
+    """
 
     KEEP_TARGET = "keep_target"
     USE_SOURCE = "use_source"

@@ -54,7 +54,7 @@ def dctx(pg_ctx: ServiceContext, sender: Celery) -> ServiceContext:
 @pytest.fixture
 def env(pg_url: str, broker_url: str, tmp_path: Path) -> dict[str, str]:
     return worker_environment(
-        pg_url, broker_url, tmp_path / "worker-data", REPOSYNC_BATCH_MAX_ITEMS="150"
+        pg_url, broker_url, tmp_path / "worker-data", REPOSYNC_GIT_BATCH_MAX_ITEMS="150"
     )
 
 

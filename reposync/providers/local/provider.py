@@ -162,7 +162,7 @@ class LocalProvider(Provider):
         return "private"
 
     def git_remote(self, *, write: bool) -> GitRemote:
-        return GitRemote(url=self._git_dir, is_local=True)
+        return GitRemote(url=self._git_dir, objects_dir=str(Path(self._git_dir) / "objects"))
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         try:

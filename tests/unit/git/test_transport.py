@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from reposync.errors import GitTransportError
-from reposync.git.transport import RefUpdate, _groups, parse_porcelain, push
+from reposync.git.transport import RefUpdate, _groups, parse_porcelain
+from reposync.git.transport import push as push_from
+from reposync.git.workspace import PushWorkspace
 from tests.gitrepo import commit_on, generate, init_bare, refs
+
+
+def push(source: str, target: str, updates: list[RefUpdate]):
+    """Push from a workspace that borrows ``source``'s objects (as the applier does)."""
+    workspace = PushWorkspace(Path(source).parent / "workspace.git", f"{source}/objects")
+    return push_from(workspace, target, updates)
 
 
 @pytest.fixture
@@ -16,8 +26,8 @@ def pair(tmp_path):
     return source, target
 
 
-def test_push_creates_refs_that_must_not_exist(pair):
-    """An empty expected value means "must not exist": creation succeeds once."""
+def test_creates_never_overwrite_what_the_target_has(pair):
+    """A create lands when the name is free; an unrelated existing value is refused."""
     source, target = pair
     src = refs(source)
     updates = [RefUpdate(name, oid, None) for name, oid in src.items()]
@@ -27,11 +37,17 @@ def test_push_creates_refs_that_must_not_exist(pair):
     # Already holding the desired value is "up to date", not a conflict ...
     again = push(str(source), str(target), updates[:1])
     assert again.accepted == {updates[0].name}
-    # ... but creating over a different existing value is refused.
-    other = src["refs/heads/main"]
-    clash = push(str(source), str(target), [RefUpdate(updates[0].name, other, None)])
+    # ... but creating over a value that is not an ancestor of the new one is refused.
+    unrelated = commit_on(target, "refs/heads/branch-00000", "standby-only work")
+    clash = push(
+        str(source), str(target), [RefUpdate(updates[0].name, src["refs/heads/main"], None)]
+    )
     assert set(clash.rejected) == {updates[0].name}
-    assert refs(target) == src
+    assert refs(target)["refs/heads/branch-00000"] == unrelated
+    tag = "refs/tags/v00001"
+    tag_clash = push(str(source), str(target), [RefUpdate(tag, src["refs/heads/main"], None)])
+    assert set(tag_clash.rejected) == {tag}
+    assert refs(target)[tag] == src[tag]
 
 
 def test_a_stale_lease_rejects_the_whole_atomic_group(pair):
@@ -65,6 +81,14 @@ def test_delete_with_lease(pair):
     outcome = push(str(source), str(target), [RefUpdate(name, None, src[name])])
     assert outcome.accepted == {name}
     assert name not in refs(target)
+
+
+def test_the_source_repository_is_never_written(pair):
+    """Pushing stages refs in a workspace; the source's refs and config stay as they were."""
+    source, target = pair
+    before = (refs(source), (source / "config").read_text())
+    push(str(source), str(target), [RefUpdate(n, o, None) for n, o in refs(source).items()])
+    assert (refs(source), (source / "config").read_text()) == before
 
 
 def test_unreachable_target_is_a_transport_error(pair, tmp_path):

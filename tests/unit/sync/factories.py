@@ -166,8 +166,10 @@ def apply(
 ) -> Applied:
     """Execute items on a copy of ``target`` and settle links by read-back.
 
-    Create/update/delete are compare-and-swap writes on ``expected_revision``; noop,
-    conflict and report write nothing. A link is (re)written for every item whose
+    Create/update/delete are compare-and-swap writes on ``expected_revision``, except
+    when the target already holds the desired state (git reports the ref "up to date"
+    without checking the lease, and read-back completes the item); noop, conflict and
+    report write nothing. A link is (re)written for every item whose
     target reads back as desired, and dropped when a delete (or already-deleted) settles.
     """
     new_target = dict(target)
@@ -176,7 +178,9 @@ def apply(
     for item in items:
         name = item.target_identity
         assert name is not None, item
-        if item.action.writes:
+        desired = item.source_revision if item.action is not Action.DELETE else None
+        if item.action.writes and new_target.get(name) != desired:
+            # Already as desired = "up to date" for git, no lease check; else a lease.
             if new_target.get(name) != item.intent.get("expected_revision"):
                 rejected.append(item)
                 continue

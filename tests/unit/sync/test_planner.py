@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
 
+from reposync.sync.batching import BatchLimits, assign_batches
 from reposync.sync.canonical import MAPPER_VERSION, IndexEntry, git_ref_hash
 from reposync.sync.planner import (
+    ACTION_ORDER,
     Candidate,
     LinkState,
     Observation,
@@ -34,7 +38,9 @@ class Oracle:
 
 def new_candidate(source: IndexEntry, *, baseline: bool = False) -> Candidate:
     """The candidate select_candidates makes for an unlinked source entry."""
-    return Candidate(source.object_type, source, None, Reason.NEW, source.unique_key if baseline else None)
+    return Candidate(
+        source.object_type, source, None, Reason.NEW, source.unique_key if baseline else None
+    )
 
 
 def linked_candidate(source: IndexEntry, link: LinkState, reason: Reason) -> Candidate:
@@ -124,7 +130,12 @@ def test_checkpoint_skips_trusted_unchanged_link_without_target_read():
 
 def test_checkpoint_counts_scanned_and_skipped_per_type():
     """Checkpoint: scanned counts every source entry, skipped only the unchanged linked ones."""
-    main, dev, v1, fresh = branch("main", "c1"), branch("dev", "c2"), tag("v1", "c1"), branch("new", "c3")
+    main, dev, v1, fresh = (
+        branch("main", "c1"),
+        branch("dev", "c2"),
+        tag("v1", "c1"),
+        branch("new", "c3"),
+    )
     links = links_of(link_to(main), link_to(v1), link_to(dev, verified_label="c0"))
     selected = select_candidates(PlanMode.CHECKPOINT, [dev, main, fresh, v1], links)
     assert selected.scanned == {"git_ref": 4}
@@ -166,7 +177,9 @@ def test_checkpoint_mapper_dirty_link_is_a_candidate_even_when_unchanged(mapper_
 def test_checkpoint_unverified_link_is_changed():
     """Checkpoint: a link without a verified hash cannot be skipped (reason CHANGED)."""
     main = branch("main", "c1")
-    candidate = only_candidate(PlanMode.CHECKPOINT, [main], links_of(link_to(main, unverified=True)))
+    candidate = only_candidate(
+        PlanMode.CHECKPOINT, [main], links_of(link_to(main, unverified=True))
+    )
     assert candidate.reason is Reason.CHANGED
 
 
@@ -207,7 +220,11 @@ def test_deleted_candidates_come_after_source_candidates():
     a, b = branch("a", "c1"), branch("b", "c1")
     gone = link_to(branch("gone", "c1"))
     selected = select_candidates(PlanMode.CHECKPOINT, [b, a], links_of(gone))
-    assert [c.reason for c in selected.candidates] == [Reason.NEW, Reason.NEW, Reason.DELETED_ON_SOURCE]
+    assert [c.reason for c in selected.candidates] == [
+        Reason.NEW,
+        Reason.NEW,
+        Reason.DELETED_ON_SOURCE,
+    ]
     assert [c.source for c in selected.candidates[:2]] == [b, a]
 
 
@@ -425,10 +442,10 @@ def test_baseline_non_git_collision_is_a_conflict_even_under_use_source():
 
         phase = Phase.TAXONOMY
 
-    label = OtherType("label")
-    source = IndexEntry(label, "1", "label bug", "bug", "r2", "sha256:new")  # type: ignore[arg-type]
-    target = IndexEntry(label, "9", "label bug", "bug", "r1", "sha256:old")  # type: ignore[arg-type]
-    candidate = Candidate(label, source, None, Reason.NEW, "bug")  # type: ignore[arg-type]
+    label = cast(ObjectType, OtherType("label"))
+    source = IndexEntry(label, "1", "label bug", "bug", "r2", "sha256:new")
+    target = IndexEntry(label, "9", "label bug", "bug", "r1", "sha256:old")
+    candidate = Candidate(label, source, None, Reason.NEW, "bug")
     item = decide(candidate, Observation(target), policy=RefConflictPolicy.USE_SOURCE)
     assert item is not None
     assert (item.action, item.reason) == (Action.CONFLICT, Reason.COLLISION)
@@ -530,11 +547,22 @@ def test_linked_object_missing_on_target_is_recreated():
     assert item.intent == {"reason": "missing_on_target", "source_revision": oid("c2")}
 
 
+def test_linked_object_not_read_is_not_called_missing():
+    """Without a target read (observed None) the planner keeps the candidate's reason."""
+    source = branch("main", "c2")
+    link = link_to(source, verified_label="c1")
+    item = decide(linked_candidate(source, link, Reason.CHANGED), None)
+    assert item is not None
+    assert (item.action, item.reason) == (Action.CREATE, Reason.CHANGED)
+
+
 def test_linked_item_targets_the_links_target_identity():
     """Items of a linked object address the link's target identity, not the source's."""
     source = branch("main", "c2")
     link = link_to(source, verified_label="c1", target_identity="refs/heads/trunk")
-    item = decide(linked_candidate(source, link, Reason.CHANGED), Observation(ref("refs/heads/trunk", "c1")))
+    item = decide(
+        linked_candidate(source, link, Reason.CHANGED), Observation(ref("refs/heads/trunk", "c1"))
+    )
     assert item is not None
     assert item.source_identity == "refs/heads/main"
     assert item.target_identity == "refs/heads/trunk"
@@ -598,7 +626,10 @@ def test_full_audit_trusted_equal_link_needs_no_item():
     """Full audit: a trusted link whose target reads back equal yields no item (None)."""
     main = branch("main", "c1")
     link = link_to(main)
-    assert decide(linked_candidate(main, link, Reason.AUDIT), Observation(branch("main", "c1"))) is None
+    assert (
+        decide(linked_candidate(main, link, Reason.AUDIT), Observation(branch("main", "c1")))
+        is None
+    )
 
 
 def test_full_audit_drifted_target_is_updated_with_reason_drift():
@@ -643,10 +674,11 @@ def test_full_audit_drift_is_repaired_even_under_keep_target():
 
 
 def test_planned_item_sort_key_orders_by_phase_type_action_key():
-    """sort_key is (phase number, type, action, object key) as plain values."""
+    """sort_key is (phase number, type, action rank, object key); deletes rank first."""
     item = decide(new_candidate(branch("main", "c1")), None)
     assert item is not None
-    assert item.sort_key == (0, "git_ref", "create", "branch main")
+    assert item.sort_key == (0, "git_ref", ACTION_ORDER[Action.CREATE], "branch main")
+    assert ACTION_ORDER[Action.DELETE] < ACTION_ORDER[Action.UPDATE] < ACTION_ORDER[Action.CREATE]
 
 
 # -- whole plans through the helper that mirrors the planning stage -----------------------
@@ -654,17 +686,53 @@ def test_planned_item_sort_key_orders_by_phase_type_action_key():
 
 def test_checkpoint_plan_reads_only_candidate_targets():
     """A checkpoint plan reads the target only for linked candidates, never skipped ones."""
-    source = {"refs/heads/main": oid("c1"), "refs/heads/dev": oid("c3"), "refs/heads/new": oid("c4")}
-    links = links_of(link_to(branch("main", "c1")), link_to(branch("dev", "c2")), link_to(branch("gone", "c1")))
-    target = {"refs/heads/main": oid("c1"), "refs/heads/dev": oid("c2"), "refs/heads/gone": oid("c1")}
+    source = {
+        "refs/heads/main": oid("c1"),
+        "refs/heads/dev": oid("c3"),
+        "refs/heads/new": oid("c4"),
+    }
+    links = links_of(
+        link_to(branch("main", "c1")), link_to(branch("dev", "c2")), link_to(branch("gone", "c1"))
+    )
+    target = {
+        "refs/heads/main": oid("c1"),
+        "refs/heads/dev": oid("c2"),
+        "refs/heads/gone": oid("c1"),
+    }
     result = plan(PlanMode.CHECKPOINT, source, links, target)
     assert sorted(result.target_reads) == ["refs/heads/dev", "refs/heads/gone"]
     assert result.checkpoint_skipped == {"git_ref": 1}
     assert [(i.action, i.reason, i.object_key) for i in result.items] == [
-        (Action.CREATE, Reason.NEW, "branch new"),
         (Action.DELETE, Reason.DELETED_ON_SOURCE, "branch gone"),
         (Action.UPDATE, Reason.CHANGED, "branch dev"),
+        (Action.CREATE, Reason.NEW, "branch new"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [("refs/heads/a", "refs/heads/a/b"), ("refs/heads/a/b", "refs/heads/a")],
+    ids=["file_to_directory", "directory_to_file"],
+)
+def test_ref_deletion_is_batched_before_a_create_it_makes_room_for(old, new):
+    """Git cannot hold refs/heads/a and refs/heads/a/b at once: the delete must run first.
+
+    Batches run in number order and a git push refuses to create a ref whose name
+    clashes with an existing one ("cannot lock ref ... exists"), so a source that
+    replaced one by the other converges in one Run only if the delete's batch comes
+    before the create's.
+    """
+    result = plan(
+        PlanMode.CHECKPOINT,
+        {new: oid("c2")},
+        links_of(link_to(ref(old, "c1"))),
+        {old: oid("c1")},
+    )
+    batch_of = {
+        item.action: batch_no for item, batch_no in assign_batches(result.items, BatchLimits())
+    }
+    assert set(batch_of) == {Action.CREATE, Action.DELETE}
+    assert batch_of[Action.DELETE] < batch_of[Action.CREATE]
 
 
 def test_every_action_and_reason_is_produced_by_some_situation():
@@ -673,7 +741,11 @@ def test_every_action_and_reason_is_produced_by_some_situation():
     trusted = link_to(main1)
     situations = [
         (new_candidate(main1), None, {}),
-        (linked_candidate(main2, link_to(main2, verified_label="c1"), Reason.CHANGED), Observation(main1), {}),
+        (
+            linked_candidate(main2, link_to(main2, verified_label="c1"), Reason.CHANGED),
+            Observation(main1),
+            {},
+        ),
         (linked_candidate(main1, trusted, Reason.CHANGED), Observation(None), {}),
         (linked_candidate(main1, trusted, Reason.AUDIT), Observation(main2), {}),
         (linked_candidate(main1, trusted, Reason.UNRELIABLE), Observation(main2), {}),
@@ -682,7 +754,11 @@ def test_every_action_and_reason_is_produced_by_some_situation():
         (deleted_candidate(trusted), Observation(None), {}),
         (new_candidate(main1, baseline=True), Observation(main1), {}),
         (new_candidate(main2, baseline=True), Observation(main1), {"is_ancestor": Oracle(True)}),
-        (new_candidate(main2, baseline=True), Observation(main1), {"policy": RefConflictPolicy.USE_SOURCE}),
+        (
+            new_candidate(main2, baseline=True),
+            Observation(main1),
+            {"policy": RefConflictPolicy.USE_SOURCE},
+        ),
         (new_candidate(main2, baseline=True), Observation(main1), {}),
         (next(target_only([main1], set())), Observation(main1), {}),
     ]
