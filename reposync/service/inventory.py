@@ -90,8 +90,8 @@ def store_snapshot(
                     "size": entry.size,
                 }
             )
-        with ex.fenced() as session:
-            session.execute(insert(InventoryEntry), rows)
+        with ex.fenced() as session:  # Core executemany: no ORM bookkeeping per row
+            session.execute(insert(InventoryEntry.__table__), rows)
     return counts, digest.hexdigest()
 
 

@@ -180,8 +180,8 @@ def _write_items(ex: StageExecution, numbered: Iterable[tuple[PlannedItem, int |
     iterator = iter(numbered)
     while chunk := list(islice(iterator, CHUNK)):
         rows = [_item_row(ex.run_id, item, batch_no) for item, batch_no in chunk]
-        with ex.fenced() as session:
-            session.execute(insert(RunItem), rows)
+        with ex.fenced() as session:  # Core executemany: no ORM bookkeeping per row
+            session.execute(insert(RunItem.__table__), rows)
         written += len(rows)
     return written
 

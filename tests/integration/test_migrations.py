@@ -10,7 +10,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import inspect
 
 from reposync.models import Base
-from reposync.models.db import Database, alembic_config
+from reposync.models.db import SCHEMA_HEAD, Database, alembic_config
 
 
 def _databases(request: pytest.FixtureRequest, tmp_path) -> Database:
@@ -29,10 +29,10 @@ def fresh_db(request, tmp_path):
     db.dispose()
 
 
-def test_single_head():
-    """One linear history of migrations."""
+def test_single_head_and_it_is_the_one_the_code_expects():
+    """One linear history of migrations; SCHEMA_HEAD names its newest revision."""
     script = ScriptDirectory.from_config(alembic_config("sqlite://"))
-    assert len(script.get_heads()) == 1
+    assert script.get_heads() == [SCHEMA_HEAD]
 
 
 def test_upgrade_matches_the_models_without_drift(fresh_db):
