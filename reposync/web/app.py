@@ -15,7 +15,7 @@ API_PREFIX = "/api/ext/v1/sync"
 
 def create_app(settings: Settings | None = None, *, db: Database | None = None) -> Flask:
     settings = settings or Settings.from_env()
-    app = Flask("reposync")
+    app = Flask(__name__)
     app.config.update(
         API_TITLE="reposync",
         API_VERSION="v1",

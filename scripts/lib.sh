@@ -1,0 +1,39 @@
+# Shared by scripts/demo and scripts/test: a virtualenv with reposync installed.
+# Works on a fresh Debian machine with Python 3.11: missing system packages (git,
+# python3-venv) are installed with apt when running as root, or named otherwise.
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$ROOT/.venv"
+PYTHON="${PYTHON:-python3}"
+
+need_apt() {
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get install -y -qq "$@" >/dev/null 2>&1 || {
+            apt-get update -qq >/dev/null && apt-get install -y -qq "$@" >/dev/null
+        }
+    else
+        echo "error: please install: $* (for example: sudo apt-get install $*)" >&2
+        exit 2
+    fi
+}
+
+ensure_venv() {
+    command -v git >/dev/null || need_apt git
+    if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+        echo "error: reposync needs Python 3.11 or newer ($PYTHON is $("$PYTHON" -V 2>&1))" >&2
+        exit 2
+    fi
+    if [ ! -x "$VENV/bin/python" ]; then
+        "$PYTHON" -m venv "$VENV" 2>/dev/null || {
+            need_apt python3-venv
+            "$PYTHON" -m venv "$VENV"
+        }
+    fi
+    local stamp="$VENV/.installed"
+    if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
+        "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null
+        "$VENV/bin/python" -m pip install -q -e "$ROOT[test]"
+        touch "$stamp"
+    fi
+}
