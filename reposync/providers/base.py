@@ -12,12 +12,13 @@ non-idempotent write blindly.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from enum import StrEnum
+from typing import Any, BinaryIO, Protocol, runtime_checkable
 
 from reposync.sync.canonical import CanonicalObject, IndexEntry
-from reposync.sync.vocabulary import ObjectType
+from reposync.sync.vocabulary import Action, ObjectType
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +186,78 @@ class GitRemoteSource(Protocol):
 class AncestryChecker(Protocol):
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         """Git's proof that ``descendant`` contains ``ancestor`` (False if either is unknown)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TargetRef:
+    """A structural reference in a write, in the *target's* namespace.
+
+    ``identity`` comes from the ObjectLinks; when the referenced object is created in
+    the same batch it is still ``None`` and the provider resolves ``marker`` (the
+    referenced object's source identity) against what it has created.
+    """
+
+    object_type: ObjectType
+    identity: str | None
+    marker: str
+
+
+@dataclass(frozen=True, slots=True)
+class TargetWrite:
+    """One object write the engine asks a provider for (already mapped to the target)."""
+
+    item_id: int
+    action: Action  # create, update or delete
+    object_type: ObjectType  # the type written on the target (a projection may differ)
+    target_identity: str | None  # None for creates
+    #: Canonical payload to store (None for deletes). The provider stores it so that a
+    #: later read returns exactly this payload.
+    payload: Mapping[str, Any] | None
+    #: The source identity; stored with a created object so an unknown outcome is
+    #: recovered by finding it, never by creating again.
+    marker: str
+    number: int | None = None  # the number to keep (issues, pull requests)
+    refs: Mapping[str, TargetRef] = field(default_factory=dict)
+    #: Updates: the content hash the target must still hold (optimistic concurrency).
+    expected_hash: str | None = None
+    #: Release assets: opens the bytes to upload (streamed, never held whole).
+    content: Callable[[], BinaryIO] | None = None
+
+
+class WriteStatus(StrEnum):
+    OK = "ok"  # the provider observed the write succeed
+    REFUSED = "refused"  # the target refused it (conflict, validation): nothing written
+    UNKNOWN = "unknown"  # sent, outcome not observed: recover by read-back, never resend
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyResult:
+    item_id: int
+    status: WriteStatus
+    target_identity: str | None = None
+    error_code: str | None = None
+    message: str | None = None
+
+
+@runtime_checkable
+class ObjectWriter(Protocol):
+    def apply_batch(self, writes: Sequence[TargetWrite]) -> list[ApplyResult]:
+        """Perform a batch of writes of one type and action.
+
+        Per write, never raises for the target's refusal (``REFUSED`` with an error
+        code: ``conflict``, ``invalid``, ``not_found``) and never retries a create whose
+        response was lost (``UNKNOWN``). Raises ``PermissionDenied``, ``RateLimited`` or
+        ``ProviderUnavailable`` when the whole batch cannot be attempted.
+        """
+
+    def find_by_markers(self, object_type: ObjectType, markers: Sequence[str]) -> dict[str, str]:
+        """{marker: target identity} of objects created with these markers."""
+
+
+@runtime_checkable
+class AssetSource(Protocol):
+    def open_asset(self, identity: str) -> BinaryIO:
+        """The bytes of a release asset, as a stream."""
 
 
 def iter_sorted(entries: Iterable[IndexEntry]) -> Iterator[IndexEntry]:

@@ -27,7 +27,7 @@ def canonical_json(value: Any) -> bytes:
 
 
 def content_hash(payload: Mapping[str, Any]) -> str:
-    return "sha256:" + hashlib.sha256(canonical_json(payload)).hexdigest()
+    return "sha256:" + hashlib.sha256(canonical_json(dict(payload))).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,11 +42,29 @@ class IndexEntry:
     content_hash: str
     #: Approximate payload size in bytes, so batches respect their byte budget unread.
     size: int = 0
+    #: Creation order within the type (issue numbers, timestamps): creates follow it, so
+    #: numbers can be preserved and replies come after what they reply to.
+    order_key: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRef:
+    """A reference to another object, in the namespace of the side it was read from."""
+
+    object_type: ObjectType
+    identity: str
 
 
 @dataclass(frozen=True, slots=True)
 class CanonicalObject:
-    """One object in full: the index fields plus the payload the hash is computed on."""
+    """One object in full: the index fields plus the payload the hash is computed on.
+
+    ``payload`` is content only and side-neutral: references to other objects inside it
+    use natural keys (label names, milestone titles). Structural references that never
+    change after creation (a comment's issue, a reply's parent) live in ``refs`` and are
+    resolved through ObjectLinks when writing; they are not hashed. The own ``number``
+    (issues, pull requests) is identity, not content, and is not hashed either.
+    """
 
     object_type: ObjectType
     identity: str
@@ -54,6 +72,9 @@ class CanonicalObject:
     unique_key: str | None
     revision: str
     payload: Mapping[str, Any] = field(hash=False)
+    number: int | None = None
+    refs: Mapping[str, ObjectRef] = field(default_factory=dict, hash=False)
+    order_key: str = ""
 
     @property
     def content_hash(self) -> str:
@@ -68,6 +89,7 @@ class CanonicalObject:
             self.revision,
             self.content_hash,
             len(canonical_json(self.payload)),
+            self.order_key,
         )
 
 

@@ -129,14 +129,48 @@ class Phase(IntEnum):
 
 class ObjectType(StrEnum):
     GIT_REF = "git_ref"
+    LABEL = "label"
+    MILESTONE = "milestone"
+    ISSUE = "issue"
+    PULL_REQUEST = "pull_request"
+    RELEASE = "release"
+    ISSUE_COMMENT = "issue_comment"
+    REVIEW = "review"
+    REVIEW_COMMENT = "review_comment"
+    REVIEW_REQUEST = "review_request"
+    RELEASE_ASSET = "release_asset"
+    REACTION = "reaction"
 
     @property
     def phase(self) -> Phase:
         return OBJECT_PHASES[self]
 
+    @property
+    def representation(self) -> Representation:
+        """How this type exists on any target, whatever the provider."""
+        return FIXED_REPRESENTATIONS.get(self, Representation.NATIVE)
+
 
 OBJECT_PHASES: dict[ObjectType, Phase] = {
     ObjectType.GIT_REF: Phase.GIT,
+    ObjectType.LABEL: Phase.TAXONOMY,
+    ObjectType.MILESTONE: Phase.TAXONOMY,
+    ObjectType.ISSUE: Phase.PRIMARY,
+    ObjectType.PULL_REQUEST: Phase.PRIMARY,
+    ObjectType.RELEASE: Phase.PRIMARY,
+    ObjectType.ISSUE_COMMENT: Phase.NESTED,
+    ObjectType.REVIEW: Phase.NESTED,
+    ObjectType.REVIEW_COMMENT: Phase.NESTED,
+    ObjectType.REVIEW_REQUEST: Phase.NESTED,
+    ObjectType.RELEASE_ASSET: Phase.NESTED,
+    ObjectType.REACTION: Phase.ARCHIVE,
+}
+
+#: Review requests are shown on the target as comments (the reviewer may not exist
+#: there); reactions are kept in links and reports only, never written.
+FIXED_REPRESENTATIONS: dict[ObjectType, Representation] = {
+    ObjectType.REVIEW_REQUEST: Representation.PROJECTED,
+    ObjectType.REACTION: Representation.ARCHIVE_ONLY,
 }
 
 
