@@ -32,3 +32,4 @@ class InventoryEntry(Base):
     revision: Mapped[str] = mapped_column(String(255))
     content_hash: Mapped[str] = mapped_column(String(80))
     size: Mapped[int] = mapped_column(default=0)
+    order_key: Mapped[str] = mapped_column(String(255), default="")

@@ -31,6 +31,9 @@ class ObjectLink(Base):
     #: Revisions observed on each side when the pair was last verified by read-back.
     a_revision: Mapped[str | None] = mapped_column(String(255))
     b_revision: Mapped[str | None] = mapped_column(String(255))
+    #: Issue and pull request numbers on each side: the map ``#N`` references follow.
+    a_number: Mapped[int | None]
+    b_number: Mapped[int | None]
     verified_hash: Mapped[str | None] = mapped_column(String(80))
     verify_failed: Mapped[bool] = mapped_column(default=False)
     mapper_version: Mapped[int]

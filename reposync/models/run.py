@@ -27,6 +27,7 @@ class Run(Base):
         ),
         Index("ix_runs_binding_id_id", "binding_id", "id"),
         Index("ix_runs_status_id", "status", "id"),
+        Index("ix_runs_parent_run_id", "parent_run_id"),
         CheckConstraint("source_side <> target_side", name="sides"),
         CheckConstraint("attempt >= 1", name="attempt"),
     )

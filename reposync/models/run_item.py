@@ -36,6 +36,10 @@ class RunItem(Base):
     source_revision: Mapped[str | None] = mapped_column(String(255))
     desired_hash: Mapped[str | None] = mapped_column(String(80))
     expected_target_hash: Mapped[str | None] = mapped_column(String(80))
+    #: The hash read-back must show on the target: the mapped payload's (it differs from
+    #: ``desired_hash`` when the target shows a projection or rewritten references).
+    verify_hash: Mapped[str | None] = mapped_column(String(80))
+    representation: Mapped[str | None] = mapped_column(String(16))
     intent: Mapped[dict[str, Any]] = mapped_column(default=dict)
 
     error_code: Mapped[str | None] = mapped_column(String(64))

@@ -14,9 +14,26 @@ from typing import Any, Protocol
 from reposync.errors import ProviderError
 from reposync.git import transport
 from reposync.git.workspace import PushWorkspace
-from reposync.providers.base import GitRemote, GitRemoteSource, Provider
+from reposync.providers.base import (
+    AssetSource,
+    GitRemote,
+    GitRemoteSource,
+    ObjectWriter,
+    Provider,
+    TargetWrite,
+    WriteStatus,
+)
 from reposync.service.execution import StageExecution
-from reposync.sync.vocabulary import Action, ItemState, ObjectType
+from reposync.service.mapping import (
+    MappingContext,
+    archived_identity,
+    build_write,
+    expected_target_hash,
+    marker,
+    target_type,
+)
+from reposync.sync.canonical import CanonicalObject
+from reposync.sync.vocabulary import Action, ItemState, ObjectType, Representation
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +44,7 @@ class ApplyItem:
     object_type: ObjectType
     object_key: str
     action: Action
+    reason: str
     source_identity: str | None
     target_identity: str | None
     source_revision: str | None
@@ -34,6 +52,7 @@ class ApplyItem:
     expected_target_hash: str | None
     intent: dict[str, Any] = field(default_factory=dict)
     attempt_count: int = 0
+    verify_hash: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,34 +64,49 @@ class ItemOutcome:
     #: What read-back observed on the target (for the link).
     target_identity: str | None = None
     target_revision: str | None = None
+    representation: Representation = Representation.NATIVE
+    source_number: int | None = None
+    target_number: int | None = None
+    #: A recovered item whose target turned out different: re-planned as this update.
+    replan_action: Action | None = None
+    replan_expected_hash: str | None = None
+
+
+@dataclass(slots=True)
+class WriteReport:
+    """What a write told us (read-back still decides success)."""
+
+    refused: dict[int, tuple[str, str]] = field(default_factory=dict)
+    identities: dict[int, str] = field(default_factory=dict)
+    verify_hashes: dict[int, str] = field(default_factory=dict)
 
 
 class Applier(Protocol):
     """One object type's way to the target. The applying stage calls, in order:
     ``prepare`` (source re-read: supersede, no-ops), ``write`` (the only external write),
-    then ``read_back`` (the only judge of success)."""
+    then ``read_back`` (the only judge of success). One instance per batch."""
 
     def prepare(
         self, ex: StageExecution, items: Sequence[ApplyItem]
     ) -> tuple[list[ApplyItem], list[ItemOutcome]]:
         """Split a batch into items to write and items already settled."""
 
-    def write(self, ex: StageExecution, items: Sequence[ApplyItem]) -> dict[int, str]:
-        """Write the items; returns {item id: why the target refused it}."""
+    def write(self, ex: StageExecution, items: Sequence[ApplyItem]) -> WriteReport:
+        """Write the items (the batch's only external write)."""
 
     def read_back(self, ex: StageExecution, items: Sequence[ApplyItem]) -> list[ItemOutcome]:
         """COMPLETED where the target holds the desired state, else PLANNED."""
 
 
-def settled_by(item: ApplyItem, observed_hash: str | None, exists: bool) -> bool:
-    """Whether the target already holds what the item wanted."""
-    if item.action is Action.DELETE:
-        return not exists
-    return exists and observed_hash == item.desired_hash
+def _superseded(item: ApplyItem, why: str) -> ItemOutcome:
+    return ItemOutcome(item, ItemState.SUPERSEDED, "superseded", f"{item.object_key} {why}")
+
+
+# -- Git refs ------------------------------------------------------------------------------
 
 
 class GitRefApplier:
-    """Branches and tags: one ``git push`` per batch, each ref leased on its expected value."""
+    """Branches and tags: one ``git push`` per batch, updates leased on their old value."""
 
     def prepare(
         self, ex: StageExecution, items: Sequence[ApplyItem]
@@ -104,15 +138,18 @@ class GitRefApplier:
                 to_write.append(item)
         return to_write, settled
 
-    def write(self, ex: StageExecution, items: Sequence[ApplyItem]) -> dict[int, str]:
-        source, target = ex.source(), ex.target()
-        source_remote = _remote(source, write=False)
-        target_remote = _remote(target, write=True)
-        if not source_remote.is_local:
+    def write(self, ex: StageExecution, items: Sequence[ApplyItem]) -> WriteReport:
+        source_remote = _remote(ex.source(), write=False)
+        target_remote = _remote(ex.target(), write=True)
+        if source_remote.objects_dir is None:
             raise ProviderError(
                 f"{ex.spec('source').display}: pushing from a remote source needs a local "
                 "mirror, which this provider does not offer yet"
             )
+        workspace = PushWorkspace(
+            ex.ctx.settings.data_dir / "git" / f"binding-{ex.binding.id}.git",
+            source_remote.objects_dir,
+        )
         updates = [
             transport.RefUpdate(
                 name=item.target_identity or "",
@@ -121,20 +158,22 @@ class GitRefApplier:
             )
             for item in items
         ]
-        assert source_remote.objects_dir is not None
-        workspace = PushWorkspace(
-            ex.ctx.settings.data_dir / "git" / f"binding-{ex.binding.id}.git",
-            source_remote.objects_dir,
-        )
         pushed = transport.push(workspace, target_remote.url, updates, env=dict(target_remote.env))
         ex.count_io("pushes", pushed.groups)
-        target.stats.writes += len(pushed.accepted)
-        return {
-            item.id: f"the target ref changed since planning; push refused "
-            f"({pushed.rejected[item.target_identity or '']})"
-            for item in items
-            if (item.target_identity or "") in pushed.rejected
-        }
+        ex.target().stats.writes += len(pushed.accepted)
+        report = WriteReport()
+        for item in items:
+            name = item.target_identity or ""
+            report.identities[item.id] = name
+            if item.desired_hash is not None:
+                report.verify_hashes[item.id] = item.desired_hash
+            if name in pushed.rejected:
+                report.refused[item.id] = (
+                    "conflict",
+                    f"the target ref changed since planning; push refused "
+                    f"({pushed.rejected[name]})",
+                )
+        return report
 
     def read_back(self, ex: StageExecution, items: Sequence[ApplyItem]) -> list[ItemOutcome]:
         observed = ex.target().read_batch(
@@ -143,7 +182,10 @@ class GitRefApplier:
         outcomes = []
         for item in items:
             obj = observed.get(item.target_identity or "")
-            done = settled_by(item, obj.content_hash if obj else None, obj is not None)
+            if item.action is Action.DELETE:
+                done = obj is None
+            else:
+                done = obj is not None and obj.content_hash == item.desired_hash
             outcomes.append(
                 ItemOutcome(
                     item,
@@ -155,18 +197,191 @@ class GitRefApplier:
         return outcomes
 
 
-def _superseded(item: ApplyItem, why: str) -> ItemOutcome:
-    return ItemOutcome(item, ItemState.SUPERSEDED, "superseded", f"{item.object_key} {why}")
-
-
 def _remote(provider: Provider, *, write: bool) -> GitRemote:
     if not isinstance(provider, GitRemoteSource):
         raise ProviderError(f"the {provider.name} provider offers no Git transport")
     return provider.git_remote(write=write)
 
 
-APPLIERS: dict[ObjectType, Applier] = {ObjectType.GIT_REF: GitRefApplier()}
+# -- forge objects -------------------------------------------------------------------------
+
+
+class ObjectApplier:
+    """Labels, issues, comments, releases, ...: ``apply_batch`` on the target provider."""
+
+    def __init__(self) -> None:
+        self._sources: dict[str, CanonicalObject | None] = {}
+        self._writes: dict[int, TargetWrite] = {}
+        self._context: MappingContext | None = None
+
+    def prepare(
+        self, ex: StageExecution, items: Sequence[ApplyItem]
+    ) -> tuple[list[ApplyItem], list[ItemOutcome]]:
+        object_type = items[0].object_type
+        self._sources = ex.source().read_batch(
+            object_type, [i.source_identity for i in items if i.source_identity]
+        )
+        self._context = MappingContext.load(
+            ex, [obj for obj in self._sources.values() if obj is not None]
+        )
+        representation = object_type.representation
+        to_write: list[ApplyItem] = []
+        settled: list[ItemOutcome] = []
+        for item in items:
+            obj = self._sources.get(item.source_identity or "")
+            if item.action is Action.DELETE:
+                if obj is not None:
+                    settled.append(_superseded(item, "reappeared on the source"))
+                    continue
+            elif obj is None:
+                settled.append(_superseded(item, "disappeared from the source"))
+                continue
+            elif obj.content_hash != item.desired_hash:
+                settled.append(_superseded(item, "changed on the source since planning"))
+                continue
+            if item.action is Action.NOOP:
+                archived = representation is Representation.ARCHIVE_ONLY
+                settled.append(
+                    ItemOutcome(
+                        item,
+                        ItemState.COMPLETED,
+                        target_identity=archived_identity(item.source_identity or "")
+                        if archived
+                        else item.target_identity,
+                        target_revision=None if archived else item.intent.get("expected_revision"),
+                        representation=representation,
+                        source_number=obj.number if obj is not None else None,
+                        target_number=obj.number if obj is not None else None,
+                    )
+                )
+                continue
+            to_write.append(item)
+        return to_write, settled
+
+    def write(self, ex: StageExecution, items: Sequence[ApplyItem]) -> WriteReport:
+        target = ex.target()
+        if not isinstance(target, ObjectWriter):
+            raise ProviderError(f"the {target.name} provider cannot write {items[0].object_type}")
+        source = ex.source()
+        assert self._context is not None
+        report = WriteReport()
+        writes: list[TargetWrite] = []
+        for item in items:
+            obj = self._sources.get(item.source_identity or "")
+            content = None
+            if item.object_type is ObjectType.RELEASE_ASSET and isinstance(source, AssetSource):
+                identity = item.source_identity or ""
+                content = lambda identity=identity: source.open_asset(identity)  # noqa: E731
+            write, verify_hash = build_write(
+                item.id,
+                item.action,
+                obj if item.action is not Action.DELETE else None,
+                object_type=item.object_type,
+                source_identity=item.source_identity or "",
+                target_identity=item.target_identity,
+                expected_hash=item.expected_target_hash,
+                context=self._context,
+                content=content,
+            )
+            writes.append(write)
+            self._writes[item.id] = write
+            if verify_hash is not None:
+                report.verify_hashes[item.id] = verify_hash
+        for result in target.apply_batch(writes):
+            if result.target_identity:
+                report.identities[result.item_id] = result.target_identity
+            if result.status is WriteStatus.REFUSED:
+                report.refused[result.item_id] = (
+                    result.error_code or "refused",
+                    result.message or "the target refused the write",
+                )
+        return report
+
+    def read_back(self, ex: StageExecution, items: Sequence[ApplyItem]) -> list[ItemOutcome]:
+        target = ex.target()
+        object_type = items[0].object_type
+        stored_type = target_type(object_type)
+        self._load_for_recovery(ex, items)
+        identities: dict[int, str | None] = {i.id: i.target_identity for i in items}
+        unknown = [i for i in items if identities[i.id] is None and i.action is Action.CREATE]
+        if unknown and isinstance(target, ObjectWriter):
+            repository_id = ex.spec("source").repository_id or ""
+            markers = {
+                marker(repository_id, object_type, i.source_identity or ""): i.id for i in unknown
+            }
+            for found_marker, identity in target.find_by_markers(
+                stored_type, list(markers)
+            ).items():
+                identities[markers[found_marker]] = identity
+        wanted = [identity for identity in identities.values() if identity]
+        observed = target.read_batch(stored_type, wanted) if wanted else {}
+        outcomes = []
+        for item in items:
+            identity = identities[item.id]
+            obj = observed.get(identity) if identity else None
+            outcomes.append(self._judge(ex, item, identity, obj))
+        return outcomes
+
+    def _judge(
+        self,
+        ex: StageExecution,
+        item: ApplyItem,
+        identity: str | None,
+        obj: CanonicalObject | None,
+    ) -> ItemOutcome:
+        if item.action is Action.DELETE:
+            state = ItemState.COMPLETED if obj is None else ItemState.PLANNED
+            return ItemOutcome(item, state, target_identity=identity)
+        if obj is None:
+            return ItemOutcome(item, ItemState.PLANNED, target_identity=identity)
+        expected = item.verify_hash or self._recompute_expected(ex, item)
+        source = self._sources.get(item.source_identity or "")
+        common = {
+            "target_identity": identity,
+            "target_revision": obj.revision,
+            "representation": item.object_type.representation,
+            "source_number": source.number if source is not None else None,
+            "target_number": obj.number,
+        }
+        if obj.content_hash == expected:
+            return ItemOutcome(item, ItemState.COMPLETED, **common)
+        if item.id in self._writes:  # we just wrote it and it reads back differently
+            return ItemOutcome(item, ItemState.PLANNED, **common)
+        # Recovery: an earlier execution's write landed (or half of the plan did) but
+        # the object differs from what the source wants now: update it in this Run.
+        return ItemOutcome(
+            item,
+            ItemState.PLANNED,
+            replan_action=Action.UPDATE,
+            replan_expected_hash=obj.content_hash,
+            **common,
+        )
+
+    def _load_for_recovery(self, ex: StageExecution, items: Sequence[ApplyItem]) -> None:
+        """Items settled after a crash have no recorded read-back hash: recompute it."""
+        missing = [
+            i.source_identity or ""
+            for i in items
+            if i.verify_hash is None
+            and i.action is not Action.DELETE
+            and (i.source_identity or "") not in self._sources
+        ]
+        if not missing:
+            return
+        self._sources.update(ex.source().read_batch(items[0].object_type, missing))
+        self._context = MappingContext.load(
+            ex, [obj for obj in self._sources.values() if obj is not None]
+        )
+
+    def _recompute_expected(self, ex: StageExecution, item: ApplyItem) -> str | None:
+        source = self._sources.get(item.source_identity or "")
+        if source is None or self._context is None:
+            return None
+        return expected_target_hash(source, self._context.numbers)
 
 
 def applier_for(object_type: ObjectType) -> Applier:
-    return APPLIERS[object_type]
+    """A fresh applier for one batch (appliers keep per-batch state)."""
+    if object_type is ObjectType.GIT_REF:
+        return GitRefApplier()
+    return ObjectApplier()

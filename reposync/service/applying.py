@@ -16,15 +16,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import bindparam, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from reposync.models import Run, RunItem
-from reposync.service.appliers import ApplyItem, ItemOutcome, applier_for
+from reposync.service.appliers import ApplyItem, ItemOutcome, WriteReport, applier_for
 from reposync.service.execution import StageExecution
-from reposync.service.links import drop_links, mark_unreliable, write_links
+from reposync.service.links import VerifiedPair, drop_links, mark_unreliable, write_links
 from reposync.sync.vocabulary import Action, ItemState, ObjectType, Stage
 
 _UNFINISHED = (ItemState.APPLYING.value, ItemState.VERIFYING.value)
@@ -34,6 +35,7 @@ _ITEM_COLUMNS = (
     RunItem.object_type,
     RunItem.object_key,
     RunItem.action,
+    RunItem.reason,
     RunItem.source_identity,
     RunItem.target_identity,
     RunItem.source_revision,
@@ -41,6 +43,7 @@ _ITEM_COLUMNS = (
     RunItem.expected_target_hash,
     RunItem.intent,
     RunItem.attempt_count,
+    RunItem.verify_hash,
 )
 
 
@@ -50,13 +53,15 @@ def _to_item(row: Sequence[Any]) -> ApplyItem:
         object_type=ObjectType(row[1]),
         object_key=row[2],
         action=Action(row[3]),
-        source_identity=row[4],
-        target_identity=row[5],
-        source_revision=row[6],
-        desired_hash=row[7],
-        expected_target_hash=row[8],
-        intent=dict(row[9] or {}),
-        attempt_count=row[10],
+        reason=row[4],
+        source_identity=row[5],
+        target_identity=row[6],
+        source_revision=row[7],
+        desired_hash=row[8],
+        expected_target_hash=row[9],
+        intent=dict(row[10] or {}),
+        attempt_count=row[11],
+        verify_hash=row[12],
     )
 
 
@@ -82,19 +87,30 @@ def apply_items(ex: StageExecution, items: Sequence[ApplyItem]) -> list[ItemOutc
     if not to_write:
         return outcomes
     ex.lease.check()  # the last moment a stalled execution can still be stopped
-    refused = applier.write(ex, to_write)
-    mark_verifying(ex, [item.id for item in to_write])
-    for outcome in applier.read_back(ex, to_write):
+    report = applier.write(ex, to_write)
+    mark_verifying(ex, to_write, report)
+    written = [
+        replace(
+            item,
+            target_identity=report.identities.get(item.id, item.target_identity),
+            verify_hash=report.verify_hashes.get(item.id, item.verify_hash),
+        )
+        for item in to_write
+    ]
+    for outcome in applier.read_back(ex, written):
         if outcome.state is ItemState.PLANNED:  # read-back did not find what was written
             item = outcome.item
-            if item.id in refused:
-                outcome = ItemOutcome(item, ItemState.FAILED, "conflict", refused[item.id])
+            if item.id in report.refused:
+                code, message = report.refused[item.id]
+                outcome = replace(
+                    outcome, state=ItemState.FAILED, error_code=code, error_message=message
+                )
             else:
-                outcome = ItemOutcome(
-                    item,
-                    ItemState.FAILED,
-                    "verify_mismatch",
-                    "the target does not read back as written",
+                outcome = replace(
+                    outcome,
+                    state=ItemState.FAILED,
+                    error_code="verify_mismatch",
+                    error_message="the target does not read back as written",
                 )
         outcomes.append(outcome)
     return outcomes
@@ -172,12 +188,27 @@ def settle_unfinished(ex: StageExecution) -> int:
     return len(outcomes)
 
 
-def mark_verifying(ex: StageExecution, item_ids: Sequence[int]) -> None:
+def mark_verifying(ex: StageExecution, items: Sequence[ApplyItem], report: WriteReport) -> None:
+    """The write returned: record where it went and what read-back must show."""
+    table = RunItem.__table__
+    rows = [
+        {
+            "b_id": item.id,
+            "b_target": report.identities.get(item.id, item.target_identity),
+            "b_verify": report.verify_hashes.get(item.id, item.verify_hash),
+        }
+        for item in items
+    ]
     with ex.fenced() as session:
         session.execute(
-            update(RunItem)
-            .where(RunItem.id.in_(item_ids), RunItem.state == ItemState.APPLYING.value)
-            .values(state=ItemState.VERIFYING.value)
+            update(table)
+            .where(table.c.id == bindparam("b_id"), table.c.state == ItemState.APPLYING.value)
+            .values(
+                state=ItemState.VERIFYING.value,
+                target_identity=bindparam("b_target"),
+                verify_hash=bindparam("b_verify"),
+            ),
+            rows,
         )
 
 
@@ -195,13 +226,22 @@ def record(
     rows = []
     for outcome in outcomes:
         counts[outcome.state.value] += 1
+        item = outcome.item
         rows.append(
             {
-                "b_id": outcome.item.id,
+                "b_id": item.id,
                 "b_state": outcome.state.value,
                 "b_error_code": outcome.error_code,
                 "b_error_message": outcome.error_message,
                 "b_generation": ex.lease.generation,
+                "b_target": outcome.target_identity or item.target_identity,
+                "b_representation": outcome.representation.value
+                if outcome.state is ItemState.COMPLETED
+                else None,
+                "b_action": (outcome.replan_action or item.action).value,
+                "b_expected": outcome.replan_expected_hash
+                if outcome.replan_action is not None
+                else item.expected_target_hash,
             }
         )
     with ex.fenced() as session:
@@ -218,6 +258,10 @@ def record(
                 error_code=bindparam("b_error_code"),
                 error_message=bindparam("b_error_message"),
                 applied_generation=bindparam("b_generation"),
+                target_identity=bindparam("b_target"),
+                representation=bindparam("b_representation"),
+                action=bindparam("b_action"),
+                expected_target_hash=bindparam("b_expected"),
             ),
             rows,
         ).rowcount
@@ -238,27 +282,31 @@ def record(
 def _write_outcome_links(
     ex: StageExecution, session: Session, outcomes: Sequence[ItemOutcome]
 ) -> None:
-    verified = []
-    dropped = []
-    unreliable = []
+    verified: list[VerifiedPair] = []
+    dropped: list[tuple[str, str]] = []
+    unreliable: list[tuple[str, str]] = []
     for outcome in outcomes:
         item = outcome.item
+        key = (item.object_type.value, item.source_identity or "")
         if outcome.state is ItemState.COMPLETED:
             if item.action is Action.DELETE:
-                dropped.append((item.object_type.value, item.source_identity or ""))
+                dropped.append(key)
             else:
                 verified.append(
-                    (
-                        item.object_type.value,
-                        item.source_identity or "",
-                        outcome.target_identity or item.target_identity or "",
-                        item.source_revision,
-                        outcome.target_revision,
-                        item.desired_hash or "",
+                    VerifiedPair(
+                        object_type=item.object_type.value,
+                        source_identity=item.source_identity or "",
+                        target_identity=outcome.target_identity or item.target_identity or "",
+                        source_revision=item.source_revision,
+                        target_revision=outcome.target_revision,
+                        verified_hash=item.desired_hash or "",
+                        representation=outcome.representation,
+                        source_number=outcome.source_number,
+                        target_number=outcome.target_number,
                     )
                 )
         elif outcome.error_code == "verify_mismatch":
-            unreliable.append((item.object_type.value, item.source_identity or ""))
+            unreliable.append(key)
     common = {"binding_id": ex.binding.id, "source_side": ex.source_side}
     write_links(session, run_id=ex.run_id, verified=verified, **common)
     drop_links(session, pairs=dropped, **common)

@@ -106,10 +106,35 @@ def sync(
         trigger=Trigger.MANUAL,
     )
     execute(ctx, Step(run.id, Stage.CHECKING_ACCESS, None), progress)
+    finished = _load(ctx, run.id)
+    # The source moved during the Run: its follow-up Runs are executed here as well (a
+    # few at most, so a source that never stops changing cannot keep us forever).
+    for _ in range(MAX_FOLLOW_UPS):
+        follow_up = _follow_up_of(ctx, finished.id)
+        if follow_up is None:
+            break
+        execute(ctx, Step(follow_up, Stage.CHECKING_ACCESS, None), progress)
+        finished = _load(ctx, follow_up)
+    return finished
+
+
+MAX_FOLLOW_UPS = 3
+
+
+def _load(ctx: ServiceContext, run_id: int) -> Run:
     with ctx.db.session() as session:
-        finished = session.get(Run, run.id)
-        assert finished is not None
-        return finished
+        run = session.get(Run, run_id)
+        assert run is not None
+        return run
+
+
+def _follow_up_of(ctx: ServiceContext, run_id: int) -> int | None:
+    with ctx.db.session() as session:
+        return session.execute(
+            select(Run.id).where(
+                Run.parent_run_id == run_id, Run.trigger == Trigger.FOLLOW_UP.value
+            )
+        ).scalar_one_or_none()
 
 
 def resume_stalled(

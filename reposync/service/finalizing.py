@@ -12,8 +12,10 @@ from sqlalchemy import func, select, update
 
 from reposync.errors import ReposyncError
 from reposync.models import Binding, InventoryEntry, Run, RunItem, utcnow
+from reposync.service.context import Step
 from reposync.service.execution import StageExecution
 from reposync.service.leases import release
+from reposync.service.runs import new_run
 from reposync.sync.report import (
     ItemAggregate,
     PlanningCounters,
@@ -22,7 +24,15 @@ from reposync.sync.report import (
     final_status,
     item_problems,
 )
-from reposync.sync.vocabulary import Action, ItemState, RunMode, RunStatus, Stage
+from reposync.sync.vocabulary import (
+    Action,
+    ItemState,
+    Representation,
+    RunMode,
+    RunStatus,
+    Stage,
+    Trigger,
+)
 
 EXAMPLES = 5
 
@@ -35,6 +45,7 @@ def finalize(ex: StageExecution) -> None:
 def finish(
     ex: StageExecution, *, error: ReposyncError | None = None, cancelled: bool = False
 ) -> RunStatus:
+    """Report, status, lease release (and a follow-up Run when the source moved on)."""
     run = ex.run
     with ex.ctx.db.session() as session:
         fresh = session.get(Run, run.id)
@@ -44,6 +55,7 @@ def finish(
         plan_complete = fresh.plan_complete
     # Items of an unfinished plan never count (the completion marker rule).
     rows = aggregate_items(ex) if plan_complete else []
+    gaps = data_gaps(ex) if plan_complete else {}
     counters, per_type, planned = build_counters(rows, planning)
     problems = item_problems(rows)
     problems.extend(_unsupported_problems(unsupported))
@@ -58,6 +70,7 @@ def finish(
         assert fresh is not None
         now = utcnow()
         report = build_report(fresh, status, counters, per_type, planned, problems, now)
+        report["data_gaps"] = gaps
         values: dict[str, Any] = {
             "status": status.value,
             "counters": counters,
@@ -80,7 +93,15 @@ def finish(
             )
         ex.event(session, "run_finished", f"status {status.value}", **counters)
         release(session, ex.lease)
+        follow_up = None
+        if status is RunStatus.COMPLETED_WITH_PENDING_CHANGES and run.mode == RunMode.APPLY:
+            follow_up = new_run(
+                session, ex.binding, trigger=Trigger.FOLLOW_UP, parent_run_id=run.id
+            )
+            ex.event(session, "follow_up_queued", f"run {follow_up.id}")
     ex.run.status = status.value
+    if follow_up is not None:
+        ex.ctx.dispatcher.dispatch(Step(follow_up.id, Stage.CHECKING_ACCESS, None))
     return status
 
 
@@ -131,6 +152,26 @@ def aggregate_items(ex: StageExecution) -> list[ItemAggregate]:
     return rows
 
 
+def data_gaps(ex: StageExecution) -> dict[str, Any]:
+    """Objects the target holds in another representation than the source's, per type."""
+    with ex.ctx.db.session() as session:
+        rows = session.execute(
+            select(RunItem.representation, RunItem.object_type, func.count())
+            .where(
+                RunItem.run_id == ex.run_id,
+                RunItem.state == ItemState.COMPLETED.value,
+                RunItem.representation.is_not(None),
+                RunItem.representation != Representation.NATIVE.value,
+            )
+            .group_by(RunItem.representation, RunItem.object_type)
+        ).all()
+    gaps: dict[str, Any] = {r.value: {} for r in Representation if r is not Representation.NATIVE}
+    for representation, object_type, count in rows:
+        gaps[representation][object_type] = count
+    gaps["total"] = sum(count for _, _, count in rows)
+    return gaps
+
+
 def build_report(
     run: Run,
     status: RunStatus,
@@ -144,6 +185,7 @@ def build_report(
     return {
         "run_id": run.id,
         "binding_id": run.binding_id,
+        "parent_run_id": run.parent_run_id,
         "status": status.value,
         "stage": run.stage,
         "kind": run.kind,

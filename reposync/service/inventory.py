@@ -88,6 +88,7 @@ def store_snapshot(
                     "revision": entry.revision,
                     "content_hash": entry.content_hash,
                     "size": entry.size,
+                    "order_key": entry.order_key,
                 }
             )
         with ex.fenced() as session:  # Core executemany: no ORM bookkeeping per row
@@ -107,13 +108,14 @@ def load_snapshot(ex: StageExecution, side: str) -> Iterator[IndexEntry]:
                 InventoryEntry.revision,
                 InventoryEntry.content_hash,
                 InventoryEntry.size,
+                InventoryEntry.order_key,
             )
             .where(InventoryEntry.run_id == ex.run_id, InventoryEntry.side == side)
             .order_by(InventoryEntry.object_type, InventoryEntry.identity)
             .execution_options(yield_per=CHUNK)
         )
         for row in rows:
-            yield IndexEntry(ObjectType(row[0]), row[1], row[2], row[3], row[4], row[5], row[6])
+            yield IndexEntry(ObjectType(row[0]), *row[1:])
 
 
 def drop_snapshots(ex: StageExecution) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import delete, insert, tuple_, update
@@ -17,48 +18,63 @@ def _side_identities(source_side: Side, source_id: str, target_id: str) -> tuple
     return (source_id, target_id) if source_side is Side.A else (target_id, source_id)
 
 
+@dataclass(frozen=True, slots=True)
+class VerifiedPair:
+    """A pair of objects proven equal by read-back, as the link will record it."""
+
+    object_type: str
+    source_identity: str
+    target_identity: str
+    source_revision: str | None
+    target_revision: str | None
+    verified_hash: str
+    representation: Representation = Representation.NATIVE
+    source_number: int | None = None
+    target_number: int | None = None
+
+
 def write_links(
     session: Session,
     *,
     binding_id: int,
     source_side: Side,
     run_id: int,
-    verified: Sequence[tuple[str, str, str, str | None, str | None, str]],
+    verified: Sequence[VerifiedPair],
 ) -> None:
     """Replace the links of verified pairs.
 
-    ``verified`` rows are (object type, source identity, target identity, source
-    revision, target revision, verified hash). Any older link that claims either
-    identity is removed first, so both unique keys hold without dialect-specific upserts.
+    Any older link that claims either identity is removed first, so both unique keys
+    hold without dialect-specific upserts.
     """
     if not verified:
         return
     rows: list[dict[str, Any]] = []
-    for object_type, source_id, target_id, source_rev, target_rev, digest in verified:
-        a_id, b_id = _side_identities(source_side, source_id, target_id)
-        a_rev, b_rev = (
-            (source_rev, target_rev) if source_side is Side.A else (target_rev, source_rev)
-        )
+    now = utcnow()
+    for pair in verified:
+        a_id, b_id = _side_identities(source_side, pair.source_identity, pair.target_identity)
+        source_first = source_side is Side.A
         rows.append(
             {
                 "binding_id": binding_id,
-                "object_type": object_type,
+                "object_type": pair.object_type,
                 "a_identity": a_id,
                 "b_identity": b_id,
-                "a_revision": a_rev,
-                "b_revision": b_rev,
-                "verified_hash": digest,
+                "a_revision": pair.source_revision if source_first else pair.target_revision,
+                "b_revision": pair.target_revision if source_first else pair.source_revision,
+                "a_number": pair.source_number if source_first else pair.target_number,
+                "b_number": pair.target_number if source_first else pair.source_number,
+                "verified_hash": pair.verified_hash,
                 "verify_failed": False,
                 "mapper_version": MAPPER_VERSION,
-                "representation": Representation.NATIVE.value,
+                "representation": pair.representation.value,
                 "verified_run_id": run_id,
-                "verified_at": utcnow(),
+                "verified_at": now,
             }
         )
     _delete_claiming(
         session, binding_id, [(r["object_type"], r["a_identity"], r["b_identity"]) for r in rows]
     )
-    session.execute(insert(ObjectLink), rows)
+    session.execute(insert(ObjectLink.__table__), rows)
 
 
 def drop_links(

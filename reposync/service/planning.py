@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
 from itertools import islice
 from typing import Any
 
@@ -19,6 +20,7 @@ from reposync.models import ObjectLink, RunItem
 from reposync.providers.base import AncestryChecker
 from reposync.service.execution import StageExecution
 from reposync.service.inventory import load_snapshot
+from reposync.service.mapping import expected_target_hash, number_map, target_type
 from reposync.sync.batching import BatchLimits, assign_batches
 from reposync.sync.planner import (
     Candidate,
@@ -32,7 +34,15 @@ from reposync.sync.planner import (
     target_only,
 )
 from reposync.sync.report import CONFLICT_CODE, PlanningCounters
-from reposync.sync.vocabulary import Action, ItemState, ObjectType, RefConflictPolicy, Side, Stage
+from reposync.sync.vocabulary import (
+    Action,
+    ItemState,
+    ObjectType,
+    RefConflictPolicy,
+    Representation,
+    Side,
+    Stage,
+)
 
 CHUNK = 5000
 READ_CHUNK = 500
@@ -155,18 +165,38 @@ def _observe(
         return
     # Checkpoint and full audit: read the linked targets of the candidates, in batches.
     target = ex.target()
+    numbers = number_map(ex)
     to_read: dict[ObjectType, list[Candidate]] = defaultdict(list)
     for candidate in candidates:
-        if candidate.link is None:
-            yield candidate, None
-        else:
+        if candidate.needs_target_read:
             to_read[candidate.object_type].append(candidate)
+        else:
+            yield candidate, None
     for object_type, group in to_read.items():
+        translate = object_type.representation is Representation.PROJECTED or bool(numbers)
         for chunk in _chunks(group, READ_CHUNK):
-            found = target.read_batch(object_type, [c.link.target_identity for c in chunk])  # type: ignore[union-attr]
+            found = target.read_batch(
+                target_type(object_type), [c.target_identity or "" for c in chunk]
+            )
+            sources = (
+                ex.source().read_batch(object_type, [c.source.identity for c in chunk if c.source])
+                if translate
+                else {}
+            )
             for candidate in chunk:
-                obj = found.get(candidate.link.target_identity)  # type: ignore[union-attr]
-                yield candidate, Observation(obj.index_entry() if obj is not None else None)
+                obj = found.get(candidate.target_identity or "")
+                entry = obj.index_entry() if obj is not None else None
+                source_obj = sources.get(candidate.source.identity) if candidate.source else None
+                # The target shows a projection or rewritten references: equal means equal
+                # to what we would write, so say it in the source's hash.
+                if (
+                    entry is not None
+                    and source_obj is not None
+                    and candidate.source is not None
+                    and expected_target_hash(source_obj, numbers) == entry.content_hash
+                ):
+                    entry = replace(entry, content_hash=candidate.source.content_hash)
+                yield candidate, Observation(entry)
 
 
 def _chunks(items: Sequence[Candidate], size: int) -> Iterator[Sequence[Candidate]]:

@@ -7,7 +7,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from reposync.errors import BindingBusy, RecordNotFound
-from reposync.models import Run, utcnow
+from reposync.models import Binding, Run, utcnow
 from reposync.service.bindings import get_binding
 from reposync.service.context import ServiceContext, Step
 from reposync.service.events import emit
@@ -37,6 +37,42 @@ def active_run(session: Session, binding_id: int) -> Run | None:
     ).scalar_one_or_none()
 
 
+def new_run(
+    session: Session,
+    binding: Binding,
+    *,
+    mode: RunMode = RunMode.APPLY,
+    audit_mode: AuditMode = AuditMode.CHECKPOINT,
+    trigger: Trigger = Trigger.MANUAL,
+    kind: RunKind = RunKind.NORMAL,
+    parent_run_id: int | None = None,
+    attempt: int = 1,
+) -> Run:
+    """Insert a queued Run in ``session`` (the caller's transaction decides its fate)."""
+    run = Run(
+        binding_id=binding.id,
+        kind=kind.value,
+        mode=mode.value,
+        audit_mode=audit_mode.value,
+        trigger=trigger.value,
+        source_side=binding.authority.value,
+        target_side=binding.authority.other.value,
+        authority_epoch=binding.authority_epoch,
+        parent_run_id=parent_run_id,
+        attempt=attempt,
+    )
+    session.add(run)
+    session.flush()
+    emit(
+        session,
+        run.id,
+        "run_created",
+        Stage.QUEUED.value,
+        message=f"{mode.value} run, {audit_mode.value} audit, trigger {trigger.value}",
+    )
+    return run
+
+
 def create_run(
     ctx: ServiceContext,
     binding_id: int,
@@ -55,27 +91,15 @@ def create_run(
     """
     try:
         with ctx.db.transaction() as session:
-            binding = get_binding(session, binding_id)
-            run = Run(
-                binding_id=binding.id,
-                kind=kind.value,
-                mode=mode.value,
-                audit_mode=audit_mode.value,
-                trigger=trigger.value,
-                source_side=binding.authority.value,
-                target_side=binding.authority.other.value,
-                authority_epoch=binding.authority_epoch,
+            run = new_run(
+                session,
+                get_binding(session, binding_id),
+                mode=mode,
+                audit_mode=audit_mode,
+                trigger=trigger,
+                kind=kind,
                 parent_run_id=parent_run_id,
                 attempt=attempt,
-            )
-            session.add(run)
-            session.flush()
-            emit(
-                session,
-                run.id,
-                "run_created",
-                Stage.QUEUED.value,
-                message=f"{mode.value} run, {audit_mode.value} audit, trigger {trigger.value}",
             )
     except IntegrityError as exc:
         raise BindingBusy(f"binding {binding_id} already has an active run") from exc

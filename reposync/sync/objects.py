@@ -119,19 +119,28 @@ def nested_unique_key(parent_key: str | None, payload: Mapping[str, Any]) -> str
 # -- taxonomy ------------------------------------------------------------------------------
 
 
-def label(identity: str, revision: str, *, name: str, color: str = "ededed",
-          description: str = "") -> CanonicalObject:
+def label(
+    identity: str, revision: str, *, name: str, color: str = "ededed", description: str = ""
+) -> CanonicalObject:
     name = _text("name", name, allow_empty=False)
     color = _text("color", color).lower().lstrip("#")
     if not _COLOR.match(color):
         raise MalformedObject(f"color must be 6 hex digits, not {color!r}")
     payload = {"name": name, "color": color, "description": _text("description", description)}
-    return _build(ObjectType.LABEL, identity, revision, payload, object_key=f"label {name}",
-                  unique_key=name)
+    return _build(
+        ObjectType.LABEL, identity, revision, payload, object_key=f"label {name}", unique_key=name
+    )
 
 
-def milestone(identity: str, revision: str, *, title: str, description: str = "",
-              state: str = "open", due_on: datetime | str | None = None) -> CanonicalObject:
+def milestone(
+    identity: str,
+    revision: str,
+    *,
+    title: str,
+    description: str = "",
+    state: str = "open",
+    due_on: datetime | str | None = None,
+) -> CanonicalObject:
     title = _text("title", title, allow_empty=False)
     payload = {
         "title": title,
@@ -139,18 +148,36 @@ def milestone(identity: str, revision: str, *, title: str, description: str = ""
         "state": _choice("state", state, ISSUE_STATES),
         "due_on": timestamp(due_on),
     }
-    return _build(ObjectType.MILESTONE, identity, revision, payload,
-                  object_key=f"milestone {title}", unique_key=title)
+    return _build(
+        ObjectType.MILESTONE,
+        identity,
+        revision,
+        payload,
+        object_key=f"milestone {title}",
+        unique_key=title,
+    )
 
 
 # -- primary objects -----------------------------------------------------------------------
 
 
-def issue(identity: str, revision: str, *, number: int, title: str, body: str = "",
-          state: str = "open", state_reason: str | None = None,
-          labels: Iterable[str] = (), milestone: str | None = None,
-          assignees: Iterable[str] = (), author: str, created_at: datetime | str,
-          closed_at: datetime | str | None = None, locked: bool = False) -> CanonicalObject:
+def issue(
+    identity: str,
+    revision: str,
+    *,
+    number: int,
+    title: str,
+    body: str = "",
+    state: str = "open",
+    state_reason: str | None = None,
+    labels: Iterable[str] = (),
+    milestone: str | None = None,
+    assignees: Iterable[str] = (),
+    author: str,
+    created_at: datetime | str,
+    closed_at: datetime | str | None = None,
+    locked: bool = False,
+) -> CanonicalObject:
     number = _number(number)
     payload = {
         "title": _text("title", title, allow_empty=False),
@@ -165,17 +192,40 @@ def issue(identity: str, revision: str, *, number: int, title: str, body: str = 
         "closed_at": timestamp(closed_at),
         "locked": bool(locked),
     }
-    return _build(ObjectType.ISSUE, identity, revision, payload, object_key=f"issue #{number}",
-                  unique_key=number_key(number), number=number, order_key=_order(number))
+    return _build(
+        ObjectType.ISSUE,
+        identity,
+        revision,
+        payload,
+        object_key=f"issue #{number}",
+        unique_key=number_key(number),
+        number=number,
+        order_key=_order(number),
+    )
 
 
-def pull_request(identity: str, revision: str, *, number: int, title: str, body: str = "",
-                 state: str = "open", merged: bool = False,
-                 merged_at: datetime | str | None = None, draft: bool = False,
-                 base_ref: str, base_sha: str, head_ref: str, head_sha: str,
-                 labels: Iterable[str] = (), milestone: str | None = None,
-                 assignees: Iterable[str] = (), author: str, created_at: datetime | str,
-                 closed_at: datetime | str | None = None) -> CanonicalObject:
+def pull_request(
+    identity: str,
+    revision: str,
+    *,
+    number: int,
+    title: str,
+    body: str = "",
+    state: str = "open",
+    merged: bool = False,
+    merged_at: datetime | str | None = None,
+    draft: bool = False,
+    base_ref: str,
+    base_sha: str,
+    head_ref: str,
+    head_sha: str,
+    labels: Iterable[str] = (),
+    milestone: str | None = None,
+    assignees: Iterable[str] = (),
+    author: str,
+    created_at: datetime | str,
+    closed_at: datetime | str | None = None,
+) -> CanonicalObject:
     number = _number(number)
     if merged and state != "closed":
         raise MalformedObject("a merged pull request must be closed")
@@ -197,15 +247,31 @@ def pull_request(identity: str, revision: str, *, number: int, title: str, body:
         "created_at": timestamp(created_at),
         "closed_at": timestamp(closed_at),
     }
-    return _build(ObjectType.PULL_REQUEST, identity, revision, payload,
-                  object_key=f"pull request #{number}", unique_key=number_key(number),
-                  number=number, order_key=_order(number))
+    return _build(
+        ObjectType.PULL_REQUEST,
+        identity,
+        revision,
+        payload,
+        object_key=f"pull request #{number}",
+        unique_key=number_key(number),
+        number=number,
+        order_key=_order(number),
+    )
 
 
-def release(identity: str, revision: str, *, tag: str, name: str = "", body: str = "",
-            draft: bool = False, prerelease: bool = False, author: str,
-            created_at: datetime | str,
-            published_at: datetime | str | None = None) -> CanonicalObject:
+def release(
+    identity: str,
+    revision: str,
+    *,
+    tag: str,
+    name: str = "",
+    body: str = "",
+    draft: bool = False,
+    prerelease: bool = False,
+    author: str,
+    created_at: datetime | str,
+    published_at: datetime | str | None = None,
+) -> CanonicalObject:
     tag = _text("tag", tag, allow_empty=False)
     payload = {
         "tag": tag,
@@ -217,16 +283,30 @@ def release(identity: str, revision: str, *, tag: str, name: str = "", body: str
         "created_at": timestamp(created_at),
         "published_at": timestamp(published_at),
     }
-    return _build(ObjectType.RELEASE, identity, revision, payload, object_key=f"release {tag}",
-                  unique_key=tag, order_key=_order(created_at=payload["created_at"],
-                                                   identity=identity))
+    return _build(
+        ObjectType.RELEASE,
+        identity,
+        revision,
+        payload,
+        object_key=f"release {tag}",
+        unique_key=tag,
+        order_key=_order(created_at=payload["created_at"], identity=identity),
+    )
 
 
 # -- nested objects ------------------------------------------------------------------------
 
 
-def issue_comment(identity: str, revision: str, *, parent: ObjectRef, parent_key: str | None,
-                  body: str, author: str, created_at: datetime | str) -> CanonicalObject:
+def issue_comment(
+    identity: str,
+    revision: str,
+    *,
+    parent: ObjectRef,
+    parent_key: str | None,
+    body: str,
+    author: str,
+    created_at: datetime | str,
+) -> CanonicalObject:
     _parent_of(parent, (ObjectType.ISSUE, ObjectType.PULL_REQUEST))
     payload = {
         "body": _text("body", body),
@@ -234,16 +314,29 @@ def issue_comment(identity: str, revision: str, *, parent: ObjectRef, parent_key
         "created_at": timestamp(created_at),
     }
     return _build(
-        ObjectType.ISSUE_COMMENT, identity, revision, payload,
+        ObjectType.ISSUE_COMMENT,
+        identity,
+        revision,
+        payload,
         object_key=f"comment {identity} on {parent_key or parent.identity}",
-        unique_key=nested_unique_key(parent_key, payload), refs={"parent": parent},
+        unique_key=nested_unique_key(parent_key, payload),
+        refs={"parent": parent},
         order_key=_order(created_at=payload["created_at"], identity=identity),
     )
 
 
-def review(identity: str, revision: str, *, parent: ObjectRef, parent_key: str | None,
-           state: str, body: str = "", commit_id: str, author: str,
-           submitted_at: datetime | str) -> CanonicalObject:
+def review(
+    identity: str,
+    revision: str,
+    *,
+    parent: ObjectRef,
+    parent_key: str | None,
+    state: str,
+    body: str = "",
+    commit_id: str,
+    author: str,
+    submitted_at: datetime | str,
+) -> CanonicalObject:
     _parent_of(parent, (ObjectType.PULL_REQUEST,))
     payload = {
         "state": _choice("state", state, REVIEW_STATES),
@@ -253,17 +346,32 @@ def review(identity: str, revision: str, *, parent: ObjectRef, parent_key: str |
         "submitted_at": timestamp(submitted_at),
     }
     return _build(
-        ObjectType.REVIEW, identity, revision, payload,
+        ObjectType.REVIEW,
+        identity,
+        revision,
+        payload,
         object_key=f"review {identity} on {parent_key or parent.identity}",
-        unique_key=nested_unique_key(parent_key, payload), refs={"parent": parent},
+        unique_key=nested_unique_key(parent_key, payload),
+        refs={"parent": parent},
         order_key=_order(created_at=payload["submitted_at"], identity=identity),
     )
 
 
-def review_comment(identity: str, revision: str, *, parent: ObjectRef,
-                   parent_key: str | None, path: str, line: int | None, side: str = "RIGHT",
-                   commit_id: str, body: str, author: str, created_at: datetime | str,
-                   in_reply_to: ObjectRef | None = None) -> CanonicalObject:
+def review_comment(
+    identity: str,
+    revision: str,
+    *,
+    parent: ObjectRef,
+    parent_key: str | None,
+    path: str,
+    line: int | None,
+    side: str = "RIGHT",
+    commit_id: str,
+    body: str,
+    author: str,
+    created_at: datetime | str,
+    in_reply_to: ObjectRef | None = None,
+) -> CanonicalObject:
     _parent_of(parent, (ObjectType.REVIEW,))
     if line is not None and (not isinstance(line, int) or line <= 0):
         raise MalformedObject(f"line must be a positive integer or None, not {line!r}")
@@ -282,20 +390,34 @@ def review_comment(identity: str, revision: str, *, parent: ObjectRef,
         _parent_of(in_reply_to, (ObjectType.REVIEW_COMMENT,))
         refs["in_reply_to"] = in_reply_to
     return _build(
-        ObjectType.REVIEW_COMMENT, identity, revision, payload,
+        ObjectType.REVIEW_COMMENT,
+        identity,
+        revision,
+        payload,
         object_key=f"review comment {identity} on {parent_key or parent.identity}",
-        unique_key=nested_unique_key(parent_key, payload), refs=refs,
+        unique_key=nested_unique_key(parent_key, payload),
+        refs=refs,
         order_key=_order(created_at=payload["created_at"], identity=identity),
     )
 
 
-def review_request(identity: str, revision: str, *, parent: ObjectRef, parent_key: str | None,
-                   reviewer: str, requested_at: datetime | str | None = None) -> CanonicalObject:
+def review_request(
+    identity: str,
+    revision: str,
+    *,
+    parent: ObjectRef,
+    parent_key: str | None,
+    reviewer: str,
+    requested_at: datetime | str | None = None,
+) -> CanonicalObject:
     _parent_of(parent, (ObjectType.PULL_REQUEST,))
     reviewer = _text("reviewer", reviewer, allow_empty=False)
     payload = {"reviewer": reviewer, "requested_at": timestamp(requested_at)}
     return _build(
-        ObjectType.REVIEW_REQUEST, identity, revision, payload,
+        ObjectType.REVIEW_REQUEST,
+        identity,
+        revision,
+        payload,
         object_key=f"review request {reviewer} on {parent_key or parent.identity}",
         unique_key=None if parent_key is None else f"{parent_key}/reviewer {reviewer}",
         refs={"parent": parent},
@@ -303,35 +425,60 @@ def review_request(identity: str, revision: str, *, parent: ObjectRef, parent_ke
     )
 
 
-def release_asset(identity: str, revision: str, *, parent: ObjectRef, parent_key: str | None,
-                  name: str, content_type: str, size: int, sha256: str) -> CanonicalObject:
+def release_asset(
+    identity: str,
+    revision: str,
+    *,
+    parent: ObjectRef,
+    parent_key: str | None,
+    name: str,
+    content_type: str,
+    size: int,
+    sha256: str,
+) -> CanonicalObject:
     _parent_of(parent, (ObjectType.RELEASE,))
     name = _text("name", name, allow_empty=False)
     if not isinstance(size, int) or size < 0:
         raise MalformedObject(f"size must be a non-negative integer, not {size!r}")
     if not re.fullmatch(r"[0-9a-f]{64}", sha256 or ""):
         raise MalformedObject(f"sha256 must be 64 hex digits, not {sha256!r}")
-    payload = {"name": name, "content_type": _text("content_type", content_type,
-                                                    allow_empty=False),
-               "size": size, "sha256": sha256}
+    payload = {
+        "name": name,
+        "content_type": _text("content_type", content_type, allow_empty=False),
+        "size": size,
+        "sha256": sha256,
+    }
     return _build(
-        ObjectType.RELEASE_ASSET, identity, revision, payload,
+        ObjectType.RELEASE_ASSET,
+        identity,
+        revision,
+        payload,
         object_key=f"asset {name} of {parent_key or parent.identity}",
         unique_key=None if parent_key is None else f"{parent_key}/{name}",
         refs={"parent": parent},
     )
 
 
-def reaction(identity: str, revision: str, *, parent: ObjectRef, parent_key: str | None,
-             content: str, user: str, created_at: datetime | str | None = None
-             ) -> CanonicalObject:
+def reaction(
+    identity: str,
+    revision: str,
+    *,
+    parent: ObjectRef,
+    parent_key: str | None,
+    content: str,
+    user: str,
+    created_at: datetime | str | None = None,
+) -> CanonicalObject:
     payload = {
         "content": _choice("content", content, REACTIONS),
         "user": _text("user", user, allow_empty=False),
         "created_at": timestamp(created_at),
     }
     return _build(
-        ObjectType.REACTION, identity, revision, payload,
+        ObjectType.REACTION,
+        identity,
+        revision,
+        payload,
         object_key=f"reaction {content} by {user} on {parent_key or parent.identity}",
         unique_key=None if parent_key is None else f"{parent_key}/{user}/{content}",
         refs={"parent": parent},

@@ -22,7 +22,7 @@ from enum import StrEnum
 from typing import Any
 
 from reposync.sync.canonical import BRANCH_PREFIX, MAPPER_VERSION, IndexEntry, ref_object_key
-from reposync.sync.vocabulary import Action, ObjectType, Phase, RefConflictPolicy
+from reposync.sync.vocabulary import Action, ObjectType, Phase, RefConflictPolicy, Representation
 
 
 class PlanMode(StrEnum):
@@ -49,6 +49,7 @@ class Reason(StrEnum):
     COLLISION = "collision"
     TARGET_ONLY = "target_only"
     AUDIT = "audit"  # a trusted link read back by a full audit
+    ARCHIVE_ONLY = "archive_only"  # recorded in links and reports, never written
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,10 +110,18 @@ class PlannedItem:
     #: Everything the apply step needs besides the source payload (for git refs: the ids).
     intent: Mapping[str, Any] = field(default_factory=dict)
     size: int = 0
+    #: Creation order within the type (numbers, timestamps); ties fall back to the key.
+    order_key: str = ""
 
     @property
-    def sort_key(self) -> tuple[int, str, int, str]:
-        return (int(self.phase), str(self.object_type), ACTION_ORDER[self.action], self.object_key)
+    def sort_key(self) -> tuple[int, str, int, str, str]:
+        return (
+            int(self.phase),
+            str(self.object_type),
+            ACTION_ORDER[self.action],
+            self.order_key,
+            self.object_key,
+        )
 
 
 #: Within a phase and type, deletes run first: they free names a create may need
@@ -156,25 +165,33 @@ def select_candidates(
         key = (entry.object_type, entry.identity)
         link = links.get(key)
         if link is None:
-            target_identity = entry.unique_key if mode is PlanMode.BASELINE else None
+            baseline = mode is PlanMode.BASELINE and not _archive_only(entry.object_type)
+            target_identity = entry.unique_key if baseline else None
             result.candidates.append(
                 Candidate(entry.object_type, entry, None, Reason.NEW, target_identity)
             )
             continue
         seen.add(key)
         reason = _link_reason(entry, link)
-        if reason is None and mode is PlanMode.CHECKPOINT:
+        archived = _archive_only(entry.object_type)
+        if reason is None and (mode is PlanMode.CHECKPOINT or archived):
             result.checkpoint_skipped[type_name] = result.checkpoint_skipped.get(type_name, 0) + 1
             continue
+        target_identity = None if archived else link.target_identity
         result.candidates.append(
-            Candidate(entry.object_type, entry, link, reason or Reason.AUDIT, link.target_identity)
+            Candidate(entry.object_type, entry, link, reason or Reason.AUDIT, target_identity)
         )
     for key, link in links.items():
         if key not in seen:
+            target_identity = None if _archive_only(key[0]) else link.target_identity
             result.candidates.append(
-                Candidate(key[0], None, link, Reason.DELETED_ON_SOURCE, link.target_identity)
+                Candidate(key[0], None, link, Reason.DELETED_ON_SOURCE, target_identity)
             )
     return result
+
+
+def _archive_only(object_type: ObjectType) -> bool:
+    return object_type.representation is Representation.ARCHIVE_ONLY
 
 
 def _link_reason(entry: IndexEntry, link: LinkState) -> Reason | None:
@@ -213,6 +230,12 @@ def decide(
     """
     source, link = candidate.source, candidate.link
     target = observed.entry if observed is not None else None
+
+    if _archive_only(candidate.object_type) and (source is not None or link is not None):
+        # Kept in the link (and counted), never written: nothing to read or compare.
+        if source is None:
+            return _item(candidate, None, Action.NOOP, Reason.ALREADY_DELETED, None)
+        return _item(candidate, None, Action.NOOP, Reason.ARCHIVE_ONLY, None)
 
     if source is None and link is None:
         assert target is not None, "a target-only candidate carries its target"
@@ -297,6 +320,13 @@ def _item(
         expected_target_hash=expected.content_hash if expected is not None else None,
         intent=intent,
         size=source.size if source is not None else 0,
+        order_key=(
+            source.order_key
+            if source is not None
+            else target.order_key
+            if target is not None
+            else ""
+        ),
     )
 
 

@@ -39,6 +39,7 @@ class Trigger(StrEnum):
     WEBHOOK = "webhook"
     RETRY = "retry"
     RESUME = "resume"
+    FOLLOW_UP = "follow_up"  # queued because the source changed during a Run
 
 
 class Stage(StrEnum):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import cast
-
 import pytest
 
 from reposync.sync.batching import BatchLimits, assign_batches
@@ -437,12 +435,7 @@ def test_baseline_tag_collision_under_use_source_policy_is_an_update():
 def test_baseline_non_git_collision_is_a_conflict_even_under_use_source():
     """The ref conflict policy only applies to git refs; other types always conflict."""
 
-    class OtherType(str):
-        """A stand-in second type (the vocabulary has only git_ref today)."""
-
-        phase = Phase.TAXONOMY
-
-    label = cast(ObjectType, OtherType("label"))
+    label = ObjectType.LABEL
     source = IndexEntry(label, "1", "label bug", "bug", "r2", "sha256:new")
     target = IndexEntry(label, "9", "label bug", "bug", "r1", "sha256:old")
     candidate = Candidate(label, source, None, Reason.NEW, "bug")
@@ -677,7 +670,7 @@ def test_planned_item_sort_key_orders_by_phase_type_action_key():
     """sort_key is (phase number, type, action rank, object key); deletes rank first."""
     item = decide(new_candidate(branch("main", "c1")), None)
     assert item is not None
-    assert item.sort_key == (0, "git_ref", ACTION_ORDER[Action.CREATE], "branch main")
+    assert item.sort_key == (0, "git_ref", ACTION_ORDER[Action.CREATE], "", "branch main")
     assert ACTION_ORDER[Action.DELETE] < ACTION_ORDER[Action.UPDATE] < ACTION_ORDER[Action.CREATE]
 
 
@@ -735,6 +728,29 @@ def test_ref_deletion_is_batched_before_a_create_it_makes_room_for(old, new):
     assert batch_of[Action.DELETE] < batch_of[Action.CREATE]
 
 
+def reaction_entry() -> IndexEntry:
+    return IndexEntry(
+        ObjectType.REACTION, "7", "reaction +1 by ann on #1", "#1/ann/+1", "1", "sha256:r"
+    )
+
+
+def test_archive_only_objects_are_recorded_never_written_or_read():
+    """A reaction becomes a NOOP archive item; its target is never read, even linked."""
+    item = decide(new_candidate(reaction_entry()), None)
+    assert item is not None
+    assert (item.action, item.reason) == (Action.NOOP, Reason.ARCHIVE_ONLY)
+    entry = reaction_entry()
+    link = LinkState(ObjectType.REACTION, "7", "archived:7", "1", "sha256:old", 1)
+    selected = select_candidates(PlanMode.FULL_AUDIT, [entry], {(ObjectType.REACTION, "7"): link})
+    assert [c.needs_target_read for c in selected.candidates] == [False]
+    gone = select_candidates(PlanMode.CHECKPOINT, [], {(ObjectType.REACTION, "7"): link})
+    [candidate] = gone.candidates
+    assert not candidate.needs_target_read
+    deleted = decide(candidate, None)
+    assert deleted is not None
+    assert (deleted.action, deleted.reason) == (Action.NOOP, Reason.ALREADY_DELETED)
+
+
 def test_every_action_and_reason_is_produced_by_some_situation():
     """The examples above cover every Action and every item Reason (AUDIT is candidate-only)."""
     main1, main2 = branch("main", "c1"), branch("main", "c2")
@@ -761,6 +777,7 @@ def test_every_action_and_reason_is_produced_by_some_situation():
         ),
         (new_candidate(main2, baseline=True), Observation(main1), {}),
         (next(target_only([main1], set())), Observation(main1), {}),
+        (new_candidate(reaction_entry()), None, {}),
     ]
     items = [decide(candidate, observed, **kwargs) for candidate, observed, kwargs in situations]
     assert all(item is not None for item in items)

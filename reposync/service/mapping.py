@@ -1,0 +1,155 @@
+"""From a source object to the write a target receives, through the ObjectLinks.
+
+Cross references are links, not numbers: a comment's issue, a reply's parent are looked
+up in the Binding's links so the target's own identities are used; an object created in
+the same batch is referenced by its marker instead. When the target could not keep the
+source's issue numbers, ``#N`` references in bodies are rewritten to the target's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select, tuple_
+
+from reposync.models import ObjectLink
+from reposync.providers.base import TargetRef, TargetWrite
+from reposync.service.execution import StageExecution
+from reposync.sync.canonical import CanonicalObject, ObjectRef, content_hash
+from reposync.sync.objects import project_review_request, rewrite_issue_references
+from reposync.sync.vocabulary import Action, ObjectType, Representation, Side
+
+#: Where each type lives on the target (a projection may store it as another type).
+TARGET_TYPES: dict[ObjectType, ObjectType] = {
+    ObjectType.REVIEW_REQUEST: ObjectType.ISSUE_COMMENT,
+}
+
+NUMBERED = (ObjectType.ISSUE, ObjectType.PULL_REQUEST)
+
+
+def target_type(object_type: ObjectType) -> ObjectType:
+    return TARGET_TYPES.get(object_type, object_type)
+
+
+def archived_identity(source_identity: str) -> str:
+    """The link's target side for archive-only objects (nothing exists on the target)."""
+    return f"archived:{source_identity}"
+
+
+def marker(repository_id: str, object_type: ObjectType, identity: str) -> str:
+    """What a created object carries: globally unique, so it can only be ours."""
+    return f"reposync:{repository_id}:{object_type.value}:{identity}"
+
+
+@dataclass(slots=True)
+class MappingContext:
+    """The links one batch needs: referenced objects and the issue-number map."""
+
+    source_repository_id: str
+    targets: dict[tuple[ObjectType, str], str] = field(default_factory=dict)
+    numbers: dict[int, int] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, ex: StageExecution, objects: Iterable[CanonicalObject]) -> MappingContext:
+        source_side = ex.source_side
+        wanted = {
+            (ref.object_type.value, ref.identity) for obj in objects for ref in obj.refs.values()
+        }
+        source_col, target_col = (
+            (ObjectLink.a_identity, ObjectLink.b_identity)
+            if source_side is Side.A
+            else (ObjectLink.b_identity, ObjectLink.a_identity)
+        )
+        repository_id = ex.spec("source").repository_id or ""
+        context = cls(source_repository_id=repository_id)
+        with ex.ctx.db.session() as session:
+            pairs = sorted(wanted)
+            for start in range(0, len(pairs), 500):
+                chunk = pairs[start : start + 500]
+                rows = session.execute(
+                    select(ObjectLink.object_type, source_col, target_col).where(
+                        ObjectLink.binding_id == ex.binding.id,
+                        tuple_(ObjectLink.object_type, source_col).in_(chunk),
+                    )
+                )
+                for otype, source_id, target_id in rows:
+                    context.targets[(ObjectType(otype), source_id)] = target_id
+            context.numbers = number_map(ex)
+        return context
+
+    def ref(self, ref: ObjectRef) -> TargetRef:
+        return TargetRef(
+            object_type=target_type(ref.object_type),
+            identity=self.targets.get((ref.object_type, ref.identity)),
+            marker=marker(self.source_repository_id, ref.object_type, ref.identity),
+        )
+
+
+def number_map(ex: StageExecution) -> dict[int, int]:
+    """Source number -> target number, only where they differ (usually nothing)."""
+    source_col, target_col = (
+        (ObjectLink.a_number, ObjectLink.b_number)
+        if ex.source_side is Side.A
+        else (ObjectLink.b_number, ObjectLink.a_number)
+    )
+    with ex.ctx.db.session() as session:
+        rows = session.execute(
+            select(source_col, target_col).where(
+                ObjectLink.binding_id == ex.binding.id,
+                ObjectLink.object_type.in_([t.value for t in NUMBERED]),
+                source_col.is_not(None),
+                target_col.is_not(None),
+                source_col != target_col,
+            )
+        )
+        return {int(s): int(t) for s, t in rows}
+
+
+def target_payload(obj: CanonicalObject, numbers: Mapping[int, int]) -> dict[str, Any]:
+    """The payload as the target must show it (projection, rewritten references)."""
+    if obj.object_type is ObjectType.REVIEW_REQUEST:
+        payload = project_review_request(obj)
+    else:
+        payload = dict(obj.payload)
+    if numbers and isinstance(payload.get("body"), str):
+        payload["body"] = rewrite_issue_references(payload["body"], numbers)
+    return payload
+
+
+def expected_target_hash(obj: CanonicalObject, numbers: Mapping[int, int]) -> str:
+    return content_hash(target_payload(obj, numbers))
+
+
+def representation(object_type: ObjectType) -> Representation:
+    return object_type.representation
+
+
+def build_write(
+    item_id: int,
+    action: Action,
+    obj: CanonicalObject | None,
+    *,
+    object_type: ObjectType,
+    source_identity: str,
+    target_identity: str | None,
+    expected_hash: str | None,
+    context: MappingContext,
+    content: Any = None,
+) -> tuple[TargetWrite, str | None]:
+    """The write for one item, and the hash its read-back must show."""
+    payload = target_payload(obj, context.numbers) if obj is not None else None
+    write = TargetWrite(
+        item_id=item_id,
+        action=action,
+        object_type=target_type(object_type),
+        target_identity=target_identity,
+        payload=payload,
+        marker=marker(context.source_repository_id, object_type, source_identity),
+        number=obj.number if obj is not None and action is Action.CREATE else None,
+        refs={name: context.ref(ref) for name, ref in obj.refs.items()} if obj else {},
+        expected_hash=expected_hash if action is not Action.CREATE else None,
+        content=content,
+    )
+    return write, content_hash(payload) if payload is not None else None
