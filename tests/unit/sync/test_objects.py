@@ -47,7 +47,7 @@ def test_labels_are_sorted_sets_and_times_normalized():
         ({"state": "merged"}, "state must be one of"),
         ({"number": 0}, "number must be a positive integer"),
         ({"created_at": "yesterday"}, "not an ISO 8601 time"),
-        ({"created_at": datetime(2026, 1, 1)}, "time without a timezone"),  # noqa: DTZ001
+        ({"created_at": datetime(2026, 1, 1)}, "time without a timezone"),
         ({"author": 7}, "author must be a string"),
     ],
 )
