@@ -64,16 +64,23 @@ class Database:
             kwargs.update(pool_pre_ping=True, pool_size=5, max_overflow=5)
             kwargs["connect_args"] = {"connect_timeout": 5, "application_name": "reposync"}
         self.engine: Engine = create_engine(parsed, **kwargs)
+        self._read_engine = self.engine
         if self.dialect_name == "sqlite":
-            _configure_sqlite(self.engine)
+            # Writers take the write lock at BEGIN (the fence and its write hold it
+            # together); readers begin deferred, so in WAL mode they never block anyone.
+            _configure_sqlite(self.engine, immediate=True)
+            self._read_engine = create_engine(parsed, **kwargs)
+            _configure_sqlite(self._read_engine, immediate=False)
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._read_sessions = sessionmaker(self._read_engine, expire_on_commit=False)
 
     @property
     def is_sqlite(self) -> bool:
         return self.dialect_name == "sqlite"
 
     def session(self) -> Session:
-        return self.sessions()
+        """A session for reading (on SQLite it never takes the write lock)."""
+        return self._read_sessions()
 
     @contextmanager
     def transaction(self) -> Iterator[Session]:
@@ -112,6 +119,8 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+        if self._read_engine is not self.engine:
+            self._read_engine.dispose()
 
 
 def alembic_config(url: URL | str) -> Any:
@@ -129,7 +138,7 @@ def _first_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
-def _configure_sqlite(engine: Engine) -> None:
+def _configure_sqlite(engine: Engine, *, immediate: bool) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Let SQLAlchemy's "begin" event issue BEGIN itself (pysqlite would defer it).
@@ -143,4 +152,4 @@ def _configure_sqlite(engine: Engine) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")

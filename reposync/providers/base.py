@@ -217,6 +217,8 @@ class TargetWrite:
     #: recovered by finding it, never by creating again.
     marker: str
     number: int | None = None  # the number to keep (issues, pull requests)
+    #: Structural references by the names the canonical model uses: ``parent`` (every
+    #: nested type) and ``in_reply_to`` (review comment replies).
     refs: Mapping[str, TargetRef] = field(default_factory=dict)
     #: Updates: the content hash the target must still hold (optimistic concurrency).
     expected_hash: str | None = None
@@ -245,7 +247,8 @@ class ObjectWriter(Protocol):
         """Perform a batch of writes of one type and action.
 
         Per write, never raises for the target's refusal (``REFUSED`` with an error
-        code: ``conflict``, ``invalid``, ``not_found``) and never retries a create whose
+        code: ``conflict``, ``invalid``, ``not_found``, ``dependency_missing`` for a
+        reference it cannot resolve) and never retries a create whose
         response was lost (``UNKNOWN``). Raises ``PermissionDenied``, ``RateLimited`` or
         ``ProviderUnavailable`` when the whole batch cannot be attempted.
         """

@@ -76,7 +76,7 @@ class MappingContext:
                 )
                 for otype, source_id, target_id in rows:
                     context.targets[(ObjectType(otype), source_id)] = target_id
-            context.numbers = number_map(ex)
+        context.numbers = number_map(ex)
         return context
 
     def ref(self, ref: ObjectRef) -> TargetRef:

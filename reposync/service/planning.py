@@ -157,10 +157,11 @@ def _observe(
             if entry is not None:
                 matched.add(key)
             yield candidate, Observation(entry)
+        by_identity = {(e.object_type, e.identity): e for e in by_key.values()}
         for candidate in target_only(by_key.values(), matched):
             yield (
                 candidate,
-                Observation(by_key[(candidate.object_type, candidate.target_identity or "")]),
+                Observation(by_identity[(candidate.object_type, candidate.target_identity or "")]),
             )
         return
     # Checkpoint and full audit: read the linked targets of the candidates, in batches.

@@ -27,6 +27,13 @@ STATE_REASONS = (None, "completed", "not_planned", "reopened")
 REVIEW_STATES = ("APPROVED", "CHANGES_REQUESTED", "COMMENTED", "DISMISSED", "PENDING")
 REVIEW_SIDES = ("LEFT", "RIGHT")
 REACTIONS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes")
+REACTION_PARENTS = (
+    ObjectType.ISSUE,
+    ObjectType.PULL_REQUEST,
+    ObjectType.ISSUE_COMMENT,
+    ObjectType.REVIEW_COMMENT,
+    ObjectType.RELEASE,
+)
 _COLOR = re.compile(r"^[0-9a-f]{6}$")
 
 
@@ -79,9 +86,11 @@ def number_key(number: int) -> str:
 
 
 def _order(number: int | None = None, created_at: str | None = None, identity: str = "") -> str:
+    """Creation order: by number, else by time then identity (numeric ids compare as
+    numbers, so a reply "10" never sorts before the comment "9" it answers)."""
     if number is not None:
         return f"{number:012d}"
-    return f"{created_at or ''}|{identity}"
+    return f"{created_at or ''}|{identity.zfill(12) if identity.isdigit() else identity}"
 
 
 def _build(
@@ -109,11 +118,18 @@ def _build(
     )
 
 
+#: Joins a parent's key and a child's part. Git refuses ":" in ref names, so a tag (a
+#: release's key) never contains it and ``tag:name`` keys cannot be read two ways.
+KEY_SEPARATOR = ":"
+
+
+def child_key(parent_key: str | None, part: str) -> str | None:
+    return None if parent_key is None else f"{parent_key}{KEY_SEPARATOR}{part}"
+
+
 def nested_unique_key(parent_key: str | None, payload: Mapping[str, Any]) -> str | None:
     """Objects without a natural key (comments, reviews) match on their parent + content."""
-    if parent_key is None:
-        return None
-    return f"{parent_key}/{content_hash(payload)}"
+    return child_key(parent_key, content_hash(payload))
 
 
 # -- taxonomy ------------------------------------------------------------------------------
@@ -419,7 +435,7 @@ def review_request(
         revision,
         payload,
         object_key=f"review request {reviewer} on {parent_key or parent.identity}",
-        unique_key=None if parent_key is None else f"{parent_key}/reviewer {reviewer}",
+        unique_key=child_key(parent_key, f"reviewer {reviewer}"),
         refs={"parent": parent},
         order_key=_order(created_at=payload["requested_at"], identity=identity),
     )
@@ -454,7 +470,7 @@ def release_asset(
         revision,
         payload,
         object_key=f"asset {name} of {parent_key or parent.identity}",
-        unique_key=None if parent_key is None else f"{parent_key}/{name}",
+        unique_key=child_key(parent_key, name),
         refs={"parent": parent},
     )
 
@@ -469,6 +485,7 @@ def reaction(
     user: str,
     created_at: datetime | str | None = None,
 ) -> CanonicalObject:
+    _parent_of(parent, REACTION_PARENTS)
     payload = {
         "content": _choice("content", content, REACTIONS),
         "user": _text("user", user, allow_empty=False),
@@ -480,7 +497,7 @@ def reaction(
         revision,
         payload,
         object_key=f"reaction {content} by {user} on {parent_key or parent.identity}",
-        unique_key=None if parent_key is None else f"{parent_key}/{user}/{content}",
+        unique_key=child_key(parent_key, f"{user} {content}"),
         refs={"parent": parent},
     )
 

@@ -2,14 +2,19 @@
 
 The repository's immutable id lives in its Git config (``reposync.repositoryid``), so
 moving or renaming the directory refreshes the locator but keeps the Binding.
+
+Git refs are Git's; every other object type (labels, issues, pull requests, reviews,
+releases and their assets, ...) lives in a ``LocalForge`` beside the Git data
+(``<git_dir>/reposync/``), created only once something is written there.
 """
 
 from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 import pygit2
 
@@ -21,12 +26,15 @@ from reposync.errors import (
     RepositoryNotFound,
 )
 from reposync.providers.base import (
+    ApplyResult,
     EndpointInfo,
     EndpointSpec,
     GitRemote,
     InventoryListing,
     Provider,
+    TargetWrite,
 )
+from reposync.providers.local.forge import FORGE_TYPES, LocalForge
 from reposync.sync.canonical import (
     CanonicalObject,
     IndexEntry,
@@ -50,6 +58,8 @@ class LocalProvider(Provider):
         self._locator = locator
         self._git_dir = str(Path(repo.path).resolve())
         self._repository_id = _ensure_repository_id(repo)
+        self._forge = LocalForge(self._git_dir)
+        self._closed = False
 
     # -- locators ---------------------------------------------------------------------
 
@@ -113,12 +123,34 @@ class LocalProvider(Provider):
                 )
             if not os.access(self._git_dir, os.W_OK):
                 raise PermissionDenied(f"cannot write to {self._git_dir}")
+            forge_root = self._forge.root
+            if forge_root.exists() and not os.access(forge_root, os.W_OK):
+                raise PermissionDenied(f"cannot write to {forge_root}")
 
     def inventory_index(self, object_types: Sequence[ObjectType]) -> InventoryListing:
+        """Git refs and forge objects of the requested types, in one listing.
+
+        Sorted by (object type, identity) across both stores: Git refs are listed (and
+        their unsupported namespaces counted) right away, forge objects stream from the
+        forge's covering index as the listing is consumed.
+        """
+        wanted = sorted(set(object_types) & (FORGE_TYPES | {ObjectType.GIT_REF}), key=str)
         listing = InventoryListing(entries=[])
-        if ObjectType.GIT_REF not in object_types:
+        if not wanted:
             return listing
         self.stats.index_reads += 1
+        refs = self._ref_entries(listing) if ObjectType.GIT_REF in wanted else []
+        listing.entries = self._merged(wanted, refs)
+        return listing
+
+    def _merged(self, wanted: Sequence[ObjectType], refs: list[IndexEntry]) -> Iterator[IndexEntry]:
+        for object_type in wanted:  # already in str order, as the listing promises
+            if object_type is ObjectType.GIT_REF:
+                yield from refs
+            else:
+                yield from self._forge.index([object_type])
+
+    def _ref_entries(self, listing: InventoryListing) -> list[IndexEntry]:
         entries: list[IndexEntry] = []
         for name, object_id in self._refs():
             if not is_supported_ref(name):
@@ -136,11 +168,12 @@ class LocalProvider(Provider):
                 )
             )
         entries.sort(key=lambda e: e.identity)
-        listing.entries = entries
-        return listing
+        return entries
 
     def read(self, object_type: ObjectType, identity: str) -> CanonicalObject | None:
         self.stats.object_reads += 1
+        if object_type in FORGE_TYPES:
+            return self._forge.get(object_type, identity)
         if object_type is not ObjectType.GIT_REF:
             return None
         ref = self._repo.references.get(identity)
@@ -149,14 +182,51 @@ class LocalProvider(Provider):
         ref = ref.resolve()
         return git_ref(identity, str(ref.target))
 
+    def read_batch(
+        self, object_type: ObjectType, identities: Sequence[str]
+    ) -> dict[str, CanonicalObject | None]:
+        """Forge objects in one query per chunk; Git refs one by one (they are cheap)."""
+        if object_type not in FORGE_TYPES:
+            return super().read_batch(object_type, identities)
+        self.stats.object_reads += len(identities)
+        return self._forge.read_batch(object_type, identities)
+
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._forge.close()
         self._repo.free()
 
     # -- capabilities -----------------------------------------------------------------
 
     def is_empty(self) -> bool:
+        """No ref at all and no forge object (a missing forge store is empty)."""
         self.stats.index_reads += 1
-        return next(iter(self._refs()), None) is None
+        return next(iter(self._refs()), None) is None and self._forge.is_empty()
+
+    @property
+    def forge(self) -> LocalForge:
+        """The forge objects of this repository (tests and the demo edit them here)."""
+        return self._forge
+
+    def apply_batch(self, writes: Sequence[TargetWrite]) -> list[ApplyResult]:
+        """Forge object writes, one transaction per batch (``ObjectWriter``).
+
+        Git refs are written by Git transport, never here. ``stats.writes`` counts the
+        writes that changed something, even when a fault after the commit interrupts.
+        """
+        before = self._forge.writes_performed
+        try:
+            return self._forge.apply_batch(writes)
+        finally:
+            self.stats.writes += self._forge.writes_performed - before
+
+    def find_by_markers(self, object_type: ObjectType, markers: Sequence[str]) -> dict[str, str]:
+        return self._forge.find_by_markers(object_type, markers)
+
+    def open_asset(self, identity: str) -> BinaryIO:
+        return self._forge.open_asset(identity)
 
     def visibility(self) -> str:
         return "private"

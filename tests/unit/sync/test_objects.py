@@ -79,7 +79,7 @@ def test_comments_match_on_parent_and_content_and_keep_the_parent_out_of_the_has
         created_at=WHEN,
     )
     assert comment.refs == {"parent": ISSUE}
-    assert comment.unique_key == f"#12/{comment.content_hash}"
+    assert comment.unique_key == f"#12:{comment.content_hash}"
     assert comment.content_hash == moved.content_hash
 
 
@@ -149,7 +149,7 @@ def test_release_assets_carry_a_content_address():
         size=3,
         sha256="a" * 64,
     )
-    assert asset.unique_key == "v1.0/app.tgz"
+    assert asset.unique_key == "v1.0:app.tgz"
     with pytest.raises(MalformedObject, match="64 hex digits"):
         objects.release_asset(
             "6",
@@ -207,3 +207,27 @@ def test_issue_references_are_rewritten_only_where_they_are_references(text, exp
 def test_no_mapping_means_no_rewriting():
     """Preserved numbers: bodies are written byte for byte."""
     assert rewrite_issue_references("#12", {}) == "#12"
+
+
+def test_creation_order_compares_numeric_ids_as_numbers():
+    """Same time: comment "9" comes before reply "10"."""
+    nine = objects.issue_comment(
+        "9", "1", parent=ISSUE, parent_key="#1", body="a", author="x", created_at=WHEN
+    )
+    ten = objects.issue_comment(
+        "10", "1", parent=ISSUE, parent_key="#1", body="b", author="x", created_at=WHEN
+    )
+    assert nine.order_key < ten.order_key
+
+
+def test_reactions_hang_on_issues_and_comments_only():
+    """A reaction's parent is type-checked like every other reference."""
+    with pytest.raises(MalformedObject, match="parent must reference"):
+        objects.reaction(
+            "1",
+            "1",
+            parent=ObjectRef(ObjectType.LABEL, "1"),
+            parent_key=None,
+            content="+1",
+            user="ann",
+        )

@@ -1,0 +1,255 @@
+"""Two local forges kept in sync for everything a forge holds, through the real pipeline."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from reposync.models import RunItem
+from reposync.providers.base import EndpointSpec
+from reposync.providers.local import LocalProvider
+from reposync.service.context import ServiceContext
+from reposync.service.embedded import SyncRequest, sync
+from reposync.sync.vocabulary import ObjectType
+from tests.gitrepo import generate, init_bare, refs
+
+WHEN = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+FORGE_TYPES = [t for t in ObjectType if t is not ObjectType.GIT_REF]
+
+
+@contextmanager
+def forge(path: Path) -> Iterator[Any]:
+    provider = LocalProvider.open(EndpointSpec("local", str(path)))
+    try:
+        yield provider.forge
+    finally:
+        provider.close()
+
+
+def snapshot(path: Path, *, skip: tuple[ObjectType, ...] = ()) -> dict[str, list[Any]]:
+    """Every object's canonical content per type (identities left out: they differ)."""
+    with forge(path) as f:
+        state: dict[str, list[Any]] = {}
+        for object_type in FORGE_TYPES:
+            if object_type in skip:
+                continue
+            state[object_type.value] = sorted(
+                (obj.number or 0, obj.unique_key or "", obj.content_hash)
+                for obj in f.list(object_type)
+            )
+        return state
+
+
+def populate(path: Path) -> dict[str, str]:
+    """One of everything, with cross references, replies, a projected and an archived type."""
+    head = refs(path)["refs/heads/main"]
+    with forge(path) as f:
+        ids: dict[str, str] = {}
+        ids["bug"] = f.create_label("bug", color="d73a4a", description="Something is broken")
+        ids["ui"] = f.create_label("needs design 🎨", color="0e8a16")
+        ids["m1"] = f.create_milestone("v1.0", description="first", due_on=WHEN)
+        ids["i1"] = f.create_issue(
+            "It crashes",
+            author="ann",
+            body="See #2",
+            created_at=WHEN,
+            labels=["bug"],
+            milestone="v1.0",
+        )
+        ids["p2"] = f.create_pull_request(
+            "Fix the crash (fixes #1)",
+            author="bob",
+            created_at=WHEN,
+            base_ref="main",
+            base_sha=head,
+            head_ref="fix",
+            head_sha=head,
+            labels=["needs design 🎨"],
+        )
+        ids["i3"] = f.create_issue(
+            "Closed one",
+            author="ann",
+            created_at=WHEN,
+            state="closed",
+            state_reason="completed",
+            closed_at=WHEN,
+        )
+        ids["c1"] = f.add_comment("issue", ids["i1"], "me too", author="carol", created_at=WHEN)
+        ids["c2"] = f.add_comment("pull_request", ids["p2"], "LGTM?", author="ann", created_at=WHEN)
+        ids["r1"] = f.add_review(
+            ids["p2"],
+            state="COMMENTED",
+            body="a few notes",
+            commit_id=head,
+            author="carol",
+            submitted_at=WHEN,
+        )
+        ids["rc1"] = f.add_review_comment(
+            ids["r1"],
+            path="app.py",
+            line=3,
+            body="why?",
+            commit_id=head,
+            author="carol",
+            created_at=WHEN,
+        )
+        ids["rc2"] = f.add_review_comment(
+            ids["r1"],
+            path="app.py",
+            line=3,
+            body="because",
+            commit_id=head,
+            author="bob",
+            created_at=WHEN,
+            in_reply_to=ids["rc1"],
+        )
+        ids["rq"] = f.request_review(ids["p2"], "dave")
+        ids["rel"] = f.create_release(
+            "v1.0", author="ann", name="First", body="notes", created_at=WHEN
+        )
+        ids["asset"] = f.upload_asset(
+            ids["rel"], "app.tar.gz", b"\x1f\x8b" + b"x" * 5000, content_type="application/gzip"
+        )
+        ids["re"] = f.add_reaction("issue", ids["i1"], "+1", "dave")
+        return ids
+
+
+@pytest.fixture
+def pair(tmp_path: Path):
+    source = generate(tmp_path / "src.git", commits=5, branches=1, tags=1)
+    target = tmp_path / "dst.git"
+    return source, target, SyncRequest(f"local:{source}", f"local:{target}")
+
+
+def items_of(ctx: ServiceContext, run_id: int) -> list[RunItem]:
+    with ctx.db.session() as session:
+        return list(session.execute(select(RunItem).where(RunItem.run_id == run_id)).scalars())
+
+
+def test_everything_a_forge_holds_is_synced_then_nothing_is_read_again(ctx, pair):
+    """Bootstrap of every type; numbers kept; a second Run reads and writes nothing."""
+    source, target, request = pair
+    ids = populate(source)
+
+    first = sync(ctx, request)
+
+    assert first.status == "completed", first.report["problems"]
+    expected = snapshot(source, skip=(ObjectType.REVIEW_REQUEST, ObjectType.REACTION))
+    got = snapshot(target, skip=(ObjectType.REVIEW_REQUEST, ObjectType.REACTION))
+    projected = got["issue_comment"]
+    got["issue_comment"] = [c for c in projected if c not in expected["issue_comment"]]
+    assert len(got["issue_comment"]) == 1  # the review request, shown as a comment
+    got["issue_comment"] = expected["issue_comment"]
+    assert got == expected
+    with forge(target) as f:
+        assert f.count(ObjectType.REACTION) == 0  # archive-only: never written
+        numbers = sorted(
+            o.number for o in f.list(ObjectType.ISSUE) + f.list(ObjectType.PULL_REQUEST)
+        )
+        assert numbers == [1, 2, 3]
+        [asset] = f.list(ObjectType.RELEASE_ASSET)
+        assert f.open_asset(asset.identity).read() == b"\x1f\x8b" + b"x" * 5000
+        [reply] = [c for c in f.list(ObjectType.REVIEW_COMMENT) if c.payload["is_reply"]]
+        [parent] = [c for c in f.list(ObjectType.REVIEW_COMMENT) if not c.payload["is_reply"]]
+        assert reply.refs["in_reply_to"].identity == parent.identity
+    assert first.report["data_gaps"]["projected"] == {"review_request": 1}
+    assert first.report["data_gaps"]["archive_only"] == {"reaction": 1}
+    assert first.counters["created"] == len(ids) - 1 + 3  # - the reaction, + 3 refs
+    assert first.counters["unchanged"] == 1  # the reaction, archived
+
+    second = sync(ctx, request)
+    assert second.status == "completed"
+    assert second.counters["checkpoint_skipped"] == second.counters["scanned"]
+    assert items_of(ctx, second.id) == []
+    assert "target" not in second.report["io"]
+
+
+def test_edits_and_deletes_on_the_source_touch_exactly_those_objects(ctx, pair):
+    """Changed and deleted objects become updates and deletes, nothing else."""
+    source, target, request = pair
+    ids = populate(source)
+    sync(ctx, request)
+    with forge(source) as f:
+        f.update("issue", ids["i1"], title="It crashes on start", labels=["bug"])
+        f.update("label", ids["bug"], color="ff0000")
+        f.delete("issue_comment", ids["c2"])
+        new_comment = f.add_comment("issue", ids["i3"], "reopening?", author="bob", created_at=WHEN)
+    run = sync(ctx, request)
+    assert run.status == "completed", run.report["problems"]
+    touched = sorted((i.object_type, i.action) for i in items_of(ctx, run.id))
+    assert touched == [
+        ("issue", "update"),
+        ("issue_comment", "create"),
+        ("issue_comment", "delete"),
+        ("label", "update"),
+    ]
+    assert new_comment
+    assert snapshot(
+        target, skip=(ObjectType.REVIEW_REQUEST, ObjectType.REACTION, ObjectType.ISSUE_COMMENT)
+    ) == snapshot(
+        source, skip=(ObjectType.REVIEW_REQUEST, ObjectType.REACTION, ObjectType.ISSUE_COMMENT)
+    )
+
+
+def test_full_audit_repairs_metadata_drift_on_the_standby(ctx, pair):
+    """Someone edited a synced issue on the standby: a full audit puts it back."""
+    source, target, request = pair
+    populate(source)
+    sync(ctx, request)
+    with forge(target) as f:
+        [issue] = [i for i in f.list(ObjectType.ISSUE) if i.number == 1]
+        f.update("issue", issue.identity, title="edited on the standby")
+    assert sync(ctx, request).counters["updated"] == 0  # a checkpoint trusts its links
+    audit = sync(ctx, SyncRequest(request.source, request.target, full_audit=True))
+    assert audit.counters["updated"] == 1
+    with forge(target) as f:
+        [issue] = [i for i in f.list(ObjectType.ISSUE) if i.number == 1]
+        assert issue.payload["title"] == "It crashes"
+
+
+def test_baseline_adopts_equal_objects_reports_target_only_and_never_overwrites(
+    ctx, pair, tmp_path
+):
+    """A non-empty standby: equal adopted, extra kept and reported, collisions are conflicts."""
+    source, target, request = pair
+    with forge(source) as f:
+        f.create_label("bug", color="d73a4a")
+        f.create_label("docs", color="0075ca")
+        f.create_milestone("v2")
+        f.create_issue("Same on both", author="ann", created_at=WHEN)  # #1
+    init_bare(target)
+    with forge(target) as f:
+        f.create_label("bug", color="d73a4a")  # equal: adopted
+        f.create_label("docs", color="ffffff")  # same name, other color: conflict
+        f.create_label("standby-only", color="000000")  # target only: preserved
+        f.create_issue("Same on both", author="ann", created_at=WHEN)  # equal #1: adopted
+    run = sync(ctx, request)
+    assert run.plan_mode == "baseline"
+    assert run.status == "requires_attention"
+    assert run.counters["conflicts"] == 1
+    assert run.counters["created"] == 1 + 3  # milestone v2, and the three refs
+    assert run.counters["unchanged"] == 2
+    with forge(target) as f:
+        colors = {label.payload["name"]: label.payload["color"] for label in f.list("label")}
+    assert colors == {"bug": "d73a4a", "docs": "ffffff", "standby-only": "000000"}
+    problems = {p["error_code"]: p for p in run.report["problems"]}
+    assert problems["conflict"]["examples"] == ["label docs"]
+    assert problems["target_only_preserved"]["examples"] == ["label standby-only"]
+
+
+def test_dry_run_writes_no_forge_object(ctx, pair):
+    """A dry run on an existing standby plans every type and writes nothing."""
+    source, target, request = pair
+    init_bare(target)
+    populate(source)
+    dry = sync(ctx, SyncRequest(request.source, request.target, dry_run=True))
+    assert dry.status == "completed"
+    assert dry.report["planned_actions"]["create"] >= 14
+    with forge(target) as f:
+        assert f.count() == 0
