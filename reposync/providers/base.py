@@ -165,6 +165,18 @@ class Provider(ABC):
 
 
 @runtime_checkable
+class IndexReader(Protocol):
+    def read_index_batch(
+        self, object_type: ObjectType, identities: Sequence[str]
+    ) -> dict[str, IndexEntry | None]:
+        """Index entries (revision, hash, number) of these objects, without payloads.
+
+        Read-back and planning compare hashes only; a provider that stores the hash of
+        what it stores answers this without building whole objects.
+        """
+
+
+@runtime_checkable
 class EmptyChecker(Protocol):
     def is_empty(self) -> bool:
         """Whether the repository holds nothing reposync would sync (an empty standby)."""
@@ -261,6 +273,18 @@ class ObjectWriter(Protocol):
 class AssetSource(Protocol):
     def open_asset(self, identity: str) -> BinaryIO:
         """The bytes of a release asset, as a stream."""
+
+
+def read_index(
+    provider: Provider, object_type: ObjectType, identities: Sequence[str]
+) -> dict[str, IndexEntry | None]:
+    """Hashes of these objects: the cheap ``IndexReader`` path, else whole objects."""
+    if isinstance(provider, IndexReader):
+        return provider.read_index_batch(object_type, identities)
+    return {
+        identity: obj.index_entry() if obj is not None else None
+        for identity, obj in provider.read_batch(object_type, identities).items()
+    }
 
 
 def iter_sorted(entries: Iterable[IndexEntry]) -> Iterator[IndexEntry]:

@@ -22,6 +22,7 @@ from reposync.providers.base import (
     Provider,
     TargetWrite,
     WriteStatus,
+    read_index,
 )
 from reposync.service.execution import StageExecution
 from reposync.service.mapping import (
@@ -176,8 +177,8 @@ class GitRefApplier:
         return report
 
     def read_back(self, ex: StageExecution, items: Sequence[ApplyItem]) -> list[ItemOutcome]:
-        observed = ex.target().read_batch(
-            ObjectType.GIT_REF, [i.target_identity or "" for i in items]
+        observed = read_index(
+            ex.target(), ObjectType.GIT_REF, [i.target_identity or "" for i in items]
         )
         outcomes = []
         for item in items:

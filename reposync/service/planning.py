@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import delete, insert, select
 
 from reposync.models import ObjectLink, RunItem
-from reposync.providers.base import AncestryChecker
+from reposync.providers.base import AncestryChecker, read_index
 from reposync.service.execution import StageExecution
 from reposync.service.inventory import load_snapshot
 from reposync.service.mapping import expected_target_hash, number_map, target_type
@@ -176,8 +176,8 @@ def _observe(
     for object_type, group in to_read.items():
         translate = object_type.representation is Representation.PROJECTED or bool(numbers)
         for chunk in _chunks(group, READ_CHUNK):
-            found = target.read_batch(
-                target_type(object_type), [c.target_identity or "" for c in chunk]
+            found = read_index(
+                target, target_type(object_type), [c.target_identity or "" for c in chunk]
             )
             sources = (
                 ex.source().read_batch(object_type, [c.source.identity for c in chunk if c.source])
@@ -185,8 +185,7 @@ def _observe(
                 else {}
             )
             for candidate in chunk:
-                obj = found.get(candidate.target_identity or "")
-                entry = obj.index_entry() if obj is not None else None
+                entry = found.get(candidate.target_identity or "")
                 source_obj = sources.get(candidate.source.identity) if candidate.source else None
                 # The target shows a projection or rewritten references: equal means equal
                 # to what we would write, so say it in the source's hash.

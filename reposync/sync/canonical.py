@@ -45,6 +45,9 @@ class IndexEntry:
     #: Creation order within the type (issue numbers, timestamps): creates follow it, so
     #: numbers can be preserved and replies come after what they reply to.
     order_key: str = ""
+    #: The own number of an issue or pull request (identity, not content). Filled by
+    #: object and hash reads (read-back records number maps); listings may leave it out.
+    number: int | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,15 +84,17 @@ class CanonicalObject:
         return content_hash(self.payload)
 
     def index_entry(self) -> IndexEntry:
+        data = canonical_json(dict(self.payload))  # encoded once for hash and size
         return IndexEntry(
             self.object_type,
             self.identity,
             self.object_key,
             self.unique_key,
             self.revision,
-            self.content_hash,
-            len(canonical_json(self.payload)),
+            "sha256:" + hashlib.sha256(data).hexdigest(),
+            len(data),
             self.order_key,
+            self.number,
         )
 
 

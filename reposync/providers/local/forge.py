@@ -594,6 +594,41 @@ class LocalForge:
                     break
                 after = rows[-1][0]
 
+    def read_index_batch(
+        self, object_type: ObjectType | str, ids: Sequence[str]
+    ) -> dict[str, IndexEntry | None]:
+        """Index entries (hash, revision, number) of these objects, never their payloads."""
+        object_type = ObjectType(object_type)
+        found: dict[str, IndexEntry | None] = dict.fromkeys(ids)
+        if object_type not in FORGE_TYPES or not found:
+            return found
+        with self._lock, self._guard(f"read {object_type} hashes"):
+            conn = self._reader()
+            if conn is None:
+                return found
+            wanted = builtins.list(found)
+            for start in range(0, len(wanted), IN_CHUNK):
+                chunk = wanted[start : start + IN_CHUNK]
+                rows = conn.execute(
+                    "SELECT id, object_key, unique_key, revision, content_hash, size, "
+                    "order_key, number FROM objects WHERE object_type = ? "
+                    f"AND id IN ({','.join('?' * len(chunk))})",
+                    (object_type.value, *chunk),
+                ).fetchall()
+                for identity, key, unique_key, revision, chash, size, order, number in rows:
+                    found[identity] = IndexEntry(
+                        object_type,
+                        identity,
+                        key,
+                        unique_key,
+                        str(revision),
+                        chash,
+                        size,
+                        order,
+                        number,
+                    )
+        return found
+
     def read_batch(
         self, object_type: ObjectType | str, ids: Sequence[str]
     ) -> dict[str, CanonicalObject | None]:

@@ -191,6 +191,21 @@ class LocalProvider(Provider):
         self.stats.object_reads += len(identities)
         return self._forge.read_batch(object_type, identities)
 
+    def read_index_batch(
+        self, object_type: ObjectType, identities: Sequence[str]
+    ) -> dict[str, IndexEntry | None]:
+        """Hashes without payloads (``IndexReader``): forge rows, or refs' object ids."""
+        self.stats.object_reads += len(identities)
+        if object_type in FORGE_TYPES:
+            return self._forge.read_index_batch(object_type, identities)
+        found: dict[str, IndexEntry | None] = {}
+        for identity in identities:
+            ref = self._repo.references.get(identity) if object_type is ObjectType.GIT_REF else None
+            found[identity] = (
+                None if ref is None else git_ref(identity, str(ref.resolve().target)).index_entry()
+            )
+        return found
+
     def close(self) -> None:
         if self._closed:
             return
