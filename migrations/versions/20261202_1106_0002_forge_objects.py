@@ -26,6 +26,13 @@ def upgrade() -> None:
     with op.batch_alter_table("object_links", schema=None) as batch_op:
         batch_op.add_column(sa.Column("a_number", sa.Integer(), nullable=True))
         batch_op.add_column(sa.Column("b_number", sa.Integer(), nullable=True))
+        batch_op.create_index(
+            "ix_object_links_renumbered",
+            ["binding_id"],
+            unique=False,
+            sqlite_where=sa.text("a_number <> b_number"),
+            postgresql_where=sa.text("a_number <> b_number"),
+        )
 
     with op.batch_alter_table("run_items", schema=None) as batch_op:
         batch_op.add_column(sa.Column("verify_hash", sa.String(length=80), nullable=True))
@@ -44,6 +51,7 @@ def downgrade() -> None:
         batch_op.drop_column("verify_hash")
 
     with op.batch_alter_table("object_links", schema=None) as batch_op:
+        batch_op.drop_index("ix_object_links_renumbered")
         batch_op.drop_column("b_number")
         batch_op.drop_column("a_number")
 

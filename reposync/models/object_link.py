@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, Index, String, UniqueConstraint
+from sqlalchemy import ForeignKey, Index, String, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from reposync.models.base import Base, utcnow
@@ -21,6 +21,14 @@ class ObjectLink(Base):
             "binding_id", "object_type", "b_identity", name="uq_object_links_b_identity"
         ),
         Index("ix_object_links_binding_id_object_type", "binding_id", "object_type"),
+        # The few links whose issue numbers differ (``#N`` rewriting): found without
+        # scanning every issue link of the Binding.
+        Index(
+            "ix_object_links_renumbered",
+            "binding_id",
+            sqlite_where=text("a_number <> b_number"),
+            postgresql_where=text("a_number <> b_number"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

@@ -236,6 +236,9 @@ class TargetWrite:
     expected_hash: str | None = None
     #: Release assets: opens the bytes to upload (streamed, never held whole).
     content: Callable[[], BinaryIO] | None = None
+    #: ``content_hash(payload)`` as the engine computed it, so a provider that hashes
+    #: what it stores can confirm the payload is canonical without encoding it twice.
+    payload_hash: str | None = None
 
 
 class WriteStatus(StrEnum):

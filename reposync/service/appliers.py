@@ -33,7 +33,7 @@ from reposync.service.mapping import (
     marker,
     target_type,
 )
-from reposync.sync.canonical import CanonicalObject
+from reposync.sync.canonical import CanonicalObject, IndexEntry
 from reposync.sync.vocabulary import Action, ItemState, ObjectType, Representation
 
 
@@ -315,12 +315,12 @@ class ObjectApplier:
             ).items():
                 identities[markers[found_marker]] = identity
         wanted = [identity for identity in identities.values() if identity]
-        observed = target.read_batch(stored_type, wanted) if wanted else {}
+        observed = read_index(target, stored_type, wanted) if wanted else {}
         outcomes = []
         for item in items:
             identity = identities[item.id]
-            obj = observed.get(identity) if identity else None
-            outcomes.append(self._judge(ex, item, identity, obj))
+            entry = observed.get(identity) if identity else None
+            outcomes.append(self._judge(ex, item, identity, entry))
         return outcomes
 
     def _judge(
@@ -328,7 +328,7 @@ class ObjectApplier:
         ex: StageExecution,
         item: ApplyItem,
         identity: str | None,
-        obj: CanonicalObject | None,
+        obj: IndexEntry | None,
     ) -> ItemOutcome:
         if item.action is Action.DELETE:
             state = ItemState.COMPLETED if obj is None else ItemState.PLANNED

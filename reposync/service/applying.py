@@ -22,13 +22,16 @@ from typing import Any
 from sqlalchemy import bindparam, func, or_, select, update
 from sqlalchemy.orm import Session
 
-from reposync.models import Run, RunItem
-from reposync.service.appliers import ApplyItem, ItemOutcome, WriteReport, applier_for
+from reposync.models import Run, RunItem, utcnow
+from reposync.service.appliers import ApplyItem, ItemOutcome, applier_for
 from reposync.service.execution import StageExecution
 from reposync.service.links import VerifiedPair, drop_links, mark_unreliable, write_links
 from reposync.sync.vocabulary import Action, ItemState, ObjectType, Stage
 
 _UNFINISHED = (ItemState.APPLYING.value, ItemState.VERIFYING.value)
+
+#: The run_items table for Core statements (no ORM bookkeeping in the hot path).
+ITEMS = RunItem.__table__
 
 _ITEM_COLUMNS = (
     RunItem.id,
@@ -88,7 +91,7 @@ def apply_items(ex: StageExecution, items: Sequence[ApplyItem]) -> list[ItemOutc
         return outcomes
     ex.lease.check()  # the last moment a stalled execution can still be stopped
     report = applier.write(ex, to_write)
-    mark_verifying(ex, to_write, report)
+    mark_verifying(ex, to_write)
     written = [
         replace(
             item,
@@ -130,15 +133,16 @@ def next_batch(ex: StageExecution) -> int | None:
 def claim_batch(ex: StageExecution, batch_no: int) -> list[ApplyItem]:
     """``planned -> applying`` for one batch, persisted before any external write."""
     max_attempts = ex.ctx.settings.max_item_attempts
+    table = ITEMS
     in_batch = (
-        RunItem.run_id == ex.run_id,
-        RunItem.batch_no == batch_no,
-        RunItem.state == ItemState.PLANNED.value,
+        table.c.run_id == ex.run_id,
+        table.c.batch_no == batch_no,
+        table.c.state == ItemState.PLANNED.value,
     )
     with ex.fenced() as session:
         exhausted = session.execute(
-            update(RunItem)
-            .where(*in_batch, RunItem.attempt_count >= max_attempts)
+            update(table)
+            .where(*in_batch, table.c.attempt_count >= max_attempts)
             .values(
                 state=ItemState.FAILED.value,
                 error_code="attempts_exhausted",
@@ -147,14 +151,14 @@ def claim_batch(ex: StageExecution, batch_no: int) -> list[ApplyItem]:
             )
         ).rowcount
         rows = session.execute(
-            update(RunItem)
+            update(table)
             .where(*in_batch)
             .values(
                 state=ItemState.APPLYING.value,
-                attempt_count=RunItem.attempt_count + 1,
+                attempt_count=table.c.attempt_count + 1,
                 applied_generation=ex.lease.generation,
             )
-            .returning(*_ITEM_COLUMNS)
+            .returning(*(table.c[column.key] for column in _ITEM_COLUMNS))
         ).all()
         ex.event(
             session,
@@ -188,27 +192,20 @@ def settle_unfinished(ex: StageExecution) -> int:
     return len(outcomes)
 
 
-def mark_verifying(ex: StageExecution, items: Sequence[ApplyItem], report: WriteReport) -> None:
-    """The write returned: record where it went and what read-back must show."""
-    table = RunItem.__table__
-    rows = [
-        {
-            "b_id": item.id,
-            "b_target": report.identities.get(item.id, item.target_identity),
-            "b_verify": report.verify_hashes.get(item.id, item.verify_hash),
-        }
-        for item in items
-    ]
+def mark_verifying(ex: StageExecution, items: Sequence[ApplyItem]) -> None:
+    """The write returned: its items now wait for read-back (one statement per batch).
+
+    Where each write landed and what read-back must show are recorded with the outcome;
+    an execution that dies in between is settled by marker and recomputed hashes.
+    """
     with ex.fenced() as session:
         session.execute(
-            update(table)
-            .where(table.c.id == bindparam("b_id"), table.c.state == ItemState.APPLYING.value)
-            .values(
-                state=ItemState.VERIFYING.value,
-                target_identity=bindparam("b_target"),
-                verify_hash=bindparam("b_verify"),
-            ),
-            rows,
+            update(ITEMS)
+            .where(
+                ITEMS.c.id.in_([item.id for item in items]),
+                ITEMS.c.state == ItemState.APPLYING.value,
+            )
+            .values(state=ItemState.VERIFYING.value)
         )
 
 
@@ -242,10 +239,11 @@ def record(
                 "b_expected": outcome.replan_expected_hash
                 if outcome.replan_action is not None
                 else item.expected_target_hash,
+                "b_verify": item.verify_hash,
             }
         )
     with ex.fenced() as session:
-        items = RunItem.__table__  # Core executemany: one statement, one row per item
+        items = ITEMS  # Core executemany: one statement, one row per item
         settled = session.execute(
             update(items)
             .where(
@@ -262,6 +260,8 @@ def record(
                 representation=bindparam("b_representation"),
                 action=bindparam("b_action"),
                 expected_target_hash=bindparam("b_expected"),
+                verify_hash=bindparam("b_verify"),
+                updated_at=utcnow(),  # one value for the batch, not a call per row
             ),
             rows,
         ).rowcount

@@ -112,12 +112,19 @@ def mark_unreliable(
 def _delete_claiming(
     session: Session, binding_id: int, triples: Sequence[tuple[str, str, str]]
 ) -> None:
-    for start in range(0, len(triples), 500):
-        chunk = triples[start : start + 500]
-        for column, index in ((ObjectLink.a_identity, 1), (ObjectLink.b_identity, 2)):
-            session.execute(
-                delete(ObjectLink).where(
-                    ObjectLink.binding_id == binding_id,
-                    tuple_(ObjectLink.object_type, column).in_([(t[0], t[index]) for t in chunk]),
+    """Remove links that claim any of these identities (one type per call in practice)."""
+    by_type: dict[str, tuple[list[str], list[str]]] = {}
+    for object_type, a_id, b_id in triples:
+        a_ids, b_ids = by_type.setdefault(object_type, ([], []))
+        a_ids.append(a_id)
+        b_ids.append(b_id)
+    for object_type, (a_ids, b_ids) in by_type.items():
+        for column, ids in ((ObjectLink.a_identity, a_ids), (ObjectLink.b_identity, b_ids)):
+            for start in range(0, len(ids), 500):
+                session.execute(
+                    delete(ObjectLink).where(
+                        ObjectLink.binding_id == binding_id,
+                        ObjectLink.object_type == object_type,
+                        column.in_(ids[start : start + 500]),
+                    )
                 )
-            )

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select, tuple_
+from sqlalchemy import select
 
 from reposync.models import ObjectLink
 from reposync.providers.base import TargetRef, TargetWrite
@@ -53,29 +53,30 @@ class MappingContext:
 
     @classmethod
     def load(cls, ex: StageExecution, objects: Iterable[CanonicalObject]) -> MappingContext:
-        source_side = ex.source_side
-        wanted = {
-            (ref.object_type.value, ref.identity) for obj in objects for ref in obj.refs.values()
-        }
+        wanted: dict[str, set[str]] = {}
+        for obj in objects:
+            for ref in obj.refs.values():
+                wanted.setdefault(ref.object_type.value, set()).add(ref.identity)
         source_col, target_col = (
             (ObjectLink.a_identity, ObjectLink.b_identity)
-            if source_side is Side.A
+            if ex.source_side is Side.A
             else (ObjectLink.b_identity, ObjectLink.a_identity)
         )
-        repository_id = ex.spec("source").repository_id or ""
-        context = cls(source_repository_id=repository_id)
+        context = cls(source_repository_id=ex.spec("source").repository_id or "")
         with ex.ctx.db.session() as session:
-            pairs = sorted(wanted)
-            for start in range(0, len(pairs), 500):
-                chunk = pairs[start : start + 500]
-                rows = session.execute(
-                    select(ObjectLink.object_type, source_col, target_col).where(
-                        ObjectLink.binding_id == ex.binding.id,
-                        tuple_(ObjectLink.object_type, source_col).in_(chunk),
+            for otype, identities in wanted.items():
+                ordered = sorted(identities)
+                for start in range(0, len(ordered), 500):
+                    # One type per query and a plain IN: the unique index answers it.
+                    rows = session.execute(
+                        select(source_col, target_col).where(
+                            ObjectLink.binding_id == ex.binding.id,
+                            ObjectLink.object_type == otype,
+                            source_col.in_(ordered[start : start + 500]),
+                        )
                     )
-                )
-                for otype, source_id, target_id in rows:
-                    context.targets[(ObjectType(otype), source_id)] = target_id
+                    for source_id, target_id in rows:
+                        context.targets[(ObjectType(otype), source_id)] = target_id
         context.numbers = number_map(ex)
         return context
 
@@ -98,10 +99,9 @@ def number_map(ex: StageExecution) -> dict[int, int]:
         rows = session.execute(
             select(source_col, target_col).where(
                 ObjectLink.binding_id == ex.binding.id,
+                # Spelled exactly as the partial index's predicate, so it is used.
+                ObjectLink.a_number != ObjectLink.b_number,
                 ObjectLink.object_type.in_([t.value for t in NUMBERED]),
-                source_col.is_not(None),
-                target_col.is_not(None),
-                source_col != target_col,
             )
         )
         return {int(s): int(t) for s, t in rows}
@@ -118,8 +118,13 @@ def target_payload(obj: CanonicalObject, numbers: Mapping[int, int]) -> dict[str
     return payload
 
 
+def _shown_as_is(obj: CanonicalObject, payload: Mapping[str, Any]) -> bool:
+    return obj.object_type is not ObjectType.REVIEW_REQUEST and payload == obj.payload
+
+
 def expected_target_hash(obj: CanonicalObject, numbers: Mapping[int, int]) -> str:
-    return content_hash(target_payload(obj, numbers))
+    payload = target_payload(obj, numbers)
+    return obj.content_hash if _shown_as_is(obj, payload) else content_hash(payload)
 
 
 def representation(object_type: ObjectType) -> Representation:
@@ -140,6 +145,9 @@ def build_write(
 ) -> tuple[TargetWrite, str | None]:
     """The write for one item, and the hash its read-back must show."""
     payload = target_payload(obj, context.numbers) if obj is not None else None
+    verify_hash = None
+    if payload is not None and obj is not None:
+        verify_hash = obj.content_hash if _shown_as_is(obj, payload) else content_hash(payload)
     write = TargetWrite(
         item_id=item_id,
         action=action,
@@ -151,5 +159,6 @@ def build_write(
         refs={name: context.ref(ref) for name, ref in obj.refs.items()} if obj else {},
         expected_hash=expected_hash if action is not Action.CREATE else None,
         content=content,
+        payload_hash=verify_hash,
     )
-    return write, content_hash(payload) if payload is not None else None
+    return write, verify_hash

@@ -78,10 +78,13 @@ class CanonicalObject:
     number: int | None = None
     refs: Mapping[str, ObjectRef] = field(default_factory=dict, hash=False)
     order_key: str = ""
+    #: The payload's hash when the reader already knows it (a store that hashed what it
+    #: stored); saves encoding the payload again. Must equal ``content_hash(payload)``.
+    known_hash: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def content_hash(self) -> str:
-        return content_hash(self.payload)
+        return self.known_hash or content_hash(self.payload)
 
     def index_entry(self) -> IndexEntry:
         data = canonical_json(dict(self.payload))  # encoded once for hash and size
@@ -91,7 +94,7 @@ class CanonicalObject:
             self.object_key,
             self.unique_key,
             self.revision,
-            "sha256:" + hashlib.sha256(data).hexdigest(),
+            self.known_hash or "sha256:" + hashlib.sha256(data).hexdigest(),
             len(data),
             self.order_key,
             self.number,

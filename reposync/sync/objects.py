@@ -41,11 +41,17 @@ class MalformedObject(ValueError):
     """A provider handed over data that does not form a valid canonical object."""
 
 
+_CANONICAL_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+
+
 def timestamp(value: datetime | str | None) -> str | None:
     """Normalize a time to ``YYYY-MM-DDTHH:MM:SSZ`` (UTC, second precision)."""
     if value is None:
         return None
     if isinstance(value, str):
+        if _CANONICAL_TIME.fullmatch(value):
+            datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ")  # still a real date
+            return value
         try:
             value = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError as exc:

@@ -172,7 +172,7 @@ _SCHEMA: tuple[str, ...] = (
 
 _ROW_COLUMNS = (
     "object_type, id, number, unique_key, unique_scope, parent_type, parent_id, parent_key, "
-    "in_reply_to, payload, content_hash, revision, marker, asset_sha256"
+    "in_reply_to, payload, content_hash, revision, marker, asset_sha256, object_key, order_key"
 )
 _INDEX_QUERY = (
     "SELECT id, object_key, unique_key, revision, content_hash, size, order_key "
@@ -211,6 +211,8 @@ class _Row:
     revision: int
     marker: str | None
     asset_sha256: str | None
+    object_key: str
+    order_key: str
 
     @classmethod
     def from_sql(cls, row: Sequence[Any]) -> _Row:
@@ -229,6 +231,8 @@ class _Row:
             row[11],
             row[12],
             row[13],
+            row[14],
+            row[15],
         )
 
     @property
@@ -240,6 +244,17 @@ class _Row:
     def fields(self) -> dict[str, Any]:
         """The stored payload as builder arguments."""
         return builder_fields(self.object_type, json.loads(self.payload))
+
+    def payload_dict(self) -> dict[str, Any]:
+        return dict(json.loads(self.payload))
+
+    def refs(self) -> dict[str, ObjectRef]:
+        refs: dict[str, ObjectRef] = {}
+        if self.parent is not None:
+            refs["parent"] = self.parent
+        if self.in_reply_to is not None:
+            refs["in_reply_to"] = ObjectRef(ObjectType.REVIEW_COMMENT, self.in_reply_to)
+        return refs
 
 
 @dataclass(frozen=True, slots=True)
@@ -719,22 +734,25 @@ class LocalForge:
             ) from exc
 
     def _object(self, row: _Row) -> CanonicalObject:
+        """Rows are validated when written; reading them back trusts the stored form."""
         try:
-            return build(
-                row.object_type,
-                row.id,
-                str(row.revision),
-                row.fields(),
-                number=row.number,
-                parent=row.parent,
-                parent_key=row.parent_key,
-                in_reply_to=row.in_reply_to,
-            )
-        except (MalformedObject, ValueError) as exc:
+            payload = row.payload_dict()
+        except ValueError as exc:
             raise ProviderError(
-                f"local forge {self.db_path}: stored {row.object_type} {row.id} is not a "
-                f"valid object any more: {exc}"
+                f"local forge {self.db_path}: stored {row.object_type} {row.id} is corrupt: {exc}"
             ) from exc
+        return CanonicalObject(
+            object_type=row.object_type,
+            identity=row.id,
+            object_key=row.object_key,
+            unique_key=row.unique_key,
+            revision=str(row.revision),
+            payload=payload,
+            number=row.number,
+            refs=row.refs(),
+            order_key=row.order_key,
+            known_hash=row.content_hash,
+        )
 
     # -- the engine's writes --------------------------------------------------------------
 
@@ -892,6 +910,7 @@ class LocalForge:
             in_reply_to=in_reply_to,
             marker=write.marker or None,
             expect=write.payload,
+            expect_hash=write.payload_hash,
             content=write.content,
         )
         if write.marker:
@@ -917,6 +936,7 @@ class LocalForge:
             row,
             builder_fields(row.object_type, write.payload),
             expect=write.payload,
+            expect_hash=write.payload_hash,
             content=write.content,
             garbage=garbage,
         )
@@ -1021,6 +1041,7 @@ class LocalForge:
         marker: str | None,
         expect: Mapping[str, Any] | None,
         content: Callable[[], BinaryIO] | None = None,
+        expect_hash: str | None = None,
     ) -> str:
         """Validate, allocate and insert one object; returns its identity.
 
@@ -1052,7 +1073,7 @@ class LocalForge:
             in_reply_to=in_reply_to,
         )
         stored = _Stored.of(obj)
-        if expect is not None:
+        if expect is not None and stored.content_hash != expect_hash:
             _require_canonical(obj, expect, stored.raw)
         if explicit_number and number is not None:
             taken = conn.execute(
@@ -1106,6 +1127,7 @@ class LocalForge:
         expect: Mapping[str, Any] | None,
         content: Callable[[], BinaryIO] | None,
         garbage: set[str],
+        expect_hash: str | None = None,
     ) -> CanonicalObject:
         """Replace a payload and bump the revision; number, parent and marker stay."""
         obj = build(
@@ -1119,7 +1141,7 @@ class LocalForge:
             in_reply_to=row.in_reply_to,
         )
         stored = _Stored.of(obj)
-        if expect is not None:
+        if expect is not None and stored.content_hash != expect_hash:
             _require_canonical(obj, expect, stored.raw)
         if obj.unique_key != row.unique_key:
             self._check_unique(conn, obj, row.unique_scope, row.id)
