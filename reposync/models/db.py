@@ -8,8 +8,9 @@ hold the write lock together; PostgreSQL gets that from ``SELECT … FOR SHARE``
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +122,34 @@ class Database:
         self.engine.dispose()
         if self._read_engine is not self.engine:
             self._read_engine.dispose()
+
+
+def executemany(session: Session, sql: str, rows: Sequence[Sequence[Any]]) -> int:
+    """One statement for many rows straight through the driver; returns rows affected.
+
+    The hot paths of the applying stage write hundreds of rows per batch; SQLAlchemy's
+    per-row parameter processing cost more than the database did. ``sql`` uses ``?``
+    placeholders (rewritten for PostgreSQL); values must already be driver types (use
+    ``driver_datetime`` for times).
+    """
+    if not rows:
+        return 0
+    connection = session.connection()
+    if connection.dialect.name == "postgresql":
+        sql = sql.replace("?", "%s")
+    cursor = connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.executemany(sql, rows)
+        return int(cursor.rowcount)
+    finally:
+        cursor.close()
+
+
+def driver_datetime(session: Session, value: datetime) -> Any:
+    """A UTC datetime as the driver stores it (SQLAlchemy's SQLite text format)."""
+    if session.get_bind().dialect.name == "sqlite":
+        return value.astimezone(UTC).replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S.%f")
+    return value
 
 
 def alembic_config(url: URL | str) -> Any:

@@ -19,10 +19,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from sqlalchemy import bindparam, func, or_, select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from reposync.models import Run, RunItem, utcnow
+from reposync.models.db import driver_datetime, executemany
 from reposync.service.appliers import ApplyItem, ItemOutcome, applier_for
 from reposync.service.execution import StageExecution
 from reposync.service.links import VerifiedPair, drop_links, mark_unreliable, write_links
@@ -220,51 +221,36 @@ def record(
     if not outcomes:
         return
     counts: dict[str, int] = defaultdict(int)
-    rows = []
     for outcome in outcomes:
         counts[outcome.state.value] += 1
-        item = outcome.item
-        rows.append(
-            {
-                "b_id": item.id,
-                "b_state": outcome.state.value,
-                "b_error_code": outcome.error_code,
-                "b_error_message": outcome.error_message,
-                "b_generation": ex.lease.generation,
-                "b_target": outcome.target_identity or item.target_identity,
-                "b_representation": outcome.representation.value
-                if outcome.state is ItemState.COMPLETED
-                else None,
-                "b_action": (outcome.replan_action or item.action).value,
-                "b_expected": outcome.replan_expected_hash
-                if outcome.replan_action is not None
-                else item.expected_target_hash,
-                "b_verify": item.verify_hash,
-            }
-        )
     with ex.fenced() as session:
-        items = ITEMS  # Core executemany: one statement, one row per item
-        settled = session.execute(
-            update(items)
-            .where(
-                items.c.id == bindparam("b_id"),
-                # (no IN: expanding parameters cannot be used with executemany)
-                or_(*(items.c.state == state for state in _UNFINISHED)),
-            )
-            .values(
-                state=bindparam("b_state"),
-                error_code=bindparam("b_error_code"),
-                error_message=bindparam("b_error_message"),
-                applied_generation=bindparam("b_generation"),
-                target_identity=bindparam("b_target"),
-                representation=bindparam("b_representation"),
-                action=bindparam("b_action"),
-                expected_target_hash=bindparam("b_expected"),
-                verify_hash=bindparam("b_verify"),
-                updated_at=utcnow(),  # one value for the batch, not a call per row
-            ),
-            rows,
-        ).rowcount
+        now = driver_datetime(session, utcnow())
+        generation = ex.lease.generation
+        settled = executemany(
+            session,
+            "UPDATE run_items SET state = ?, error_code = ?, error_message = ?, "
+            "applied_generation = ?, target_identity = ?, representation = ?, action = ?, "
+            "expected_target_hash = ?, verify_hash = ?, updated_at = ? "
+            "WHERE id = ? AND state IN ('applying', 'verifying')",
+            [
+                (
+                    outcome.state.value,
+                    outcome.error_code,
+                    outcome.error_message,
+                    generation,
+                    outcome.target_identity or outcome.item.target_identity,
+                    outcome.representation.value if outcome.state is ItemState.COMPLETED else None,
+                    (outcome.replan_action or outcome.item.action).value,
+                    outcome.replan_expected_hash
+                    if outcome.replan_action is not None
+                    else outcome.item.expected_target_hash,
+                    outcome.item.verify_hash,
+                    now,
+                    outcome.item.id,
+                )
+                for outcome in outcomes
+            ],
+        )
         _write_outcome_links(ex, session, outcomes)
         ex.flush_io(session)
         ex.event(

@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, insert, tuple_, update
+from sqlalchemy import delete, tuple_, update
 from sqlalchemy.orm import Session
 
 from reposync.models import ObjectLink, utcnow
+from reposync.models.db import driver_datetime, executemany
 from reposync.sync.canonical import MAPPER_VERSION
 from reposync.sync.vocabulary import Representation, Side
 
@@ -48,33 +49,38 @@ def write_links(
     """
     if not verified:
         return
-    rows: list[dict[str, Any]] = []
-    now = utcnow()
+    now = driver_datetime(session, utcnow())
+    rows: list[tuple[Any, ...]] = []
     for pair in verified:
         a_id, b_id = _side_identities(source_side, pair.source_identity, pair.target_identity)
         source_first = source_side is Side.A
         rows.append(
-            {
-                "binding_id": binding_id,
-                "object_type": pair.object_type,
-                "a_identity": a_id,
-                "b_identity": b_id,
-                "a_revision": pair.source_revision if source_first else pair.target_revision,
-                "b_revision": pair.target_revision if source_first else pair.source_revision,
-                "a_number": pair.source_number if source_first else pair.target_number,
-                "b_number": pair.target_number if source_first else pair.source_number,
-                "verified_hash": pair.verified_hash,
-                "verify_failed": False,
-                "mapper_version": MAPPER_VERSION,
-                "representation": pair.representation.value,
-                "verified_run_id": run_id,
-                "verified_at": now,
-            }
+            (
+                binding_id,
+                pair.object_type,
+                a_id,
+                b_id,
+                pair.source_revision if source_first else pair.target_revision,
+                pair.target_revision if source_first else pair.source_revision,
+                pair.source_number if source_first else pair.target_number,
+                pair.target_number if source_first else pair.source_number,
+                pair.verified_hash,
+                False,
+                MAPPER_VERSION,
+                pair.representation.value,
+                run_id,
+                now,
+            )
         )
-    _delete_claiming(
-        session, binding_id, [(r["object_type"], r["a_identity"], r["b_identity"]) for r in rows]
+    _delete_claiming(session, binding_id, [(r[1], r[2], r[3]) for r in rows])
+    executemany(
+        session,
+        "INSERT INTO object_links (binding_id, object_type, a_identity, b_identity, "
+        "a_revision, b_revision, a_number, b_number, verified_hash, verify_failed, "
+        "mapper_version, representation, verified_run_id, verified_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        rows,
     )
-    session.execute(insert(ObjectLink.__table__), rows)
 
 
 def drop_links(
