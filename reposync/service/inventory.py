@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from itertools import islice
 
-from sqlalchemy import delete, exists, insert, select
+from sqlalchemy import delete, exists, select
 
 from reposync.models import InventoryEntry, ObjectLink
+from reposync.models.db import executemany
 from reposync.providers.base import EmptyChecker
 from reposync.service.execution import StageExecution
 from reposync.sync.canonical import DigestBuilder, IndexEntry
@@ -59,6 +60,12 @@ def inventory_target(ex: StageExecution) -> Stage:
     return ex.advance_now(Stage.PLANNING, f"plan mode {mode.value}", plan_mode=mode.value, **values)
 
 
+_INSERT_ENTRY = (
+    "INSERT INTO inventory_entries (run_id, side, object_type, identity, object_key, "
+    "unique_key, revision, content_hash, size, order_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
 def store_snapshot(
     ex: StageExecution, side: str, entries: Iterable[IndexEntry]
 ) -> tuple[dict[str, int], str]:
@@ -78,21 +85,21 @@ def store_snapshot(
             digest.add(entry)
             counts[entry.object_type.value] = counts.get(entry.object_type.value, 0) + 1
             rows.append(
-                {
-                    "run_id": ex.run_id,
-                    "side": side,
-                    "object_type": entry.object_type.value,
-                    "identity": entry.identity,
-                    "object_key": entry.object_key,
-                    "unique_key": entry.unique_key,
-                    "revision": entry.revision,
-                    "content_hash": entry.content_hash,
-                    "size": entry.size,
-                    "order_key": entry.order_key,
-                }
+                (
+                    ex.run_id,
+                    side,
+                    entry.object_type.value,
+                    entry.identity,
+                    entry.object_key,
+                    entry.unique_key,
+                    entry.revision,
+                    entry.content_hash,
+                    entry.size,
+                    entry.order_key,
+                )
             )
-        with ex.fenced() as session:  # Core executemany: no ORM bookkeeping per row
-            session.execute(insert(InventoryEntry.__table__), rows)
+        with ex.fenced() as session:
+            executemany(session, _INSERT_ENTRY, rows)
     return counts, digest.hexdigest()
 
 

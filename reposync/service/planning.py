@@ -8,15 +8,17 @@ plan.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from itertools import islice
 from typing import Any
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, select
 
-from reposync.models import ObjectLink, RunItem
+from reposync.models import ObjectLink, RunItem, utcnow
+from reposync.models.db import driver_datetime, executemany
 from reposync.providers.base import AncestryChecker, read_index
 from reposync.service.execution import StageExecution
 from reposync.service.inventory import load_snapshot
@@ -205,39 +207,51 @@ def _chunks(items: Sequence[Candidate], size: int) -> Iterator[Sequence[Candidat
         yield chunk
 
 
+_INSERT_ITEM = (
+    "INSERT INTO run_items (run_id, phase, object_type, object_key, action, reason, state, "
+    "batch_no, source_identity, target_identity, source_revision, desired_hash, "
+    "expected_target_hash, intent, error_code, attempt_count, updated_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)"
+)
+
+
 def _write_items(ex: StageExecution, numbered: Iterable[tuple[PlannedItem, int | None]]) -> int:
+    """Plan rows in short fenced transactions, straight through the driver."""
     written = 0
     iterator = iter(numbered)
     while chunk := list(islice(iterator, CHUNK)):
-        rows = [_item_row(ex.run_id, item, batch_no) for item, batch_no in chunk]
-        with ex.fenced() as session:  # Core executemany: no ORM bookkeeping per row
-            session.execute(insert(RunItem.__table__), rows)
-        written += len(rows)
+        with ex.fenced() as session:
+            now = driver_datetime(session, utcnow())
+            executemany(
+                session,
+                _INSERT_ITEM,
+                [_item_row(ex.run_id, item, batch_no, now) for item, batch_no in chunk],
+            )
+        written += len(chunk)
     return written
 
 
-def _item_row(run_id: int, item: PlannedItem, batch_no: int | None) -> dict[str, Any]:
+def _item_row(run_id: int, item: PlannedItem, batch_no: int | None, now: Any) -> tuple[Any, ...]:
     state, error_code = ItemState.PLANNED, None
     if item.action is Action.CONFLICT:
         state, error_code = ItemState.BLOCKED, CONFLICT_CODE
     elif item.action is Action.REPORT:
         state = ItemState.COMPLETED
-    return {
-        "run_id": run_id,
-        "phase": int(item.phase),
-        "object_type": item.object_type.value,
-        "object_key": item.object_key,
-        "action": item.action.value,
-        "reason": item.reason.value,
-        "state": state.value,
-        "batch_no": batch_no,
-        "source_identity": item.source_identity,
-        "target_identity": item.target_identity,
-        "source_revision": item.source_revision,
-        "desired_hash": item.desired_hash,
-        "expected_target_hash": item.expected_target_hash,
-        "intent": dict(item.intent),
-        "error_code": error_code,
-        "error_message": None,
-        "attempt_count": 0,
-    }
+    return (
+        run_id,
+        int(item.phase),
+        item.object_type.value,
+        item.object_key,
+        item.action.value,
+        item.reason.value,
+        state.value,
+        batch_no,
+        item.source_identity,
+        item.target_identity,
+        item.source_revision,
+        item.desired_hash,
+        item.expected_target_hash,
+        json.dumps(dict(item.intent), separators=(",", ":")),
+        error_code,
+        now,
+    )
