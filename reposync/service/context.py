@@ -38,9 +38,34 @@ class NoDispatch:
         return None
 
 
+class ProviderPool:
+    """Providers kept open across the steps of a process (the embedded loop).
+
+    Opening a repository per step (a Git repository, a forge database) costs more than
+    many a step's work; a pool hands the same connected provider to every step that asks
+    for the same endpoint and closes them all once the caller is done.
+    """
+
+    def __init__(self, opener: Callable[[EndpointSpec], Provider] = open_endpoint) -> None:
+        self._opener = opener
+        self._open: dict[EndpointSpec, Provider] = {}
+
+    def get(self, spec: EndpointSpec) -> Provider:
+        if spec not in self._open:
+            self._open[spec] = self._opener(spec)
+        return self._open[spec]
+
+    def close(self) -> None:
+        for provider in self._open.values():
+            provider.close()
+        self._open.clear()
+
+
 @dataclass(slots=True)
 class ServiceContext:
     settings: Settings
     db: Database
     dispatcher: Dispatcher = field(default_factory=NoDispatch)
     open_provider: Callable[[EndpointSpec], Provider] = open_endpoint
+    #: When set, steps borrow providers from it instead of opening (and closing) their own.
+    providers: ProviderPool | None = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlalchemy import func, select
 
@@ -18,7 +18,7 @@ from reposync.models import Binding, Run, RunItem
 from reposync.providers.base import EndpointSpec
 from reposync.providers.registry import parse_locator, provider_class
 from reposync.service.bindings import get_or_create_binding
-from reposync.service.context import ServiceContext, Step
+from reposync.service.context import ProviderPool, ServiceContext, Step
 from reposync.service.leases import database_now
 from reposync.service.pipeline import run_until_done
 from reposync.service.runs import active_run, create_run
@@ -167,7 +167,12 @@ def execute(ctx: ServiceContext, first: Step, progress: ProgressCallback | None)
         if progress is not None:
             progress(read_progress(ctx, step.run_id))
 
-    run_until_done(ctx, first, on_step=on_step)
+    pooled = replace(ctx, providers=ProviderPool(ctx.open_provider))
+    try:
+        run_until_done(pooled, first, on_step=on_step)
+    finally:
+        assert pooled.providers is not None
+        pooled.providers.close()
     if progress is not None:
         progress(read_progress(ctx, first.run_id))
 

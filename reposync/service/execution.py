@@ -59,7 +59,9 @@ class StageExecution:
 
     def provider(self, role: str) -> Provider:
         if role not in self._providers:
-            self._providers[role] = self.ctx.open_provider(self.spec(role))
+            pool = self.ctx.providers
+            spec = self.spec(role)
+            self._providers[role] = pool.get(spec) if pool else self.ctx.open_provider(spec)
         return self._providers[role]
 
     def source(self) -> Provider:
@@ -69,8 +71,9 @@ class StageExecution:
         return self.provider("target")
 
     def close(self) -> None:
-        for provider in self._providers.values():
-            provider.close()
+        if self.ctx.providers is None:  # borrowed providers stay open for the next step
+            for provider in self._providers.values():
+                provider.close()
         self._providers.clear()
 
     # -- writes -------------------------------------------------------------------

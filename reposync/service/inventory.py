@@ -9,14 +9,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from itertools import islice
 
-from sqlalchemy import delete, exists, select
+from sqlalchemy import delete, select
 
-from reposync.models import InventoryEntry, ObjectLink
+from reposync.models import InventoryEntry
 from reposync.models.db import executemany
 from reposync.providers.base import EmptyChecker
 from reposync.service.execution import StageExecution
+from reposync.service.link_states import has_links, load_links
 from reposync.sync.canonical import DigestBuilder, IndexEntry
-from reposync.sync.planner import PlanMode
+from reposync.sync.planner import PlanMode, split_checkpoint
+from reposync.sync.report import PlanningCounters
 from reposync.sync.vocabulary import AuditMode, ObjectType, Stage
 
 #: Every object type this version syncs.
@@ -26,29 +28,55 @@ CHUNK = 5000
 
 
 def inventory_source(ex: StageExecution) -> Stage:
+    """Index the source. For a checkpoint only what may need work is kept: the entries
+    whose links do not vouch for them and the links whose source object is gone."""
     if ex.cancel_requested():
         return ex.advance_now(Stage.FINALIZING, "cancel requested")
     listing = ex.source().inventory_index(SYNCED_TYPES)
-    counts, digest = store_snapshot(ex, "source", listing.entries)
+    checkpoint = ex.run.audit_mode == AuditMode.CHECKPOINT.value and has_links(ex)
+    if not checkpoint:
+        counts, digest = store_snapshot(ex, "source", listing.entries)
+        return ex.advance_now(
+            Stage.INVENTORY_TARGET,
+            f"{sum(counts.values())} source objects indexed",
+            source_digest=digest,
+            unsupported=dict(listing.unsupported),
+            planning_counters={"scanned": counts},
+        )
+    whole = DigestBuilder()
+    split = split_checkpoint(_digested(listing.entries, whole), load_links(ex))
+    store_snapshot(ex, "source", split.changed)
+    store_snapshot(ex, "gone", (_gone_entry(key) for key in split.gone))
+    counters = PlanningCounters(scanned=split.scanned, checkpoint_skipped=split.checkpoint_skipped)
     return ex.advance_now(
         Stage.INVENTORY_TARGET,
-        f"{sum(counts.values())} source objects indexed",
-        source_digest=digest,
+        f"{whole.count} source objects indexed, {len(split.changed)} changed, "
+        f"{len(split.gone)} gone",
+        source_digest=whole.hexdigest(),
         unsupported=dict(listing.unsupported),
-        planning_counters={"scanned": counts},
+        planning_counters=counters.to_dict(),
+        plan_mode=PlanMode.CHECKPOINT.value,
     )
+
+
+def _digested(entries: Iterable[IndexEntry], digest: DigestBuilder) -> Iterator[IndexEntry]:
+    for entry in entries:
+        digest.add(entry)
+        yield entry
+
+
+def _gone_entry(key: tuple[ObjectType, str]) -> IndexEntry:
+    """A placeholder row naming a linked object the source no longer has."""
+    return IndexEntry(key[0], key[1], "", None, "", "")
 
 
 def inventory_target(ex: StageExecution) -> Stage:
     """Decide how to plan, reading the target only as much as that mode needs."""
-    with ex.ctx.db.session() as session:
-        has_links = session.execute(
-            select(exists().where(ObjectLink.binding_id == ex.binding.id))
-        ).scalar_one()
+    if ex.run.plan_mode == PlanMode.CHECKPOINT.value:  # decided with the source index
+        return ex.advance_now(Stage.PLANNING, "plan mode checkpoint: the target is not read")
     values: dict[str, object] = {}
-    if has_links:
-        full = ex.run.audit_mode == AuditMode.FULL.value
-        mode = PlanMode.FULL_AUDIT if full else PlanMode.CHECKPOINT
+    if has_links(ex):
+        mode = PlanMode.FULL_AUDIT
     else:
         target = ex.target()
         if isinstance(target, EmptyChecker) and target.is_empty():

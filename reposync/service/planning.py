@@ -15,19 +15,18 @@ from dataclasses import replace
 from itertools import islice
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete
 
-from reposync.models import ObjectLink, RunItem, utcnow
+from reposync.models import RunItem, utcnow
 from reposync.models.db import driver_datetime, executemany
 from reposync.providers.base import AncestryChecker, read_index
 from reposync.service.execution import StageExecution
 from reposync.service.inventory import load_snapshot
+from reposync.service.link_states import load_links
 from reposync.service.mapping import expected_target_hash, number_map, target_type
 from reposync.sync.batching import BatchLimits, assign_batches
 from reposync.sync.planner import (
     Candidate,
-    LinkKey,
-    LinkState,
     Observation,
     PlanMode,
     PlannedItem,
@@ -42,7 +41,6 @@ from reposync.sync.vocabulary import (
     ObjectType,
     RefConflictPolicy,
     Representation,
-    Side,
     Stage,
 )
 
@@ -57,11 +55,19 @@ def plan(ex: StageExecution) -> Stage:
         session.execute(delete(RunItem).where(RunItem.run_id == ex.run_id))
 
     mode = PlanMode(ex.run.plan_mode)
-    links = {} if mode is PlanMode.EMPTY_TARGET else load_links(ex)
-    candidates = select_candidates(mode, load_snapshot(ex, "source"), links)
-    counters = PlanningCounters(
-        scanned=candidates.scanned, checkpoint_skipped=candidates.checkpoint_skipped
-    )
+    if mode is PlanMode.CHECKPOINT:
+        # The inventory kept only what may need work: its entries and the gone links.
+        changed = list(load_snapshot(ex, "source"))
+        gone = [(e.object_type, e.identity) for e in load_snapshot(ex, "gone")]
+        links = load_links(ex, [*((e.object_type, e.identity) for e in changed), *gone])
+        candidates = select_candidates(mode, changed, links)
+        counters = PlanningCounters.from_dict(ex.run.planning_counters)
+    else:
+        links = {} if mode is PlanMode.EMPTY_TARGET else load_links(ex)
+        candidates = select_candidates(mode, load_snapshot(ex, "source"), links)
+        counters = PlanningCounters(
+            scanned=candidates.scanned, checkpoint_skipped=candidates.checkpoint_skipped
+        )
 
     policy = RefConflictPolicy(ex.binding.ref_conflict_policy)
     source = ex.source()
@@ -103,40 +109,6 @@ def plan(ex: StageExecution) -> Stage:
 
 def _next_stage(ex: StageExecution) -> Stage:
     return Stage.FINALIZING if ex.dry_run else Stage.APPLYING
-
-
-def load_links(ex: StageExecution) -> dict[LinkKey, LinkState]:
-    """The Binding's links keyed by (type, identity on this Run's source side)."""
-    source_is_a = ex.source_side is Side.A
-    links: dict[LinkKey, LinkState] = {}
-    with ex.ctx.db.session() as session:
-        rows = session.execute(
-            select(
-                ObjectLink.object_type,
-                ObjectLink.a_identity,
-                ObjectLink.b_identity,
-                ObjectLink.a_revision,
-                ObjectLink.b_revision,
-                ObjectLink.verified_hash,
-                ObjectLink.mapper_version,
-                ObjectLink.verify_failed,
-            )
-            .where(ObjectLink.binding_id == ex.binding.id)
-            .execution_options(yield_per=CHUNK)
-        )
-        for otype, a_id, b_id, a_rev, b_rev, vhash, mapper, failed in rows:
-            object_type = ObjectType(otype)
-            source_id, target_id = (a_id, b_id) if source_is_a else (b_id, a_id)
-            links[(object_type, source_id)] = LinkState(
-                object_type,
-                source_id,
-                target_id,
-                a_rev if source_is_a else b_rev,
-                vhash,
-                mapper,
-                failed,
-            )
-    return links
 
 
 def _observe(

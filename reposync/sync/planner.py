@@ -194,6 +194,42 @@ def _archive_only(object_type: ObjectType) -> bool:
     return object_type.representation is Representation.ARCHIVE_ONLY
 
 
+@dataclass(slots=True)
+class CheckpointSplit:
+    """A source index split against the links without keeping what needs no look.
+
+    ``changed`` holds only entries that are candidates; ``gone`` the links whose source
+    object disappeared. A no-change checkpoint therefore keeps nothing at all.
+    """
+
+    changed: list[IndexEntry] = field(default_factory=list)
+    gone: list[LinkKey] = field(default_factory=list)
+    scanned: dict[str, int] = field(default_factory=dict)
+    checkpoint_skipped: dict[str, int] = field(default_factory=dict)
+
+
+def split_checkpoint(
+    source: Iterable[IndexEntry], links: Mapping[LinkKey, LinkState]
+) -> CheckpointSplit:
+    """The checkpoint rule of ``select_candidates``, streaming and keeping only candidates."""
+    split = CheckpointSplit()
+    seen: set[LinkKey] = set()
+    for entry in source:
+        type_name = entry.object_type.value
+        split.scanned[type_name] = split.scanned.get(type_name, 0) + 1
+        key = (entry.object_type, entry.identity)
+        link = links.get(key)
+        if link is not None:
+            seen.add(key)
+            if _link_reason(entry, link) is None:
+                skipped = split.checkpoint_skipped
+                skipped[type_name] = skipped.get(type_name, 0) + 1
+                continue
+        split.changed.append(entry)
+    split.gone = [key for key in links if key not in seen]
+    return split
+
+
 def _link_reason(entry: IndexEntry, link: LinkState) -> Reason | None:
     if link.verify_failed:
         return Reason.UNRELIABLE

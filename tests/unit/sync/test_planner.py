@@ -16,6 +16,7 @@ from reposync.sync.planner import (
     Reason,
     decide,
     select_candidates,
+    split_checkpoint,
     target_only,
 )
 from reposync.sync.vocabulary import Action, ObjectType, Phase, RefConflictPolicy
@@ -784,3 +785,19 @@ def test_every_action_and_reason_is_produced_by_some_situation():
     assert {item.action for item in items if item is not None} == set(Action)
     assert {item.reason for item in items if item is not None} == set(Reason) - {Reason.AUDIT}
     assert decide(linked_candidate(main1, trusted, Reason.AUDIT), Observation(main1)) is None
+
+
+def test_split_checkpoint_keeps_only_candidates_and_agrees_with_select_candidates():
+    """Streaming split: trusted unchanged entries leave nothing behind; the rest match."""
+    main1, dev2, new3 = branch("main", "c1"), branch("dev", "c2"), branch("new", "c3")
+    links = links_of(link_to(main1), link_to(branch("dev", "c1")), link_to(branch("gone", "c9")))
+    split = split_checkpoint([dev2, main1, new3], links)
+    assert split.changed == [dev2, new3]
+    assert split.gone == [(GIT, "refs/heads/gone")]
+    assert split.scanned == {"git_ref": 3}
+    assert split.checkpoint_skipped == {"git_ref": 1}
+    reference = select_candidates(PlanMode.CHECKPOINT, [dev2, main1, new3], links)
+    kept = [(c.source.identity if c.source else None, c.reason) for c in reference.candidates]
+    restricted = {k: v for k, v in links.items() if k[1] != "refs/heads/main"}
+    again = select_candidates(PlanMode.CHECKPOINT, split.changed, restricted)
+    assert [(c.source.identity if c.source else None, c.reason) for c in again.candidates] == kept
