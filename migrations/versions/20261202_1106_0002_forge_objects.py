@@ -35,6 +35,8 @@ def upgrade() -> None:
         )
 
     with op.batch_alter_table("run_items", schema=None) as batch_op:
+        # Each state change rewrote two indexes containing ``state``; one serves both.
+        batch_op.drop_index("ix_run_items_run_id_state_object_type")
         batch_op.add_column(sa.Column("verify_hash", sa.String(length=80), nullable=True))
         batch_op.add_column(sa.Column("representation", sa.String(length=16), nullable=True))
 
@@ -49,6 +51,11 @@ def downgrade() -> None:
     with op.batch_alter_table("run_items", schema=None) as batch_op:
         batch_op.drop_column("representation")
         batch_op.drop_column("verify_hash")
+        batch_op.create_index(
+            "ix_run_items_run_id_state_object_type",
+            ["run_id", "state", "object_type"],
+            unique=False,
+        )
 
     with op.batch_alter_table("object_links", schema=None) as batch_op:
         batch_op.drop_index("ix_object_links_renumbered")

@@ -15,10 +15,10 @@ from reposync.sync.vocabulary import ItemState
 class RunItem(Base):
     __tablename__ = "run_items"
     __table_args__ = (
-        # The applying stage: the lowest batch with planned items, and one batch's items.
+        # The applying stage (the lowest batch with planned items, one batch's items) and
+        # progress counts by state. One index only: every item moves through four states,
+        # and each move rewrites every index that contains ``state``.
         Index("ix_run_items_run_id_state_batch_no", "run_id", "state", "batch_no"),
-        # Progress and reports: counts by state and type without loading items.
-        Index("ix_run_items_run_id_state_object_type", "run_id", "state", "object_type"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

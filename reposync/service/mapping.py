@@ -26,8 +26,6 @@ TARGET_TYPES: dict[ObjectType, ObjectType] = {
     ObjectType.REVIEW_REQUEST: ObjectType.ISSUE_COMMENT,
 }
 
-NUMBERED = (ObjectType.ISSUE, ObjectType.PULL_REQUEST)
-
 
 def target_type(object_type: ObjectType) -> ObjectType:
     return TARGET_TYPES.get(object_type, object_type)
@@ -99,9 +97,9 @@ def number_map(ex: StageExecution) -> dict[int, int]:
         rows = session.execute(
             select(source_col, target_col).where(
                 ObjectLink.binding_id == ex.binding.id,
-                # Spelled exactly as the partial index's predicate, so it is used.
+                # Exactly the partial index's predicate, and nothing that would tempt the
+                # planner into another index: only issues and pull requests have numbers.
                 ObjectLink.a_number != ObjectLink.b_number,
-                ObjectLink.object_type.in_([t.value for t in NUMBERED]),
             )
         )
         return {int(s): int(t) for s, t in rows}
