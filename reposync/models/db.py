@@ -145,6 +145,26 @@ def executemany(session: Session, sql: str, rows: Sequence[Sequence[Any]]) -> in
         cursor.close()
 
 
+def fetch(
+    session: Session, sql: str, params: Sequence[Any] = (), *, chunk: int = 5000
+) -> Iterator[tuple[Any, ...]]:
+    """Rows of one query straight from the driver, in chunks (``?`` placeholders).
+
+    For the few scans that read every row of a big table (a Binding's links): plain
+    tuples, no per-row result processing.
+    """
+    connection = session.connection()
+    if connection.dialect.name == "postgresql":
+        sql = sql.replace("?", "%s")
+    cursor = connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.execute(sql, tuple(params))
+        while rows := cursor.fetchmany(chunk):
+            yield from rows
+    finally:
+        cursor.close()
+
+
 def driver_datetime(session: Session, value: datetime) -> Any:
     """A UTC datetime as the driver stores it (SQLAlchemy's SQLite text format)."""
     if session.get_bind().dialect.name == "sqlite":

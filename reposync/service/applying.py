@@ -14,6 +14,7 @@ Order of one execution:
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
@@ -23,7 +24,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from reposync.models import Run, RunItem, utcnow
-from reposync.models.db import driver_datetime, executemany
+from reposync.models.db import driver_datetime, executemany, fetch
 from reposync.service.appliers import ApplyItem, ItemOutcome, applier_for
 from reposync.service.execution import StageExecution
 from reposync.service.links import VerifiedPair, drop_links, mark_unreliable, write_links
@@ -51,6 +52,13 @@ _ITEM_COLUMNS = (
 )
 
 
+def _json(value: Any) -> dict[str, Any]:
+    """A JSON column as the driver returns it (text on SQLite, decoded on PostgreSQL)."""
+    if value is None:
+        return {}
+    return dict(json.loads(value)) if isinstance(value, str | bytes) else dict(value)
+
+
 def _to_item(row: Sequence[Any]) -> ApplyItem:
     return ApplyItem(
         id=row[0],
@@ -63,7 +71,7 @@ def _to_item(row: Sequence[Any]) -> ApplyItem:
         source_revision=row[7],
         desired_hash=row[8],
         expected_target_hash=row[9],
-        intent=dict(row[10] or {}),
+        intent=_json(row[10]),
         attempt_count=row[11],
         verify_hash=row[12],
     )
@@ -131,19 +139,28 @@ def next_batch(ex: StageExecution) -> int | None:
         ).scalar_one_or_none()
 
 
+_CLAIM = (
+    "UPDATE run_items SET state = 'applying', attempt_count = attempt_count + 1, "
+    "applied_generation = ?, updated_at = ? "
+    "WHERE run_id = ? AND batch_no = ? AND state = 'planned' "
+    "RETURNING id, object_type, object_key, action, reason, source_identity, "
+    "target_identity, source_revision, desired_hash, expected_target_hash, intent, "
+    "attempt_count, verify_hash"
+)
+
+
 def claim_batch(ex: StageExecution, batch_no: int) -> list[ApplyItem]:
     """``planned -> applying`` for one batch, persisted before any external write."""
     max_attempts = ex.ctx.settings.max_item_attempts
-    table = ITEMS
-    in_batch = (
-        table.c.run_id == ex.run_id,
-        table.c.batch_no == batch_no,
-        table.c.state == ItemState.PLANNED.value,
-    )
     with ex.fenced() as session:
         exhausted = session.execute(
-            update(table)
-            .where(*in_batch, table.c.attempt_count >= max_attempts)
+            update(ITEMS)
+            .where(
+                ITEMS.c.run_id == ex.run_id,
+                ITEMS.c.batch_no == batch_no,
+                ITEMS.c.state == ItemState.PLANNED.value,
+                ITEMS.c.attempt_count >= max_attempts,
+            )
             .values(
                 state=ItemState.FAILED.value,
                 error_code="attempts_exhausted",
@@ -151,16 +168,8 @@ def claim_batch(ex: StageExecution, batch_no: int) -> list[ApplyItem]:
                 applied_generation=ex.lease.generation,
             )
         ).rowcount
-        rows = session.execute(
-            update(table)
-            .where(*in_batch)
-            .values(
-                state=ItemState.APPLYING.value,
-                attempt_count=table.c.attempt_count + 1,
-                applied_generation=ex.lease.generation,
-            )
-            .returning(*(table.c[column.key] for column in _ITEM_COLUMNS))
-        ).all()
+        now = driver_datetime(session, utcnow())
+        rows = list(fetch(session, _CLAIM, (ex.lease.generation, now, ex.run_id, batch_no)))
         ex.event(
             session,
             "batch_claimed",

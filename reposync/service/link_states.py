@@ -24,6 +24,13 @@ _COLUMNS = (
 )
 
 
+_TYPES = {t.value: t for t in ObjectType}  # enum lookup by value, without the call
+_ALL_LINKS = (
+    "SELECT object_type, a_identity, b_identity, a_revision, b_revision, verified_hash, "
+    "mapper_version, verify_failed FROM object_links WHERE binding_id = ?"
+)
+
+
 def load_links(
     ex: StageExecution, keys: Iterable[LinkKey] | None = None
 ) -> dict[LinkKey, LinkState]:
@@ -34,7 +41,7 @@ def load_links(
 
     def add(rows: Iterable[tuple]) -> None:  # type: ignore[type-arg]
         for otype, a_id, b_id, a_rev, b_rev, vhash, mapper, failed in rows:
-            object_type = ObjectType(otype)
+            object_type = _TYPES[otype]
             source_id, target_id = (a_id, b_id) if source_is_a else (b_id, a_id)
             links[(object_type, source_id)] = LinkState(
                 object_type,
