@@ -56,6 +56,15 @@ def render_report(report: dict[str, Any], source: str, target: str) -> str:
     for object_type, counts in sorted(report.get("object_types", {}).items()):
         shown = "  ".join(f"{k}={v}" for k, v in counts.items() if v)
         lines.append(f"  {object_type}: {shown or 'nothing'}")
+    gaps = report.get("data_gaps") or {}
+    if gaps.get("total"):
+        shown = "  ".join(
+            f"{representation} {object_type}={count}"
+            for representation, per_type in sorted(gaps.items())
+            if isinstance(per_type, dict)
+            for object_type, count in sorted(per_type.items())
+        )
+        lines.append(f"  data gaps: {shown}")
     io = report.get("io") or {}
     if io:
         parts = [
