@@ -184,6 +184,9 @@ def test_source_moved_after_planning_is_superseded_and_pending(pair, ctx):
     done = load_run(ctx, run.id)
     assert done.status == "completed_with_pending_changes"
     assert done.counters["pending_changes"] == 1
+    with ctx.db.session() as session:  # a follow-up Run was queued in the same transaction
+        queued = session.execute(select(Run).where(Run.parent_run_id == run.id)).scalar_one()
+    assert (queued.trigger, queued.status) == ("follow_up", "queued")
     follow_up = sync(ctx, request)
     assert follow_up.status == "completed"
     assert synced_refs(target)["refs/heads/branch-00004"] == latest
