@@ -111,6 +111,15 @@ def _sync(settings: Settings, args: argparse.Namespace) -> int:
         if progress is not None:
             progress.close()
         db.dispose()
+    if run.status == "queued" and run.retry_at is not None:  # deferred by a rate limit
+        message = (f"run {run.id} is deferred by the target's rate limit until "
+                   f"{run.retry_at.isoformat()}; run the same command again to resume it")
+        if args.json:
+            print(json.dumps({"run_id": run.id, "status": "deferred",
+                              "retry_at": run.retry_at.isoformat()}))
+        else:
+            print(message)
+        return 1
     if args.json:
         print(json.dumps(run.report, sort_keys=True))
     else:

@@ -61,6 +61,20 @@ class Settings:
     dispatch_grace: float = 60.0
     #: API listen address for ``reposync api``.
     api_bind: str = "127.0.0.1:8080"
+    #: GitHub (github:OWNER/NAME). Enterprise Server: point the three URLs at it.
+    github_api_url: str = "https://api.github.com"
+    github_uploads_url: str = "https://uploads.github.com"
+    github_git_url: str = "https://github.com"
+    #: Credentials: a GitHub App (id + private key file + installation) or, for local
+    #: use, a personal access token. Secrets are read from here, never stored.
+    github_app_id: str = ""
+    github_app_private_key_path: str = ""
+    github_installation_id: str = ""
+    github_token: str = ""
+    #: Seconds between two writes to GitHub (its best practices ask for at least one).
+    github_write_interval: float = 1.0
+    #: Seconds an HTTP request to a forge may take before its outcome counts as unknown.
+    http_timeout: float = 30.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.data_dir, Path):
@@ -137,4 +151,13 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "tick_interval": float,
     "dispatch_grace": float,
     "api_bind": str,
+    "github_api_url": str,
+    "github_uploads_url": str,
+    "github_git_url": str,
+    "github_app_id": str,
+    "github_app_private_key_path": str,
+    "github_installation_id": str,
+    "github_token": str,
+    "github_write_interval": float,
+    "http_timeout": float,
 }

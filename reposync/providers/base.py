@@ -11,14 +11,49 @@ non-idempotent write blindly.
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, BinaryIO, Protocol, runtime_checkable
 
+from reposync.config import Settings
 from reposync.sync.canonical import CanonicalObject, IndexEntry
-from reposync.sync.vocabulary import Action, ObjectType
+from reposync.sync.vocabulary import Action, ObjectType, Representation
+
+
+class Clock(Protocol):
+    """Time as a provider sees it (tests and benchmarks run it faster than the wall)."""
+
+    def now(self) -> datetime: ...
+
+    def sleep(self, seconds: float) -> None: ...
+
+
+class SystemClock:
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(max(0.0, seconds))
+
+
+class WriteBudget(Protocol):
+    """Paces content-creating writes per account, shared by every worker."""
+
+    def reserve(self, key: str, now: datetime) -> datetime | None:
+        """Count one write now and return ``None``, or return when one will be allowed."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderEnvironment:
+    """What a provider may take from the process that opens it (never the database)."""
+
+    settings: Settings
+    budget: WriteBudget | None = None
+    clock: Clock = field(default_factory=SystemClock)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,18 +151,18 @@ class Provider(ABC):
 
     @classmethod
     @abstractmethod
-    def exists(cls, spec: EndpointSpec) -> bool:
+    def exists(cls, spec: EndpointSpec, env: ProviderEnvironment | None = None) -> bool:
         """Whether the repository exists. Raises ``NotARepository`` when the location holds
         something else, ``PermissionDenied``, ``ProviderUnavailable``."""
 
     @classmethod
     @abstractmethod
-    def create(cls, spec: EndpointSpec) -> None:
+    def create(cls, spec: EndpointSpec, env: ProviderEnvironment | None = None) -> None:
         """Create an empty repository at the location (a new standby)."""
 
     @classmethod
     @abstractmethod
-    def open(cls, spec: EndpointSpec) -> Provider:
+    def open(cls, spec: EndpointSpec, env: ProviderEnvironment | None = None) -> Provider:
         """Connect to an existing repository. Raises ``RepositoryNotFound``,
         ``NotARepository``, ``PermissionDenied``, ``ProviderUnavailable``, and
         ``ProviderError`` when ``spec.repository_id`` names another repository."""
@@ -239,12 +274,15 @@ class TargetWrite:
     #: ``content_hash(payload)`` as the engine computed it, so a provider that hashes
     #: what it stores can confirm the payload is canonical without encoding it twice.
     payload_hash: str | None = None
+    #: Where the object comes from, for humans (an attributed header's "in ..." part).
+    source_label: str | None = None
 
 
 class WriteStatus(StrEnum):
     OK = "ok"  # the provider observed the write succeed
     REFUSED = "refused"  # the target refused it (conflict, validation): nothing written
     UNKNOWN = "unknown"  # sent, outcome not observed: recover by read-back, never resend
+    DEFERRED = "deferred"  # not attempted: a rate limit; try again at ``retry_at``
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,6 +292,10 @@ class ApplyResult:
     target_identity: str | None = None
     error_code: str | None = None
     message: str | None = None
+    #: How the object exists on the target when it is not the type's own representation
+    #: (authorship written as an attributed header, a pull request carried by an issue).
+    representation: Representation | None = None
+    retry_at: datetime | None = None
 
 
 @runtime_checkable

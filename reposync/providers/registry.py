@@ -5,15 +5,16 @@ from __future__ import annotations
 import re
 
 from reposync.errors import InvalidLocator
-from reposync.providers.base import EndpointSpec, Provider
+from reposync.providers.base import EndpointSpec, Provider, ProviderEnvironment
 
 _LOCATOR = re.compile(r"^(?P<provider>[a-z][a-z0-9_-]*):(?P<location>.+)$", re.DOTALL)
 
 
 def _providers() -> dict[str, type[Provider]]:
+    from reposync.providers.github import GitHubProvider
     from reposync.providers.local import LocalProvider
 
-    return {LocalProvider.name: LocalProvider}
+    return {LocalProvider.name: LocalProvider, GitHubProvider.name: GitHubProvider}
 
 
 def provider_names() -> list[str]:
@@ -41,5 +42,5 @@ def parse_locator(locator: str) -> EndpointSpec:
     return EndpointSpec(provider=cls.name, locator=cls.normalize_locator(match["location"]))
 
 
-def open_endpoint(spec: EndpointSpec) -> Provider:
-    return provider_class(spec.provider).open(spec)
+def open_endpoint(spec: EndpointSpec, env: ProviderEnvironment | None = None) -> Provider:
+    return provider_class(spec.provider).open(spec, env)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol
 
 from reposync.errors import ProviderError
@@ -80,6 +81,11 @@ class WriteReport:
     refused: dict[int, tuple[str, str]] = field(default_factory=dict)
     identities: dict[int, str] = field(default_factory=dict)
     verify_hashes: dict[int, str] = field(default_factory=dict)
+    #: Sent, outcome not observed: read-back by marker decides, nothing is re-sent.
+    unknown: dict[int, str] = field(default_factory=dict)
+    #: Not attempted because of a rate limit: when they may be.
+    deferred: dict[int, datetime] = field(default_factory=dict)
+    representations: dict[int, Representation] = field(default_factory=dict)
 
 
 class Applier(Protocol):
@@ -291,11 +297,17 @@ class ObjectApplier:
         for result in target.apply_batch(writes):
             if result.target_identity:
                 report.identities[result.item_id] = result.target_identity
+            if result.representation is not None:
+                report.representations[result.item_id] = result.representation
             if result.status is WriteStatus.REFUSED:
                 report.refused[result.item_id] = (
                     result.error_code or "refused",
                     result.message or "the target refused the write",
                 )
+            elif result.status is WriteStatus.UNKNOWN:
+                report.unknown[result.item_id] = result.message or "the response was lost"
+            elif result.status is WriteStatus.DEFERRED:
+                report.deferred[result.item_id] = result.retry_at or ex.ctx.environment.clock.now()  # type: ignore[union-attr]
         return report
 
     def read_back(self, ex: StageExecution, items: Sequence[ApplyItem]) -> list[ItemOutcome]:

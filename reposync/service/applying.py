@@ -18,11 +18,13 @@ import json
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
+from reposync.errors import RateLimited
 from reposync.models import Run, RunItem, utcnow
 from reposync.models.db import driver_datetime, executemany, fetch
 from reposync.service.appliers import ApplyItem, ItemOutcome, applier_for
@@ -86,36 +88,61 @@ def apply_next_batch(ex: StageExecution) -> Stage:
         return ex.advance_now(Stage.VERIFYING, "every batch settled")
     items = claim_batch(ex, batch_no)
     if items:
-        record(ex, apply_items(ex, items), batch_no=batch_no)
+        outcomes, retry_at = apply_items(ex, items)
+        record(ex, outcomes, batch_no=batch_no)
+        if retry_at is not None:  # the rest of the batch waits for the forge's limit
+            raise RateLimited("the target's rate limit stopped the batch", retry_at=retry_at)
     if next_batch(ex) is None:
         return ex.advance_now(Stage.VERIFYING, "every batch settled")
     return Stage.APPLYING
 
 
-def apply_items(ex: StageExecution, items: Sequence[ApplyItem]) -> list[ItemOutcome]:
-    """Prepare, write, mark verifying, read back: one batch's outcomes."""
+def apply_items(
+    ex: StageExecution, items: Sequence[ApplyItem]
+) -> tuple[list[ItemOutcome], datetime | None]:
+    """Prepare, write, mark verifying, read back: one batch's outcomes.
+
+    Also returns when a rate limit lets the writes it stopped be tried again (those
+    items go back to ``planned``; nothing of them was sent).
+    """
     applier = applier_for(items[0].object_type)
     to_write, outcomes = applier.prepare(ex, items)
     if not to_write:
-        return outcomes
+        return outcomes, None
     ex.lease.check()  # the last moment a stalled execution can still be stopped
     report = applier.write(ex, to_write)
-    mark_verifying(ex, to_write)
+    sent = [item for item in to_write if item.id not in report.deferred]
+    outcomes.extend(
+        ItemOutcome(item, ItemState.PLANNED) for item in to_write if item.id in report.deferred
+    )
+    if not sent:
+        return outcomes, max(report.deferred.values(), default=None)
+    mark_verifying(ex, sent)
     written = [
         replace(
             item,
             target_identity=report.identities.get(item.id, item.target_identity),
             verify_hash=report.verify_hashes.get(item.id, item.verify_hash),
         )
-        for item in to_write
+        for item in sent
     ]
     for outcome in applier.read_back(ex, written):
+        item = outcome.item
+        if item.id in report.representations and outcome.state is ItemState.COMPLETED:
+            outcome = replace(outcome, representation=report.representations[item.id])
         if outcome.state is ItemState.PLANNED:  # read-back did not find what was written
-            item = outcome.item
             if item.id in report.refused:
                 code, message = report.refused[item.id]
                 outcome = replace(
                     outcome, state=ItemState.FAILED, error_code=code, error_message=message
+                )
+            elif item.id in report.unknown:
+                # Sent, not found: never re-sent blindly. Recovery proves the outcome.
+                outcome = replace(
+                    outcome,
+                    state=ItemState.BLOCKED,
+                    error_code="result_unknown",
+                    error_message=report.unknown[item.id],
                 )
             else:
                 outcome = replace(
@@ -125,7 +152,7 @@ def apply_items(ex: StageExecution, items: Sequence[ApplyItem]) -> list[ItemOutc
                     error_message="the target does not read back as written",
                 )
         outcomes.append(outcome)
-    return outcomes
+    return outcomes, max(report.deferred.values(), default=None)
 
 
 def next_batch(ex: StageExecution) -> int | None:

@@ -8,7 +8,7 @@ from typing import Protocol
 
 from reposync.config import Settings
 from reposync.models.db import Database
-from reposync.providers.base import EndpointSpec, Provider
+from reposync.providers.base import EndpointSpec, Provider, ProviderEnvironment
 from reposync.providers.registry import open_endpoint
 from reposync.sync.vocabulary import Stage
 
@@ -66,6 +66,19 @@ class ServiceContext:
     settings: Settings
     db: Database
     dispatcher: Dispatcher = field(default_factory=NoDispatch)
-    open_provider: Callable[[EndpointSpec], Provider] = open_endpoint
+    #: How endpoints are opened; by default through the registry with ``environment``.
+    open_provider: Callable[[EndpointSpec], Provider] | None = None
     #: When set, steps borrow providers from it instead of opening (and closing) their own.
     providers: ProviderPool | None = None
+    environment: ProviderEnvironment | None = None
+
+    def __post_init__(self) -> None:
+        if self.environment is None:
+            from reposync.service.budgets import DatabaseWriteBudget
+
+            self.environment = ProviderEnvironment(
+                settings=self.settings, budget=DatabaseWriteBudget(self.db)
+            )
+        if self.open_provider is None:
+            environment = self.environment
+            self.open_provider = lambda spec: open_endpoint(spec, environment)

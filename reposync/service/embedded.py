@@ -10,12 +10,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import timedelta
 
 from sqlalchemy import func, select
 
 from reposync.errors import BindingBusy, RepositoryNotFound, UsageError
 from reposync.models import Binding, Run, RunItem
-from reposync.providers.base import EndpointSpec
+from reposync.providers.base import EndpointSpec, ProviderEnvironment
 from reposync.providers.registry import parse_locator, provider_class
 from reposync.service.bindings import get_or_create_binding
 from reposync.service.context import ProviderPool, ServiceContext, Step
@@ -47,13 +48,15 @@ class SyncRequest:
     conflict_policy: RefConflictPolicy | None = None
 
 
-def validate(request: SyncRequest) -> tuple[EndpointSpec, EndpointSpec, bool]:
+def validate(
+    request: SyncRequest, env: ProviderEnvironment | None = None
+) -> tuple[EndpointSpec, EndpointSpec, bool]:
     """Check both locators without writing anything; returns (source, target, exists)."""
     source = parse_locator(request.source)
     target = parse_locator(request.target)
-    if not provider_class(source.provider).exists(source):
+    if not provider_class(source.provider).exists(source, env):
         raise RepositoryNotFound(f"source {source.display} does not exist")
-    target_exists = provider_class(target.provider).exists(target)
+    target_exists = provider_class(target.provider).exists(target, env)
     if not target_exists and request.dry_run:
         raise UsageError(
             f"target {target.display} does not exist; a dry run writes nothing, so it cannot "
@@ -66,14 +69,15 @@ def validate(request: SyncRequest) -> tuple[EndpointSpec, EndpointSpec, bool]:
 
 def bind(ctx: ServiceContext, request: SyncRequest) -> Binding:
     """Validate the pair, create a missing target, and create or reuse its Binding."""
-    source_spec, target_spec, target_exists = validate(request)
+    source_spec, target_spec, target_exists = validate(request, ctx.environment)
     ctx.db.check_connection()
     if not ctx.db.is_current():
         ctx.db.upgrade()
-    source = provider_class(source_spec.provider).open(source_spec)
+    env = ctx.environment
+    source = provider_class(source_spec.provider).open(source_spec, env)
     if not target_exists:
-        provider_class(target_spec.provider).create(target_spec)
-    target = provider_class(target_spec.provider).open(target_spec)
+        provider_class(target_spec.provider).create(target_spec, env)
+    target = provider_class(target_spec.provider).open(target_spec, env)
     try:
         source_info, target_info = source.endpoint(), target.endpoint()
     finally:
@@ -106,7 +110,7 @@ def sync(
         trigger=Trigger.MANUAL,
     )
     execute(ctx, Step(run.id, Stage.CHECKING_ACCESS, None), progress)
-    finished = _load(ctx, run.id)
+    finished = _wait_out_limits(ctx, _load(ctx, run.id), progress)
     # The source moved during the Run: its follow-up Runs are executed here as well (a
     # few at most, so a source that never stops changing cannot keep us forever).
     for _ in range(MAX_FOLLOW_UPS):
@@ -114,8 +118,26 @@ def sync(
         if follow_up is None:
             break
         execute(ctx, Step(follow_up, Stage.CHECKING_ACCESS, None), progress)
-        finished = _load(ctx, follow_up)
+        finished = _wait_out_limits(ctx, _load(ctx, follow_up), progress)
     return finished
+
+
+#: A deferred Run is waited for in-process when its limit lifts within this long.
+MAX_EMBEDDED_WAIT = timedelta(minutes=15)
+
+
+def _wait_out_limits(ctx: ServiceContext, run: Run, progress: ProgressCallback | None) -> Run:
+    """Rate limits defer a Run; in-process, wait for short ones and carry on."""
+    clock = ctx.environment.clock if ctx.environment else None
+    while run.status == "queued" and run.retry_at is not None and clock is not None:
+        wait = run.retry_at - clock.now()
+        if wait > MAX_EMBEDDED_WAIT:
+            break  # the report says when; the next `reposync sync` resumes it
+        log.warning("run %s waits %.0fs for a rate limit", run.id, wait.total_seconds())
+        clock.sleep(max(0.0, wait.total_seconds()))
+        execute(ctx, Step(run.id, None, None), progress)
+        run = _load(ctx, run.id)
+    return run
 
 
 MAX_FOLLOW_UPS = 3
@@ -167,6 +189,7 @@ def execute(ctx: ServiceContext, first: Step, progress: ProgressCallback | None)
         if progress is not None:
             progress(read_progress(ctx, step.run_id))
 
+    assert ctx.open_provider is not None
     pooled = replace(ctx, providers=ProviderPool(ctx.open_provider))
     try:
         run_until_done(pooled, first, on_step=on_step)

@@ -61,7 +61,9 @@ class StageExecution:
         if role not in self._providers:
             pool = self.ctx.providers
             spec = self.spec(role)
-            self._providers[role] = pool.get(spec) if pool else self.ctx.open_provider(spec)
+            opener = self.ctx.open_provider
+            assert opener is not None
+            self._providers[role] = pool.get(spec) if pool else opener(spec)
         return self._providers[role]
 
     def source(self) -> Provider:

@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy import func, select, update
 
-from reposync.errors import ReposyncError
+from reposync.errors import RateLimited, ReposyncError
 from reposync.models import Binding, InventoryEntry, Run, RunItem, utcnow
 from reposync.service.context import Step
 from reposync.service.execution import StageExecution
@@ -103,6 +103,25 @@ def finish(
     if follow_up is not None:
         ex.ctx.dispatcher.dispatch(Step(follow_up.id, Stage.CHECKING_ACCESS, None))
     return status
+
+
+def defer(ex: StageExecution, limited: RateLimited) -> None:
+    """A rate limit: the Run waits for ``retry_at`` (queued, lease released), not failed.
+
+    It resumes from its persisted stage and RunItems: the recovery tick dispatches it
+    once ``retry_at`` has passed, and ``reposync sync`` waits for it or picks it up.
+    """
+    with ex.fenced() as session:
+        ex.flush_io(session)
+        session.execute(
+            update(Run)
+            .where(Run.id == ex.run_id)
+            .values(status=RunStatus.QUEUED.value, retry_at=limited.retry_at, stage_attempts=0)
+        )
+        ex.event(
+            session, "deferred", f"{limited.message}; resumes at {limited.retry_at.isoformat()}"
+        )
+        release(session, ex.lease)
 
 
 def aggregate_items(ex: StageExecution) -> list[ItemAggregate]:

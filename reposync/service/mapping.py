@@ -46,6 +46,7 @@ class MappingContext:
     """The links one batch needs: referenced objects and the issue-number map."""
 
     source_repository_id: str
+    source_display: str = ""
     targets: dict[tuple[ObjectType, str], str] = field(default_factory=dict)
     numbers: dict[int, int] = field(default_factory=dict)
 
@@ -60,7 +61,10 @@ class MappingContext:
             if ex.source_side is Side.A
             else (ObjectLink.b_identity, ObjectLink.a_identity)
         )
-        context = cls(source_repository_id=ex.spec("source").repository_id or "")
+        source = ex.spec("source")
+        context = cls(
+            source_repository_id=source.repository_id or "", source_display=source.display
+        )
         with ex.ctx.db.session() as session:
             for otype, identities in wanted.items():
                 ordered = sorted(identities)
@@ -158,5 +162,6 @@ def build_write(
         expected_hash=expected_hash if action is not Action.CREATE else None,
         content=content,
         payload_hash=verify_hash,
+        source_label=f"{context.source_display} {obj.object_key}" if obj is not None else None,
     )
     return write, verify_hash

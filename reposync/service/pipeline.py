@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from reposync.errors import AttemptsExhausted, LeaseLost, ReposyncError
+from reposync.errors import AttemptsExhausted, LeaseLost, RateLimited, ReposyncError
 from reposync.service import access, applying, finalizing, inventory, planning, verifying
 from reposync.service.bindings import get_binding
 from reposync.service.context import ServiceContext, Step
@@ -71,6 +71,10 @@ def execute_step(ctx: ServiceContext, step: Step, *, owner: str | None = None) -
                 next_stage = HANDLERS[Stage(run.stage)](ex)
             except LeaseLost:
                 raise
+            except RateLimited as limited:
+                log.warning("run %s deferred until %s: %s", run.id, limited.retry_at, limited)
+                finalizing.defer(ex, limited)
+                return None
             except ReposyncError as error:
                 log.warning("run %s failed in %s: %s", run.id, run.stage, error)
                 finalizing.finish(ex, error=error)

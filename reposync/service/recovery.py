@@ -28,10 +28,13 @@ def stalled_runs(ctx: ServiceContext, limit: int = 100) -> list[Step]:
                 Run.status.in_([s.value for s in ACTIVE_RUN_STATUSES]),
                 or_(
                     and_(Binding.lease_run_id == Run.id, Binding.lease_expires_at < now),
-                    and_(
+                    and_(  # never claimed, or deferred by a rate limit until now
                         Run.status == RunStatus.QUEUED.value,
                         Binding.lease_run_id.is_(None),
-                        Run.created_at < grace,
+                        or_(
+                            and_(Run.retry_at.is_(None), Run.created_at < grace),
+                            Run.retry_at <= now,
+                        ),
                     ),
                     and_(
                         Run.status == RunStatus.RUNNING.value,

@@ -64,7 +64,11 @@ def test_unknown_provider_prefix(capsys, tmp_path, data_dir, source):
     target = tmp_path / "dst.git"
     status, _, err = run_cli(capsys, "sync", "nope:/x", f"local:{target}")
     assert_refused(
-        status, err, "unknown provider 'nope'", "known providers: local", "[invalid_locator]"
+        status,
+        err,
+        "unknown provider 'nope'",
+        "known providers: github, local",
+        "[invalid_locator]",
     )
     assert nothing_written(data_dir, target)
 

@@ -32,6 +32,7 @@ from reposync.providers.base import (
     GitRemote,
     InventoryListing,
     Provider,
+    ProviderEnvironment,
     TargetWrite,
 )
 from reposync.providers.local.forge import FORGE_TYPES, LocalForge
@@ -71,7 +72,7 @@ class LocalProvider(Provider):
         return os.path.abspath(os.path.expanduser(location))
 
     @classmethod
-    def exists(cls, spec: EndpointSpec) -> bool:
+    def exists(cls, spec: EndpointSpec, env: ProviderEnvironment | None = None) -> bool:
         path = Path(spec.locator)
         if not path.exists():
             return False
@@ -83,12 +84,12 @@ class LocalProvider(Provider):
         return True
 
     @classmethod
-    def create(cls, spec: EndpointSpec) -> None:
+    def create(cls, spec: EndpointSpec, env: ProviderEnvironment | None = None) -> None:
         repo = pygit2.init_repository(spec.locator, bare=True)
         _ensure_repository_id(repo)
 
     @classmethod
-    def open(cls, spec: EndpointSpec) -> LocalProvider:
+    def open(cls, spec: EndpointSpec, env: ProviderEnvironment | None = None) -> LocalProvider:
         path = Path(spec.locator)
         if not path.exists():
             raise RepositoryNotFound(f"{spec.locator} does not exist")

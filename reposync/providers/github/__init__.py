@@ -1,0 +1,3 @@
+from reposync.providers.github.provider import GitHubProvider
+
+__all__ = ["GitHubProvider"]

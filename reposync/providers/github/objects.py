@@ -1,0 +1,265 @@
+"""GitHub's JSON as canonical objects.
+
+Identities: labels and releases, comments and assets by their numeric ``id``; issues,
+pull requests and milestones by their ``number`` (what GitHub's paths use); reviews as
+``<pull number>/<review id>`` (GitHub only lists them per pull request). Objects
+reposync projected into comments (a review of a pull request carried by an issue) have
+``comment-<id>`` identities.
+
+Attribution headers written by reposync are read back here: their fields replace what
+GitHub reports (the bot as author, the import time as creation time), so an object read
+back equals the object that was written.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reposync.providers.github.bodies import Parsed, parse
+from reposync.sync import objects
+from reposync.sync.canonical import CanonicalObject, ObjectRef
+from reposync.sync.objects import number_key
+from reposync.sync.vocabulary import ObjectType
+
+STATE_REASONS = {
+    None: None,
+    "completed": "completed",
+    "not_planned": "not_planned",
+    "reopened": "reopened",
+    "duplicate": "not_planned",
+}
+
+#: Attribution field marking a comment that carries another type.
+CARRIED_TYPE = "reposync_type"
+
+
+def _login(user: dict[str, Any] | None) -> str:
+    return (user or {}).get("login") or "ghost"
+
+
+def _attr(parsed: Parsed, key: str, default: Any) -> Any:
+    if parsed.attribution is not None and key in parsed.attribution:
+        return parsed.attribution[key]
+    return default
+
+
+def label(data: dict[str, Any]) -> CanonicalObject:
+    return objects.label(
+        str(data["id"]),
+        "",
+        name=data["name"],
+        color=data["color"],
+        description=data.get("description") or "",
+    )
+
+
+def milestone(data: dict[str, Any]) -> CanonicalObject:
+    return objects.milestone(
+        str(data["number"]),
+        data.get("updated_at") or "",
+        title=data["title"],
+        description=data.get("description") or "",
+        state=data["state"],
+        due_on=data.get("due_on"),
+    )
+
+
+def is_carrier(issue: dict[str, Any]) -> bool:
+    """An issue reposync created to carry a pull request GitHub cannot hold."""
+    attribution = parse(issue.get("body")).attribution or {}
+    return attribution.get(CARRIED_TYPE) == ObjectType.PULL_REQUEST.value
+
+
+def issue(data: dict[str, Any]) -> CanonicalObject:
+    parsed = parse(data.get("body"))
+    return objects.issue(
+        str(data["number"]),
+        data.get("updated_at") or "",
+        number=data["number"],
+        title=data["title"],
+        body=parsed.body,
+        state=data["state"],
+        state_reason=STATE_REASONS.get(data.get("state_reason")),
+        labels=[item["name"] for item in data.get("labels") or []],
+        milestone=(data.get("milestone") or {}).get("title"),
+        assignees=_attr(parsed, "assignees", [_login(a) for a in data.get("assignees") or []]),
+        author=_attr(parsed, "author", _login(data.get("user"))),
+        created_at=_attr(parsed, "created_at", data["created_at"]),
+        closed_at=_attr(parsed, "closed_at", data.get("closed_at")),
+        locked=_attr(parsed, "locked", bool(data.get("locked"))),
+    )
+
+
+def pull_request(data: dict[str, Any], *, carrier: bool = False) -> CanonicalObject:
+    """A pull request from ``pulls`` JSON, or from the issue that carries one."""
+    parsed = parse(data.get("body"))
+    if carrier:
+        head = {"ref": _attr(parsed, "head_ref", ""), "sha": _attr(parsed, "head_sha", "")}
+        base = {"ref": _attr(parsed, "base_ref", ""), "sha": _attr(parsed, "base_sha", "")}
+        merged_at = _attr(parsed, "merged_at", None)
+        draft = _attr(parsed, "draft", False)
+    else:
+        head, base = data["head"], data["base"]
+        merged_at = data.get("merged_at")
+        draft = bool(data.get("draft"))
+    return objects.pull_request(
+        str(data["number"]),
+        data.get("updated_at") or "",
+        number=data["number"],
+        title=data["title"],
+        body=parsed.body,
+        state=data["state"],
+        merged=_attr(parsed, "merged", merged_at is not None),
+        merged_at=_attr(parsed, "merged_at", merged_at),
+        draft=draft,
+        base_ref=base["ref"],
+        base_sha=_attr(parsed, "base_sha", base["sha"]),
+        head_ref=head["ref"],
+        head_sha=_attr(parsed, "head_sha", head["sha"]),
+        labels=[item["name"] for item in data.get("labels") or []],
+        milestone=(data.get("milestone") or {}).get("title"),
+        assignees=_attr(parsed, "assignees", [_login(a) for a in data.get("assignees") or []]),
+        author=_attr(parsed, "author", _login(data.get("user"))),
+        created_at=_attr(parsed, "created_at", data["created_at"]),
+        closed_at=_attr(parsed, "closed_at", data.get("closed_at")),
+    )
+
+
+def parent_number(comment: dict[str, Any]) -> int:
+    """``…/issues/12`` -> 12 (comments name their issue or pull request by URL)."""
+    return int(str(comment["issue_url"]).rstrip("/").rsplit("/", 1)[1])
+
+
+def issue_comment(data: dict[str, Any], parent_type: ObjectType) -> CanonicalObject:
+    """A comment, or what reposync carried in one (see ``carried``)."""
+    parsed = parse(data.get("body"))
+    number = parent_number(data)
+    carried = carried_object(data, parsed, number)
+    if carried is not None:
+        return carried
+    return objects.issue_comment(
+        str(data["id"]),
+        data.get("updated_at") or "",
+        parent=ObjectRef(parent_type, str(number)),
+        parent_key=number_key(number),
+        body=parsed.body,
+        author=_attr(parsed, "author", _login(data.get("user"))),
+        created_at=_attr(parsed, "created_at", data["created_at"]),
+    )
+
+
+def carried_object(data: dict[str, Any], parsed: Parsed, number: int) -> CanonicalObject | None:
+    """A review or review comment that reposync wrote as a comment (its PR is a carrier)."""
+    attribution = parsed.attribution or {}
+    kind = attribution.get(CARRIED_TYPE)
+    identity = f"comment-{data['id']}"
+    pull = ObjectRef(ObjectType.PULL_REQUEST, str(number))
+    if kind == ObjectType.REVIEW.value:
+        return objects.review(
+            identity,
+            data.get("updated_at") or "",
+            parent=pull,
+            parent_key=number_key(number),
+            state=attribution["state"],
+            body=parsed.body,
+            commit_id=attribution["commit_id"],
+            author=attribution["author"],
+            submitted_at=attribution["submitted_at"],
+        )
+    if kind == ObjectType.REVIEW_COMMENT.value:
+        in_reply_to = attribution.get("in_reply_to")
+        return objects.review_comment(
+            identity,
+            data.get("updated_at") or "",
+            parent=ObjectRef(ObjectType.REVIEW, attribution["review"]),
+            parent_key=attribution.get("review_key"),
+            path=attribution["path"],
+            line=attribution.get("line"),
+            side=attribution.get("side") or "RIGHT",
+            commit_id=attribution["commit_id"],
+            body=parsed.body,
+            author=attribution["author"],
+            created_at=attribution["created_at"],
+            in_reply_to=None
+            if in_reply_to is None
+            else ObjectRef(ObjectType.REVIEW_COMMENT, in_reply_to),
+        )
+    return None
+
+
+def review(data: dict[str, Any], number: int) -> CanonicalObject:
+    parsed = parse(data.get("body"))
+    return objects.review(
+        f"{number}/{data['id']}",
+        data.get("submitted_at") or "",
+        parent=ObjectRef(ObjectType.PULL_REQUEST, str(number)),
+        parent_key=number_key(number),
+        state=_attr(parsed, "state", data["state"]),
+        body=parsed.body,
+        commit_id=_attr(parsed, "commit_id", data.get("commit_id") or ""),
+        author=_attr(parsed, "author", _login(data.get("user"))),
+        submitted_at=_attr(parsed, "submitted_at", data.get("submitted_at")),
+    )
+
+
+def review_comment(
+    data: dict[str, Any], review_identity: str, review_key: str | None
+) -> CanonicalObject:
+    parsed = parse(data.get("body"))
+    reply_to = data.get("in_reply_to_id")
+    return objects.review_comment(
+        str(data["id"]),
+        data.get("updated_at") or "",
+        parent=ObjectRef(ObjectType.REVIEW, review_identity),
+        parent_key=review_key,
+        path=data["path"],
+        line=data.get("line"),
+        side=data.get("side") or "RIGHT",
+        commit_id=_attr(parsed, "commit_id", data.get("commit_id") or ""),
+        body=parsed.body,
+        author=_attr(parsed, "author", _login(data.get("user"))),
+        created_at=_attr(parsed, "created_at", data["created_at"]),
+        in_reply_to=None
+        if reply_to is None
+        else ObjectRef(ObjectType.REVIEW_COMMENT, str(reply_to)),
+    )
+
+
+def review_request(number: int, login: str) -> CanonicalObject:
+    return objects.review_request(
+        f"{number}:{login}",
+        "",
+        parent=ObjectRef(ObjectType.PULL_REQUEST, str(number)),
+        parent_key=number_key(number),
+        reviewer=login,
+    )
+
+
+def release(data: dict[str, Any]) -> CanonicalObject:
+    parsed = parse(data.get("body"))
+    return objects.release(
+        str(data["id"]),
+        data.get("updated_at") or data.get("created_at") or "",
+        tag=data["tag_name"],
+        name=data.get("name") or "",
+        body=parsed.body,
+        draft=bool(data.get("draft")),
+        prerelease=bool(data.get("prerelease")),
+        author=_attr(parsed, "author", _login(data.get("author"))),
+        created_at=_attr(parsed, "created_at", data["created_at"]),
+        published_at=_attr(parsed, "published_at", data.get("published_at")),
+    )
+
+
+def release_asset(data: dict[str, Any], release_identity: str, tag: str) -> CanonicalObject:
+    digest = str(data.get("digest") or "")
+    return objects.release_asset(
+        str(data["id"]),
+        data.get("updated_at") or "",
+        parent=ObjectRef(ObjectType.RELEASE, release_identity),
+        parent_key=tag,
+        name=data["name"],
+        content_type=data["content_type"],
+        size=data["size"],
+        sha256=digest.removeprefix("sha256:"),
+    )

@@ -1,0 +1,267 @@
+"""``github:OWNER/NAME``: a repository on GitHub (or GitHub Enterprise Server).
+
+The endpoint's immutable id is GitHub's repository id; a renamed repository is found by
+its id and the locator follows. Git data moves with native Git over HTTPS, the token
+handed to git through environment-only configuration.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import requests
+
+from reposync.config import Settings
+from reposync.errors import (
+    InvalidLocator,
+    ObjectNotFound,
+    PermissionDenied,
+    RepositoryMismatch,
+    RepositoryNotFound,
+    UsageError,
+)
+from reposync.git.transport import run_git
+from reposync.providers.base import (
+    ApplyResult,
+    EndpointInfo,
+    EndpointSpec,
+    GitRemote,
+    InventoryListing,
+    Provider,
+    ProviderEnvironment,
+    TargetWrite,
+)
+from reposync.providers.github.auth import token_source
+from reposync.providers.github.client import EtagCache, GitHubClient
+from reposync.providers.github.reads import Inventory, read_many
+from reposync.providers.github.writes import GitHubWriter, find_markers
+from reposync.sync.canonical import (
+    CanonicalObject,
+    IndexEntry,
+    git_ref,
+    is_supported_ref,
+    ref_namespace,
+)
+from reposync.sync.vocabulary import ObjectType
+
+_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
+
+
+def _client(env: ProviderEnvironment | None) -> tuple[GitHubClient, Settings]:
+    env = env or ProviderEnvironment(settings=Settings.from_env())
+    settings = env.settings
+    session = requests.Session()
+    tokens = token_source(settings, session, env.clock)
+    cache_dir = settings.data_dir / "http-cache" / "github"
+    client = GitHubClient(
+        settings.github_api_url,
+        tokens,
+        clock=env.clock,
+        timeout=settings.http_timeout,
+        budget=env.budget,
+        etags=EtagCache(cache_dir),
+        session=session,
+        write_interval=settings.github_write_interval,
+    )
+    return client, settings
+
+
+class GitHubProvider(Provider):
+    name = "github"
+
+    def __init__(self, client: GitHubClient, settings: Settings, data: dict[str, Any]) -> None:
+        super().__init__()
+        self.client = client
+        self._settings = settings
+        self._data = data
+        self._repo = data["full_name"]
+        self._inventory: Inventory | None = None
+
+    # -- locators ---------------------------------------------------------------------
+
+    @classmethod
+    def normalize_locator(cls, location: str) -> str:
+        location = location.strip().removesuffix(".git").strip("/")
+        if not _NAME.match(location):
+            raise InvalidLocator(
+                f"github:{location} is not OWNER/NAME (for example github:octo-org/app)"
+            )
+        return location
+
+    @classmethod
+    def exists(cls, spec: EndpointSpec, env: ProviderEnvironment | None = None) -> bool:
+        client, _ = _client(env)
+        try:
+            client.get(f"/repos/{spec.locator}")
+        except ObjectNotFound:
+            return False
+        return True
+
+    @classmethod
+    def create(cls, spec: EndpointSpec, env: ProviderEnvironment | None = None) -> None:
+        raise UsageError(
+            f"github:{spec.locator} does not exist; create the repository on GitHub first "
+            "(reposync does not create GitHub repositories)"
+        )
+
+    @classmethod
+    def open(cls, spec: EndpointSpec, env: ProviderEnvironment | None = None) -> GitHubProvider:
+        client, settings = _client(env)
+        try:
+            data = client.get(f"/repos/{spec.locator}")
+        except ObjectNotFound:
+            if spec.repository_id is None:
+                raise RepositoryNotFound(f"github:{spec.locator} does not exist") from None
+            data = None
+        if data is None or (spec.repository_id and str(data["id"]) != spec.repository_id):
+            if data is not None:
+                raise RepositoryMismatch(
+                    f"github:{spec.locator} is repository {data['id']}, but this Binding was "
+                    f"made for {spec.repository_id}"
+                )
+            raise RepositoryNotFound(
+                f"github:{spec.locator} (repository {spec.repository_id}) is gone or was "
+                "renamed; update the Binding's locator"
+            )
+        return cls(client, settings, data)
+
+    # -- base contract ----------------------------------------------------------------
+
+    def endpoint(self) -> EndpointInfo:
+        return EndpointInfo(self.name, self._repo, str(self._data["id"]))
+
+    def check_access(self, *, write: bool) -> None:
+        permissions = self._data.get("permissions")
+        if write and isinstance(permissions, dict) and not permissions.get("push", True):
+            raise PermissionDenied(f"the GitHub credentials cannot write to {self._repo}")
+
+    def inventory_index(self, object_types: Sequence[ObjectType]) -> InventoryListing:
+        listing = InventoryListing(entries=[])
+        self.stats.index_reads += 1
+        self._inventory = Inventory(self.client, self._repo)
+        listing.entries = self._entries(sorted(set(object_types), key=str), listing)
+        return listing
+
+    def _entries(
+        self, types: Sequence[ObjectType], listing: InventoryListing
+    ) -> Iterator[IndexEntry]:
+        assert self._inventory is not None
+        for object_type in types:
+            if object_type is ObjectType.GIT_REF:
+                refs = []
+                for name, oid in self._remote_refs():
+                    if is_supported_ref(name):
+                        refs.append(git_ref(name, oid).index_entry())
+                    else:
+                        namespace = ref_namespace(name)
+                        listing.unsupported[namespace] = listing.unsupported.get(namespace, 0) + 1
+                yield from sorted(refs, key=lambda e: e.identity)
+                continue
+            if object_type is ObjectType.REACTION:
+                continue  # GitHub's reactions are not read (archive-only everywhere)
+            entries = [obj.index_entry() for obj in self._inventory.objects(object_type)]
+            yield from sorted(entries, key=lambda e: e.identity)
+
+    def read(self, object_type: ObjectType, identity: str) -> CanonicalObject | None:
+        return self.read_batch(object_type, [identity])[identity]
+
+    def read_batch(
+        self, object_type: ObjectType, identities: Sequence[str]
+    ) -> dict[str, CanonicalObject | None]:
+        self.stats.object_reads += len(identities)
+        if object_type is ObjectType.GIT_REF:
+            refs = dict(self._remote_refs())
+            return {i: git_ref(i, refs[i]) if i in refs else None for i in identities}
+        return read_many(self.client, self._repo, object_type, identities)
+
+    def close(self) -> None:
+        self.client.session.close()
+
+    # -- capabilities -----------------------------------------------------------------
+
+    def is_empty(self) -> bool:
+        self.stats.index_reads += 1
+        if self._remote_refs():
+            return False
+        base = f"/repos/{self._repo}"
+        for path, params in (
+            (f"{base}/issues", {"state": "all", "per_page": 1}),
+            (f"{base}/labels", {"per_page": 1}),
+            (f"{base}/milestones", {"state": "all", "per_page": 1}),
+            (f"{base}/releases", {"per_page": 1}),
+        ):
+            if self.client.get(path, params):
+                return False
+        return True
+
+    def visibility(self) -> str:
+        return str(
+            self._data.get("visibility") or ("private" if self._data.get("private") else "public")
+        )
+
+    def git_remote(self, *, write: bool) -> GitRemote:
+        token = self.client.tokens.token()
+        basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+        return GitRemote(
+            url=f"{self._settings.github_git_url.rstrip('/')}/{self._repo}.git",
+            # Environment-only git configuration: the token is never in a URL, a
+            # config file or a process listing.
+            env={
+                "GIT_CONFIG_COUNT": "1",
+                "GIT_CONFIG_KEY_0": "http.extraHeader",
+                "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}",
+            },
+        )
+
+    def apply_batch(self, writes: Sequence[TargetWrite]) -> list[ApplyResult]:
+        writer = GitHubWriter(
+            self.client,
+            self._repo,
+            self._settings.github_uploads_url,
+            lambda write: write.source_label,
+        )
+        results = writer.apply(writes)
+        self.stats.writes += sum(1 for r in results if r.status.value == "ok")
+        return results
+
+    def find_by_markers(self, object_type: ObjectType, markers: Sequence[str]) -> dict[str, str]:
+        return find_markers(self.client, self._repo, object_type, markers)
+
+    def open_asset(self, identity: str) -> BinaryIO:
+        data = self.client.get(f"/repos/{self._repo}/releases/assets/{identity}")
+        response = self.client.session.get(
+            data["browser_download_url"],
+            stream=True,
+            timeout=self._settings.http_timeout,
+            headers={"Authorization": f"Bearer {self.client.tokens.token()}"},
+        )
+        response.raise_for_status()
+        response.raw.decode_content = True
+        return response.raw  # type: ignore[no-any-return]
+
+    # -- git ----------------------------------------------------------------------------
+
+    def _remote_refs(self) -> list[tuple[str, str]]:
+        remote = self.git_remote(write=False)
+        result = run_git(["git", "ls-remote", remote.url], env=remote.env, check=False)
+        if result.returncode != 0:
+            if "not found" in result.stderr.lower() or "403" in result.stderr:
+                raise PermissionDenied(f"git cannot read {self._repo}: {result.stderr.strip()}")
+            run_git(["git", "ls-remote", remote.url], env=remote.env)  # raises the error
+        refs = []
+        for line in result.stdout.splitlines():
+            oid, _, name = line.partition("\t")
+            if name.startswith("refs/") and not name.endswith("^{}"):
+                refs.append((name, oid))
+        return refs
+
+
+def mirror_path(data_dir: Path, binding_id: int) -> Path:
+    return data_dir / "git" / f"binding-{binding_id}-source.git"
+
+
+__all__ = ["GitHubProvider", "mirror_path"]

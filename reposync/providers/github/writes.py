@@ -1,0 +1,813 @@
+"""Canonical writes as GitHub requests.
+
+What GitHub cannot hold natively is written so it reads back exactly:
+
+* authorship and timestamps go into an attributed header (``bodies.compose``);
+* a pull request that cannot be re-created (merged, closed, or its head branch is not
+  on GitHub at its head commit) becomes a closed-or-open **issue carrier** whose header
+  keeps every pull request field; reviews and review comments on a carrier become
+  comments carrying theirs;
+* issue and pull request numbers are kept on an empty standby by creating in number
+  order and filling gaps with closed **placeholder** issues, which a later create of
+  that number takes over (a pull request converts its placeholder with ``issue``);
+* a create whose response is lost is looked for at once (marker, or the natural key of
+  labels, milestones and assets) and otherwise reported ``UNKNOWN``, never re-sent.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+from urllib.parse import quote
+
+from reposync.errors import RateLimited, ResultUnknown
+from reposync.providers.base import ApplyResult, TargetWrite, WriteStatus
+from reposync.providers.github import objects as gh
+from reposync.providers.github.bodies import compose, parse
+from reposync.providers.github.client import GitHubClient, Refused
+from reposync.providers.github.reads import PLACEHOLDER_MARKER, read_one
+from reposync.sync.canonical import content_hash
+from reposync.sync.vocabulary import Action, ObjectType, Representation
+
+log = logging.getLogger(__name__)
+
+PLACEHOLDER_TITLE = "reposync placeholder"
+#: Newest objects scanned when looking for a marker after a lost response.
+MARKER_SCAN_PAGES = 5
+
+#: Fields GitHub's API cannot set, per type: they travel in the attributed header.
+ATTRIBUTED_FIELDS: dict[ObjectType, tuple[str, ...]] = {
+    ObjectType.ISSUE: ("author", "created_at", "closed_at", "assignees", "locked"),
+    ObjectType.ISSUE_COMMENT: ("author", "created_at"),
+    ObjectType.PULL_REQUEST: (
+        "author",
+        "created_at",
+        "closed_at",
+        "assignees",
+        "base_sha",
+        "head_sha",
+        "merged",
+        "merged_at",
+    ),
+    ObjectType.REVIEW: ("state", "commit_id", "author", "submitted_at"),
+    ObjectType.REVIEW_COMMENT: ("commit_id", "author", "created_at"),
+    ObjectType.RELEASE: ("author", "created_at", "published_at"),
+}
+#: A carrier issue keeps every pull request field GitHub's issue cannot.
+CARRIER_FIELDS = (
+    "author",
+    "created_at",
+    "closed_at",
+    "assignees",
+    "merged",
+    "merged_at",
+    "draft",
+    "base_ref",
+    "base_sha",
+    "head_ref",
+    "head_sha",
+)
+
+UNDELETABLE = frozenset({ObjectType.ISSUE, ObjectType.PULL_REQUEST})
+
+
+class GitHubWriter:
+    """Applies one batch of writes for one repository (keeps per-batch caches)."""
+
+    def __init__(
+        self,
+        client: GitHubClient,
+        repo: str,
+        uploads_url: str,
+        source_label: Callable[[TargetWrite], str | None],
+    ) -> None:
+        self.client = client
+        self.repo = repo  # "owner/name"
+        self.uploads_url = uploads_url.rstrip("/")
+        self.source_label = source_label
+        self._next_number: int | None = None
+        self._milestones: dict[str, int] | None = None
+        self._labels: dict[str, str] | None = None  # id -> name
+        self._kinds: dict[int, str] = {}  # number -> "pull" | "carrier" | "issue"
+
+    # -- the batch ----------------------------------------------------------------------
+
+    def apply(self, writes: Sequence[TargetWrite]) -> list[ApplyResult]:
+        results: list[ApplyResult] = []
+        for index, write in enumerate(writes):
+            try:
+                results.append(self._one(write))
+            except RateLimited as limited:
+                # Nothing of this write was sent: it and the rest wait for retry_at.
+                results.extend(
+                    ApplyResult(
+                        w.item_id,
+                        WriteStatus.DEFERRED,
+                        error_code="rate_limited",
+                        message=limited.message,
+                        retry_at=limited.retry_at,
+                    )
+                    for w in writes[index:]
+                )
+                break
+            except ResultUnknown as unknown:
+                results.append(self._recover(write, unknown))
+            except Refused as refused:
+                results.append(
+                    ApplyResult(
+                        write.item_id,
+                        WriteStatus.REFUSED,
+                        error_code=refused.refusal,
+                        message=refused.message,
+                    )
+                )
+        return results
+
+    def _one(self, write: TargetWrite) -> ApplyResult:
+        handler = getattr(self, f"_{write.action.value}_{write.object_type.value}", None)
+        if handler is None:
+            return ApplyResult(
+                write.item_id,
+                WriteStatus.REFUSED,
+                error_code="unsupported",
+                message=f"GitHub cannot {write.action.value} a {write.object_type.value}",
+            )
+        if write.action is not Action.CREATE and write.expected_hash is not None:
+            current = self._current_hash(write)
+            if current is not None and current != write.expected_hash:
+                return ApplyResult(
+                    write.item_id,
+                    WriteStatus.REFUSED,
+                    error_code="conflict",
+                    message=f"{write.object_type.value} {write.target_identity} changed on "
+                    "GitHub since it was planned",
+                )
+        identity, representation = handler(write)
+        return ApplyResult(
+            write.item_id, WriteStatus.OK, target_identity=identity, representation=representation
+        )
+
+    def _recover(self, write: TargetWrite, unknown: ResultUnknown) -> ApplyResult:
+        """A lost response: find what was created (marker, natural key) or say unknown."""
+        if write.action is Action.CREATE:
+            try:
+                found = self.find(write)
+            except Exception:  # the look-up failing must not hide the unknown write
+                log.exception("looking for %s after a lost response failed", write.marker)
+                found = None
+            if found is not None:
+                return ApplyResult(
+                    write.item_id,
+                    WriteStatus.OK,
+                    target_identity=found,
+                    representation=self._representation(write),
+                )
+        return ApplyResult(
+            write.item_id, WriteStatus.UNKNOWN, error_code="result_unknown", message=unknown.message
+        )
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def _path(self, suffix: str) -> str:
+        return f"/repos/{self.repo}{suffix}"
+
+    def _body(
+        self, write: TargetWrite, kind: ObjectType, extra: Mapping[str, Any] | None = None
+    ) -> str:
+        payload = write.payload or {}
+        attribution = {key: payload.get(key) for key in ATTRIBUTED_FIELDS.get(kind, ())}
+        attribution.update(extra or {})
+        return compose(
+            payload.get("body") or "",
+            marker=write.marker,
+            attribution=attribution or None,
+            source_label=self.source_label(write),
+        )
+
+    def _representation(self, write: TargetWrite) -> Representation | None:
+        if write.object_type in ATTRIBUTED_FIELDS:
+            return Representation.ATTRIBUTED
+        return None
+
+    def _milestone_number(self, title: str | None) -> int | None:
+        if title is None:
+            return None
+        if self._milestones is None:
+            self._milestones = {
+                m["title"]: m["number"]
+                for m in self.client.paginate(self._path("/milestones"), {"state": "all"})
+            }
+        if title not in self._milestones:
+            raise Refused("dependency_missing", f"milestone {title!r} is not on GitHub", 422)
+        return self._milestones[title]
+
+    def _issue_fields(self, payload: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "title": payload["title"],
+            "labels": list(payload.get("labels") or []),
+            "milestone": self._milestone_number(payload.get("milestone")),
+        }
+
+    def _number(self, ref_identity: str | None) -> int:
+        if ref_identity is None:
+            raise Refused("dependency_missing", "the parent is not on GitHub yet", 422)
+        return int(ref_identity)
+
+    def _parent(self, write: TargetWrite) -> str | None:
+        ref = write.refs.get("parent")
+        return ref.identity if ref is not None else None
+
+    def _current_hash(self, write: TargetWrite) -> str | None:
+        obj = read_one(self.client, self.repo, write.object_type, write.target_identity or "")
+        return obj.content_hash if obj is not None else None
+
+    # -- numbers and placeholders -------------------------------------------------------
+
+    def _highest_number(self) -> int:
+        if self._next_number is None:
+            newest = self.client.get(
+                self._path("/issues"),
+                {"state": "all", "sort": "created", "direction": "desc", "per_page": 1},
+            )
+            self._next_number = (newest[0]["number"] if newest else 0) + 1
+        return self._next_number - 1
+
+    def _placeholder_at(self, number: int) -> bool:
+        try:
+            data = self.client.get(self._path(f"/issues/{number}"))
+        except Exception:  # a missing number is not a placeholder
+            return False
+        return (parse(data.get("body")).marker or "").startswith(PLACEHOLDER_MARKER)
+
+    def _fill_gaps_before(self, number: int) -> None:
+        """Closed placeholders up to ``number - 1``, so the next create gets ``number``."""
+        while self._highest_number() + 1 < number:
+            gap = self._highest_number() + 1
+            created = self.client.write(
+                "POST",
+                self._path("/issues"),
+                json_body={
+                    "title": PLACEHOLDER_TITLE,
+                    "body": compose(
+                        "Kept free for a number of the source repository.",
+                        marker=f"{PLACEHOLDER_MARKER}{gap}",
+                    ),
+                },
+            )
+            self.client.write(
+                "PATCH",
+                self._path(f"/issues/{created['number']}"),
+                json_body={"state": "closed", "state_reason": "not_planned"},
+            )
+            self._next_number = created["number"] + 1
+
+    def _numbered_slot(self, number: int | None) -> int | None:
+        """The placeholder to take over for ``number``, after filling any gap before it."""
+        if number is None:
+            return None
+        if number > self._highest_number():
+            self._fill_gaps_before(number)
+            return None
+        return number if self._placeholder_at(number) else None
+
+    def _created_number(self, number: int) -> None:
+        self._next_number = max(self._next_number or 0, number + 1)
+
+    # -- labels and milestones ----------------------------------------------------------
+
+    def _label_name(self, identity: str) -> str:
+        if self._labels is None or identity not in self._labels:
+            self._labels = {
+                str(lb["id"]): lb["name"] for lb in self.client.paginate(self._path("/labels"))
+            }
+        if identity not in self._labels:
+            raise Refused("not_found", f"label {identity} is not on GitHub", 404)
+        return self._labels[identity]
+
+    def _create_label(self, write: TargetWrite) -> tuple[str, None]:
+        payload = write.payload or {}
+        body = {
+            "name": payload["name"],
+            "color": payload["color"],
+            "description": payload["description"],
+        }
+        try:
+            created = self.client.write("POST", self._path("/labels"), json_body=body)
+        except Refused as refused:
+            existing = (
+                self._label_by_name(payload["name"]) if refused.refusal == "conflict" else None
+            )
+            if existing is not None and content_hash(gh.label(existing).payload) == content_hash(
+                dict(payload)
+            ):
+                return str(existing["id"]), None  # ours already (a retried create)
+            raise
+        return str(created["id"]), None
+
+    def _label_by_name(self, name: str) -> dict[str, Any] | None:
+        try:
+            return self.client.get(self._path(f"/labels/{quote(name, safe='')}"))
+        except Exception:
+            return None
+
+    def _update_label(self, write: TargetWrite) -> tuple[str, None]:
+        payload = write.payload or {}
+        name = self._label_name(write.target_identity or "")
+        self.client.write(
+            "PATCH",
+            self._path(f"/labels/{quote(name, safe='')}"),
+            json_body={
+                "new_name": payload["name"],
+                "color": payload["color"],
+                "description": payload["description"],
+            },
+        )
+        return write.target_identity or "", None
+
+    def _delete_label(self, write: TargetWrite) -> tuple[str, None]:
+        name = self._label_name(write.target_identity or "")
+        self.client.write("DELETE", self._path(f"/labels/{quote(name, safe='')}"))
+        return write.target_identity or "", None
+
+    def _milestone_body(self, payload: Mapping[str, Any]) -> dict[str, Any]:
+        body = {
+            "title": payload["title"],
+            "state": payload["state"],
+            "description": payload["description"],
+        }
+        if payload.get("due_on"):
+            body["due_on"] = payload["due_on"]
+        return body
+
+    def _create_milestone(self, write: TargetWrite) -> tuple[str, None]:
+        payload = write.payload or {}
+        try:
+            created = self.client.write(
+                "POST", self._path("/milestones"), json_body=self._milestone_body(payload)
+            )
+        except Refused as refused:
+            if refused.refusal != "conflict":
+                raise
+            for existing in self.client.paginate(self._path("/milestones"), {"state": "all"}):
+                if existing["title"] == payload["title"] and gh.milestone(
+                    existing
+                ).content_hash == content_hash(dict(payload)):
+                    return str(existing["number"]), None
+            raise
+        return str(created["number"]), None
+
+    def _update_milestone(self, write: TargetWrite) -> tuple[str, None]:
+        self.client.write(
+            "PATCH",
+            self._path(f"/milestones/{write.target_identity}"),
+            json_body=self._milestone_body(write.payload or {}),
+        )
+        return write.target_identity or "", None
+
+    def _delete_milestone(self, write: TargetWrite) -> tuple[str, None]:
+        self.client.write("DELETE", self._path(f"/milestones/{write.target_identity}"))
+        return write.target_identity or "", None
+
+    # -- issues -------------------------------------------------------------------------
+
+    def _create_issue(self, write: TargetWrite) -> tuple[str, Representation]:
+        payload = write.payload or {}
+        fields = {**self._issue_fields(payload), "body": self._body(write, ObjectType.ISSUE)}
+        number = self._take_or_create(write.number, fields)
+        self._close_if(number, payload)
+        self._kinds[number] = "issue"
+        return str(number), Representation.ATTRIBUTED
+
+    def _take_or_create(self, wanted: int | None, fields: dict[str, Any]) -> int:
+        slot = self._numbered_slot(wanted)
+        if slot is not None:
+            self.client.write(
+                "PATCH", self._path(f"/issues/{slot}"), json_body={**fields, "state": "open"}
+            )
+            return slot
+        created = self.client.write("POST", self._path("/issues"), json_body=fields)
+        self._created_number(created["number"])
+        return int(created["number"])
+
+    def _close_if(self, number: int, payload: Mapping[str, Any]) -> None:
+        if payload.get("state") == "closed":
+            body: dict[str, Any] = {"state": "closed"}
+            if payload.get("state_reason") in ("completed", "not_planned"):
+                body["state_reason"] = payload["state_reason"]
+            self.client.write("PATCH", self._path(f"/issues/{number}"), json_body=body)
+
+    def _update_issue(self, write: TargetWrite) -> tuple[str, Representation]:
+        payload = write.payload or {}
+        body: dict[str, Any] = {
+            **self._issue_fields(payload),
+            "body": self._body(write, ObjectType.ISSUE),
+            "state": payload["state"],
+        }
+        if payload.get("state_reason") in ("completed", "not_planned", "reopened"):
+            body["state_reason"] = payload["state_reason"]
+        self.client.write("PATCH", self._path(f"/issues/{write.target_identity}"), json_body=body)
+        return write.target_identity or "", Representation.ATTRIBUTED
+
+    # -- pull requests ------------------------------------------------------------------
+
+    def _can_be_native(self, payload: Mapping[str, Any]) -> bool:
+        if payload.get("state") != "open" or payload.get("merged"):
+            return False
+        try:
+            refs = self.client.get(
+                self._path(f"/git/matching-refs/heads/{quote(payload['head_ref'], safe='/')}")
+            )
+        except Exception:
+            return False
+        wanted = f"refs/heads/{payload['head_ref']}"
+        return any(
+            r.get("ref") == wanted and r.get("object", {}).get("sha") == payload["head_sha"]
+            for r in refs
+        )
+
+    def _create_pull_request(self, write: TargetWrite) -> tuple[str, Representation]:
+        payload = write.payload or {}
+        if not self._can_be_native(payload):
+            return self._create_carrier(write)
+        slot = self._numbered_slot(write.number)
+        body = self._body(write, ObjectType.PULL_REQUEST)
+        request: dict[str, Any] = {
+            "head": payload["head_ref"],
+            "base": payload["base_ref"],
+            "draft": bool(payload.get("draft")),
+        }
+        if slot is not None:
+            request["issue"] = slot
+        else:
+            request.update(title=payload["title"], body=body)
+        created = self.client.write("POST", self._path("/pulls"), json_body=request)
+        number = int(created["number"])
+        self._created_number(number)
+        if slot is not None:
+            self.client.write(
+                "PATCH",
+                self._path(f"/pulls/{number}"),
+                json_body={"title": payload["title"], "body": body},
+            )
+        extra = self._issue_fields(payload)
+        del extra["title"]
+        if extra["labels"] or extra["milestone"] is not None:
+            self.client.write("PATCH", self._path(f"/issues/{number}"), json_body=extra)
+        self._kinds[number] = "pull"
+        return str(number), Representation.ATTRIBUTED
+
+    def _create_carrier(self, write: TargetWrite) -> tuple[str, Representation]:
+        payload = write.payload or {}
+        extra = {key: payload.get(key) for key in CARRIER_FIELDS}
+        extra[gh.CARRIED_TYPE] = ObjectType.PULL_REQUEST.value
+        fields = {
+            **self._issue_fields(payload),
+            "body": self._body(write, ObjectType.ISSUE_COMMENT, extra),
+        }
+        number = self._take_or_create(write.number, fields)
+        if payload.get("state") == "closed":
+            self.client.write(
+                "PATCH", self._path(f"/issues/{number}"), json_body={"state": "closed"}
+            )
+        self._kinds[number] = "carrier"
+        return str(number), Representation.PROJECTED
+
+    def _kind(self, number: int) -> str:
+        if number not in self._kinds:
+            data = self.client.get(self._path(f"/issues/{number}"))
+            self._kinds[number] = (
+                "pull" if "pull_request" in data else "carrier" if gh.is_carrier(data) else "issue"
+            )
+        return self._kinds[number]
+
+    def _update_pull_request(self, write: TargetWrite) -> tuple[str, Representation]:
+        payload = write.payload or {}
+        number = self._number(write.target_identity)
+        if self._kind(number) == "carrier":
+            extra = {key: payload.get(key) for key in CARRIER_FIELDS}
+            extra[gh.CARRIED_TYPE] = ObjectType.PULL_REQUEST.value
+            self.client.write(
+                "PATCH",
+                self._path(f"/issues/{number}"),
+                json_body={
+                    **self._issue_fields(payload),
+                    "state": payload["state"],
+                    "body": self._body(write, ObjectType.ISSUE_COMMENT, extra),
+                },
+            )
+            return str(number), Representation.PROJECTED
+        self.client.write(
+            "PATCH",
+            self._path(f"/pulls/{number}"),
+            json_body={
+                "title": payload["title"],
+                "body": self._body(write, ObjectType.PULL_REQUEST),
+                "state": payload["state"],
+                "base": payload["base_ref"],
+            },
+        )
+        fields = self._issue_fields(payload)
+        del fields["title"]
+        self.client.write("PATCH", self._path(f"/issues/{number}"), json_body=fields)
+        return str(number), Representation.ATTRIBUTED
+
+    # -- comments -----------------------------------------------------------------------
+
+    def _create_issue_comment(self, write: TargetWrite) -> tuple[str, Representation]:
+        number = self._number(self._parent(write))
+        created = self.client.write(
+            "POST",
+            self._path(f"/issues/{number}/comments"),
+            json_body={"body": self._body(write, ObjectType.ISSUE_COMMENT)},
+        )
+        return str(created["id"]), Representation.ATTRIBUTED
+
+    def _update_issue_comment(self, write: TargetWrite) -> tuple[str, Representation]:
+        self.client.write(
+            "PATCH",
+            self._path(f"/issues/comments/{write.target_identity}"),
+            json_body={"body": self._body(write, ObjectType.ISSUE_COMMENT)},
+        )
+        return write.target_identity or "", Representation.ATTRIBUTED
+
+    def _delete_issue_comment(self, write: TargetWrite) -> tuple[str, None]:
+        self.client.write("DELETE", self._path(f"/issues/comments/{write.target_identity}"))
+        return write.target_identity or "", None
+
+    # -- reviews ------------------------------------------------------------------------
+
+    def _carried_comment(
+        self, write: TargetWrite, number: int, kind: ObjectType, extra: Mapping[str, Any]
+    ) -> str:
+        payload = write.payload or {}
+        attribution = {key: payload.get(key) for key in ATTRIBUTED_FIELDS[kind]}
+        attribution.update(extra)
+        attribution[gh.CARRIED_TYPE] = kind.value
+        body = compose(
+            payload.get("body") or "",
+            marker=write.marker,
+            attribution=attribution,
+            source_label=self.source_label(write),
+        )
+        if write.target_identity:
+            comment_id = write.target_identity.removeprefix("comment-")
+            self.client.write(
+                "PATCH", self._path(f"/issues/comments/{comment_id}"), json_body={"body": body}
+            )
+            return write.target_identity
+        created = self.client.write(
+            "POST", self._path(f"/issues/{number}/comments"), json_body={"body": body}
+        )
+        return f"comment-{created['id']}"
+
+    def _create_review(self, write: TargetWrite) -> tuple[str, Representation]:
+        number = self._number(self._parent(write))
+        if self._kind(number) != "pull":
+            return (
+                self._carried_comment(write, number, ObjectType.REVIEW, {}),
+                Representation.PROJECTED,
+            )
+        created = self.client.write(
+            "POST",
+            self._path(f"/pulls/{number}/reviews"),
+            json_body={"body": self._body(write, ObjectType.REVIEW), "event": "COMMENT"},
+        )
+        return f"{number}/{created['id']}", Representation.ATTRIBUTED
+
+    def _update_review(self, write: TargetWrite) -> tuple[str, Representation]:
+        identity = write.target_identity or ""
+        if identity.startswith("comment-"):
+            number = self._number(self._parent(write))
+            return (
+                self._carried_comment(write, number, ObjectType.REVIEW, {}),
+                Representation.PROJECTED,
+            )
+        number, review_id = identity.split("/", 1)
+        self.client.write(
+            "PUT",
+            self._path(f"/pulls/{number}/reviews/{review_id}"),
+            json_body={"body": self._body(write, ObjectType.REVIEW)},
+        )
+        return identity, Representation.ATTRIBUTED
+
+    def _create_review_comment(self, write: TargetWrite) -> tuple[str, Representation]:
+        payload = write.payload or {}
+        review = self._parent(write)
+        if review is None:
+            raise Refused("dependency_missing", "the review is not on GitHub yet", 422)
+        if review.startswith("comment-"):
+            number = self._review_pull(write)
+            return (
+                self._carried_comment(
+                    write, number, ObjectType.REVIEW_COMMENT, self._review_comment_extra(write)
+                ),
+                Representation.PROJECTED,
+            )
+        number = int(review.split("/", 1)[0])
+        body = self._body(write, ObjectType.REVIEW_COMMENT)
+        reply = write.refs.get("in_reply_to")
+        if reply is not None and reply.identity and not reply.identity.startswith("comment-"):
+            created = self.client.write(
+                "POST",
+                self._path(f"/pulls/{number}/comments/{reply.identity}/replies"),
+                json_body={"body": body},
+            )
+        else:
+            request = {
+                "body": body,
+                "commit_id": payload["commit_id"],
+                "path": payload["path"],
+                "side": payload.get("side") or "RIGHT",
+            }
+            if payload.get("line") is not None:
+                request["line"] = payload["line"]
+            else:
+                request["subject_type"] = "file"
+            created = self.client.write(
+                "POST", self._path(f"/pulls/{number}/comments"), json_body=request
+            )
+        return str(created["id"]), Representation.ATTRIBUTED
+
+    def _review_pull(self, write: TargetWrite) -> int:
+        """The pull request (carrier) of a review that was carried in a comment."""
+        review = (self._parent(write) or "").removeprefix("comment-")
+        comment = self.client.get(self._path(f"/issues/comments/{review}"))
+        return gh.parent_number(comment)
+
+    def _review_comment_extra(self, write: TargetWrite) -> dict[str, Any]:
+        payload = write.payload or {}
+        reply = write.refs.get("in_reply_to")
+        return {
+            "review": self._parent(write),
+            "path": payload.get("path"),
+            "line": payload.get("line"),
+            "side": payload.get("side"),
+            "in_reply_to": reply.identity if reply is not None else None,
+        }
+
+    def _update_review_comment(self, write: TargetWrite) -> tuple[str, Representation]:
+        identity = write.target_identity or ""
+        if identity.startswith("comment-"):
+            return (
+                self._carried_comment(
+                    write, 0, ObjectType.REVIEW_COMMENT, self._review_comment_extra(write)
+                ),
+                Representation.PROJECTED,
+            )
+        self.client.write(
+            "PATCH",
+            self._path(f"/pulls/comments/{identity}"),
+            json_body={"body": self._body(write, ObjectType.REVIEW_COMMENT)},
+        )
+        return identity, Representation.ATTRIBUTED
+
+    def _delete_review_comment(self, write: TargetWrite) -> tuple[str, None]:
+        identity = write.target_identity or ""
+        if identity.startswith("comment-"):
+            self.client.write(
+                "DELETE", self._path(f"/issues/comments/{identity.removeprefix('comment-')}")
+            )
+        else:
+            self.client.write("DELETE", self._path(f"/pulls/comments/{identity}"))
+        return identity, None
+
+    # -- releases -----------------------------------------------------------------------
+
+    def _release_body(self, write: TargetWrite) -> dict[str, Any]:
+        payload = write.payload or {}
+        return {
+            "tag_name": payload["tag"],
+            "name": payload["name"],
+            "body": self._body(write, ObjectType.RELEASE),
+            "draft": bool(payload["draft"]),
+            "prerelease": bool(payload["prerelease"]),
+        }
+
+    def _create_release(self, write: TargetWrite) -> tuple[str, Representation]:
+        created = self.client.write(
+            "POST", self._path("/releases"), json_body=self._release_body(write)
+        )
+        return str(created["id"]), Representation.ATTRIBUTED
+
+    def _update_release(self, write: TargetWrite) -> tuple[str, Representation]:
+        self.client.write(
+            "PATCH",
+            self._path(f"/releases/{write.target_identity}"),
+            json_body=self._release_body(write),
+        )
+        return write.target_identity or "", Representation.ATTRIBUTED
+
+    def _delete_release(self, write: TargetWrite) -> tuple[str, None]:
+        self.client.write("DELETE", self._path(f"/releases/{write.target_identity}"))
+        return write.target_identity or "", None
+
+    def _create_release_asset(self, write: TargetWrite) -> tuple[str, None]:
+        payload = write.payload or {}
+        release = self._parent(write)
+        if release is None or write.content is None:
+            raise Refused("dependency_missing", "the release (or the bytes) are missing", 422)
+        existing = self._asset_named(release, payload["name"])
+        if existing is not None:
+            if str(existing.get("digest")) == f"sha256:{payload['sha256']}":
+                return str(existing["id"]), None  # ours already (a retried upload)
+            raise Refused(
+                "conflict",
+                f"release {release} already has an asset {payload['name']!r} with other content",
+                422,
+            )
+        url = f"{self.uploads_url}/repos/{self.repo}/releases/{release}/assets"
+        with write.content() as stream:
+            created = self.client.write(
+                "POST",
+                url,
+                data=stream,
+                params={"name": payload["name"]},
+                headers={
+                    "Content-Type": payload["content_type"],
+                    "Content-Length": str(payload["size"]),
+                },
+            )
+        return str(created["id"]), None
+
+    def _asset_named(self, release: str, name: str) -> dict[str, Any] | None:
+        for asset in self.client.paginate(self._path(f"/releases/{release}/assets")):
+            if asset["name"] == name:
+                return asset
+        return None
+
+    def _update_release_asset(self, write: TargetWrite) -> tuple[str, None]:
+        """New bytes are a new upload: GitHub cannot replace an asset's content."""
+        self._delete_release_asset(write)
+        return self._create_release_asset(
+            TargetWrite(**{**_fields(write), "target_identity": None})
+        )
+
+    def _delete_release_asset(self, write: TargetWrite) -> tuple[str, None]:
+        self.client.write("DELETE", self._path(f"/releases/assets/{write.target_identity}"))
+        return write.target_identity or "", None
+
+    # -- recovery -----------------------------------------------------------------------
+
+    def find(self, write: TargetWrite) -> str | None:
+        payload = write.payload or {}
+        if write.object_type is ObjectType.LABEL:
+            found = self._label_by_name(payload.get("name", ""))
+            return str(found["id"]) if found else None
+        if write.object_type is ObjectType.MILESTONE:
+            for existing in self.client.paginate(self._path("/milestones"), {"state": "all"}):
+                if existing["title"] == payload.get("title"):
+                    return str(existing["number"])
+            return None
+        if write.object_type is ObjectType.RELEASE_ASSET and self._parent(write):
+            asset = self._asset_named(self._parent(write) or "", payload.get("name", ""))
+            return str(asset["id"]) if asset else None
+        return find_markers(self.client, self.repo, write.object_type, [write.marker]).get(
+            write.marker
+        )
+
+
+def _fields(write: TargetWrite) -> dict[str, Any]:
+    return {name: getattr(write, name) for name in write.__dataclass_fields__}
+
+
+def find_markers(
+    client: GitHubClient, repo: str, object_type: ObjectType, markers: Sequence[str]
+) -> dict[str, str]:
+    """{marker: identity} among the newest objects of a type (after a lost response)."""
+    wanted = set(markers)
+    found: dict[str, str] = {}
+    listing: tuple[str, dict[str, Any], Callable[[dict[str, Any]], str]] | None = None
+    newest = {"sort": "created", "direction": "desc"}
+    if object_type in (ObjectType.ISSUE, ObjectType.PULL_REQUEST):
+        listing = (
+            f"/repos/{repo}/issues",
+            {"state": "all", **newest},
+            lambda item: str(item["number"]),
+        )
+    elif object_type in (ObjectType.ISSUE_COMMENT, ObjectType.REVIEW):
+        listing = (
+            f"/repos/{repo}/issues/comments",
+            newest,
+            lambda item: (
+                str(item["id"])
+                if object_type is ObjectType.ISSUE_COMMENT
+                else f"comment-{item['id']}"
+            ),
+        )
+    elif object_type is ObjectType.REVIEW_COMMENT:
+        listing = (f"/repos/{repo}/pulls/comments", newest, lambda item: str(item["id"]))
+    elif object_type is ObjectType.RELEASE:
+        listing = (f"/repos/{repo}/releases", {}, lambda item: str(item["id"]))
+    if listing is None:
+        return found
+    path, params, identity = listing
+    for count, item in enumerate(client.paginate(path, params)):
+        marker = parse(item.get("body")).marker
+        if marker in wanted:
+            found[marker] = identity(item)
+            if len(found) == len(wanted):
+                break
+        if count >= MARKER_SCAN_PAGES * 100:
+            break
+    return found
