@@ -112,11 +112,16 @@ def _sync(settings: Settings, args: argparse.Namespace) -> int:
             progress.close()
         db.dispose()
     if run.status == "queued" and run.retry_at is not None:  # deferred by a rate limit
-        message = (f"run {run.id} is deferred by the target's rate limit until "
-                   f"{run.retry_at.isoformat()}; run the same command again to resume it")
+        message = (
+            f"run {run.id} is deferred by the target's rate limit until "
+            f"{run.retry_at.isoformat()}; run the same command again to resume it"
+        )
         if args.json:
-            print(json.dumps({"run_id": run.id, "status": "deferred",
-                              "retry_at": run.retry_at.isoformat()}))
+            print(
+                json.dumps(
+                    {"run_id": run.id, "status": "deferred", "retry_at": run.retry_at.isoformat()}
+                )
+            )
         else:
             print(message)
         return 1

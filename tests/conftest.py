@@ -87,3 +87,13 @@ def pg_ctx(settings: Settings, pg_db: Database) -> ServiceContext:
         ),
         db=pg_db,
     )
+
+
+@pytest.fixture
+def github_fake():
+    """A GitHub-faithful server (REST, uploads, Git smart HTTP), contract-checked."""
+    from tests.fakes.github import GitHubFake
+
+    with GitHubFake() as fake:
+        yield fake
+        fake.assert_clean(requests_too=True)

@@ -13,6 +13,7 @@ import os
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reposync.errors import GitTransportError
@@ -136,6 +137,34 @@ def push(
             else:
                 outcome.rejected[name] = summary
     return outcome
+
+
+def fetch_mirror(mirror: Path, url: str, *, env: Mapping[str, str] | None = None) -> Path:
+    """Bring a local mirror of a remote's branches and tags up to date; its object store.
+
+    Incremental after the first time; ``--prune`` keeps it an exact copy, so planned
+    object ids that vanished on the source are noticed (their push fails) instead of
+    pushed from a stale copy.
+    """
+    if not (mirror / "HEAD").exists():
+        mirror.parent.mkdir(parents=True, exist_ok=True)
+        run_git(["git", "init", "-q", "--bare", str(mirror)], env=env)
+    run_git(
+        [
+            "git",
+            "--git-dir",
+            str(mirror),
+            "fetch",
+            "--quiet",
+            "--prune",
+            "--no-tags",
+            url,
+            "+refs/heads/*:refs/heads/*",
+            "+refs/tags/*:refs/tags/*",
+        ],
+        env=env,
+    )
+    return mirror / "objects"
 
 
 def parse_porcelain(stdout: str) -> dict[str, tuple[bool, str]]:

@@ -54,6 +54,8 @@ class ProviderEnvironment:
     settings: Settings
     budget: WriteBudget | None = None
     clock: Clock = field(default_factory=SystemClock)
+    #: Builds the HTTP sessions of API providers (tests attach contract validation here).
+    http_session: Callable[[], Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -148,14 +148,15 @@ class GitRefApplier:
     def write(self, ex: StageExecution, items: Sequence[ApplyItem]) -> WriteReport:
         source_remote = _remote(ex.source(), write=False)
         target_remote = _remote(ex.target(), write=True)
-        if source_remote.objects_dir is None:
-            raise ProviderError(
-                f"{ex.spec('source').display}: pushing from a remote source needs a local "
-                "mirror, which this provider does not offer yet"
+        objects_dir = source_remote.objects_dir
+        if objects_dir is None:  # a remote source: one fetch into this Binding's mirror
+            mirror = ex.ctx.settings.data_dir / "git" / f"binding-{ex.binding.id}-source.git"
+            objects_dir = str(
+                transport.fetch_mirror(mirror, source_remote.url, env=dict(source_remote.env))
             )
+            ex.count_io("fetches")
         workspace = PushWorkspace(
-            ex.ctx.settings.data_dir / "git" / f"binding-{ex.binding.id}.git",
-            source_remote.objects_dir,
+            ex.ctx.settings.data_dir / "git" / f"binding-{ex.binding.id}.git", objects_dir
         )
         updates = [
             transport.RefUpdate(

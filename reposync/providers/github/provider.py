@@ -54,7 +54,7 @@ _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
 def _client(env: ProviderEnvironment | None) -> tuple[GitHubClient, Settings]:
     env = env or ProviderEnvironment(settings=Settings.from_env())
     settings = env.settings
-    session = requests.Session()
+    session = env.http_session() if env.http_session else requests.Session()
     tokens = token_source(settings, session, env.clock)
     cache_dir = settings.data_dir / "http-cache" / "github"
     client = GitHubClient(

@@ -90,6 +90,8 @@ class GitHubWriter:
         self._milestones: dict[str, int] | None = None
         self._labels: dict[str, str] | None = None  # id -> name
         self._kinds: dict[int, str] = {}  # number -> "pull" | "carrier" | "issue"
+        #: Marker -> identity of what this batch created (references within a batch).
+        self._created: dict[str, str] = {}
 
     # -- the batch ----------------------------------------------------------------------
 
@@ -144,6 +146,8 @@ class GitHubWriter:
                     "GitHub since it was planned",
                 )
         identity, representation = handler(write)
+        if write.action is Action.CREATE:
+            self._created[write.marker] = identity
         return ApplyResult(
             write.item_id, WriteStatus.OK, target_identity=identity, representation=representation
         )
@@ -214,9 +218,15 @@ class GitHubWriter:
             raise Refused("dependency_missing", "the parent is not on GitHub yet", 422)
         return int(ref_identity)
 
+    def _ref(self, write: TargetWrite, name: str) -> str | None:
+        """A reference's target identity: from the links, or created earlier in this batch."""
+        ref = write.refs.get(name)
+        if ref is None:
+            return None
+        return ref.identity or self._created.get(ref.marker)
+
     def _parent(self, write: TargetWrite) -> str | None:
-        ref = write.refs.get("parent")
-        return ref.identity if ref is not None else None
+        return self._ref(write, "parent")
 
     def _current_hash(self, write: TargetWrite) -> str | None:
         obj = read_one(self.client, self.repo, write.object_type, write.target_identity or "")
@@ -606,11 +616,13 @@ class GitHubWriter:
             )
         number = int(review.split("/", 1)[0])
         body = self._body(write, ObjectType.REVIEW_COMMENT)
-        reply = write.refs.get("in_reply_to")
-        if reply is not None and reply.identity and not reply.identity.startswith("comment-"):
+        reply = self._ref(write, "in_reply_to")
+        if write.refs.get("in_reply_to") is not None and reply is None:
+            raise Refused("dependency_missing", "the comment replied to is not on GitHub", 422)
+        if reply is not None and not reply.startswith("comment-"):
             created = self.client.write(
                 "POST",
-                self._path(f"/pulls/{number}/comments/{reply.identity}/replies"),
+                self._path(f"/pulls/{number}/comments/{reply}/replies"),
                 json_body={"body": body},
             )
         else:
@@ -637,13 +649,12 @@ class GitHubWriter:
 
     def _review_comment_extra(self, write: TargetWrite) -> dict[str, Any]:
         payload = write.payload or {}
-        reply = write.refs.get("in_reply_to")
         return {
             "review": self._parent(write),
             "path": payload.get("path"),
             "line": payload.get("line"),
             "side": payload.get("side"),
-            "in_reply_to": reply.identity if reply is not None else None,
+            "in_reply_to": self._ref(write, "in_reply_to"),
         }
 
     def _update_review_comment(self, write: TargetWrite) -> tuple[str, Representation]:

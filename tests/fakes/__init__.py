@@ -1,0 +1,1 @@
+"""Test doubles that speak real protocols: a GitHub-faithful server and its contract harness."""

@@ -1,0 +1,594 @@
+"""Validate HTTP exchanges against GitHub's own OpenAPI description of the operations we use.
+
+``tests/contracts/github-rest-subset.json`` is loaded once per process (openapi-core takes
+about two seconds to check and compile it). A request is matched to a described operation
+by method and path and its parameters and JSON body are checked; a response must have a
+status the operation describes and, when the description gives one, a body valid against
+its schema. Headers the description does not list never fail validation.
+
+Deliberate choices, each because the description cannot express what GitHub does:
+
+* URLs of a test server are rewritten to ``https://api.github.com`` or
+  ``https://uploads.github.com`` (the asset upload operation lives on the uploads host).
+* ``{ref}`` of ``git/matching-refs`` is ``x-multi-segment`` (it contains ``/``), which
+  openapi-core cannot match; its slashes are percent-encoded before matching.
+* The upload operation describes only ``application/octet-stream`` although GitHub asks
+  for the asset's own media type; any media type is validated as octet-stream there.
+* ``nullable: true`` is not honoured by validators in two shapes the description uses:
+  next to ``oneOf``/``anyOf`` without a ``type`` (six places, e.g. ``milestone`` of
+  create/update issue, where ``null`` clears it) and next to an ``enum`` that lacks
+  ``null`` (four places, e.g. ``issue.state_reason``, which GitHub returns as null for
+  open issues). The loaded copy (never the file) adds the null explicitly.
+* CROSS_CUTTING_STATUSES may come from any operation even where it is not listed
+  (authentication, permission, not-found, validation, rate limits, redirects of renamed
+  repositories, server errors); their bodies are checked against ``basic-error`` (or
+  ``validation-error`` for 422). Any other undescribed status is a violation.
+* 304 responses are skipped by the requests integration: they carry no body, and the
+  description lists 304 for only a few operations although any conditional GET can get it.
+  Requests are still checked. A response to a request that names no described operation
+  is not checked either (the request already is the violation).
+* Git smart-HTTP URLs (``info/refs``, ``git-upload-pack``, ``git-receive-pack``) speak the
+  Git protocol, not the REST API, and URLs outside both REST bases (for example a
+  ``browser_download_url``) are not described either; the integration skips both.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import re
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlsplit
+
+import requests
+from openapi_core import OpenAPI
+from openapi_core.datatypes import RequestParameters
+from openapi_schema_validator import OAS30Validator
+from werkzeug.datastructures import Headers, ImmutableMultiDict
+
+SPEC_PATH = Path(__file__).resolve().parents[1] / "contracts" / "github-rest-subset.json"
+API_ORIGIN = "https://api.github.com"
+UPLOADS_ORIGIN = "https://uploads.github.com"
+CROSS_CUTTING_STATUSES = frozenset({301, 307, 400, 401, 403, 404, 422, 429, 500, 502, 503})
+METHODS = ("get", "put", "post", "delete", "patch", "head", "options")
+GIT_SMART_HTTP = re.compile(r"/(info/refs|git-upload-pack|git-receive-pack)$")
+MAX_LISTED_ERRORS = 8
+_VALIDATION_LOCK = threading.Lock()  # one compiled description is shared by all instances
+
+
+class ContractViolation(AssertionError):
+    """An exchange that GitHub's description does not allow."""
+
+    def __init__(self, message: str, what: str = "") -> None:
+        super().__init__(message)
+        self.what = what  # "request" or "response <status>"
+
+    @property
+    def is_request(self) -> bool:
+        return self.what == "request"
+
+
+@dataclass(frozen=True)
+class Operation:
+    method: str
+    template: str
+    operation_id: str
+    origin: str
+    pattern: re.Pattern[str]
+    multi_segment: tuple[str, ...]
+    statuses: frozenset[str]
+
+    def label(self) -> str:
+        return f"{self.method.upper()} {self.template} [{self.operation_id}]"
+
+
+@dataclass(frozen=True)
+class BodyError:
+    """One schema error of a JSON request body (what GitHub answers 422 for)."""
+
+    field: str  # dotted path of the field ("" for the body itself)
+    code: str  # "missing_field" or "invalid"
+    message: str
+
+
+@dataclass(frozen=True)
+class RequestCheck:
+    problems: list[tuple[str, str]]
+    body_errors: list[BodyError]
+
+
+@dataclass(frozen=True)
+class _Spec:
+    openapi: OpenAPI
+    raw: dict[str, Any]
+    operations: tuple[Operation, ...]
+
+
+@functools.cache
+def _load() -> _Spec:
+    raw = _with_explicit_nulls(json.loads(SPEC_PATH.read_text()))
+    return _Spec(openapi=OpenAPI.from_dict(raw), raw=raw, operations=_operations(raw))
+
+
+def _with_explicit_nulls(raw: dict[str, Any]) -> dict[str, Any]:
+    """A copy in which ``nullable`` next to ``oneOf``/``anyOf`` really admits null."""
+    raw = copy.deepcopy(raw)
+    null_branch = {"type": "string", "nullable": True, "enum": [None]}
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("nullable") is True and None not in node.get("enum", [None]):
+                node["enum"] = [*node["enum"], None]
+            if node.get("nullable") is True and "type" not in node:
+                for key in ("oneOf", "anyOf"):
+                    if key in node:
+                        node[key] = [*node[key], null_branch]
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(raw)
+    return raw
+
+
+def _operations(raw: dict[str, Any]) -> tuple[Operation, ...]:
+    default_origin = raw["servers"][0]["url"].rstrip("/")
+    parameters = raw["components"]["parameters"]
+    found = []
+    for template, item in raw["paths"].items():
+        for method in METHODS:
+            if method not in item:
+                continue
+            op = item[method]
+            multi = []
+            for param in op.get("parameters", []):
+                if "$ref" in param:
+                    param = parameters[param["$ref"].rsplit("/", 1)[1]]
+                if param.get("in") == "path" and param.get("x-multi-segment"):
+                    multi.append(param["name"])
+            regex = re.escape(template)
+            for name in re.findall(r"\{(\w+)\}", template):
+                part = ".+" if name in multi else "[^/]+"
+                regex = regex.replace(re.escape("{" + name + "}"), f"(?P<{name}>{part})")
+            servers = op.get("servers") or item.get("servers")
+            found.append(
+                Operation(
+                    method=method,
+                    template=template,
+                    operation_id=op.get("operationId", "?"),
+                    origin=servers[0]["url"].rstrip("/") if servers else default_origin,
+                    pattern=re.compile(f"^{regex}$"),
+                    multi_segment=tuple(multi),
+                    statuses=frozenset(op["responses"]),
+                )
+            )
+    # Literal segments win over parameters, as in any router: /issues/comments
+    # must not be read as /issues/{issue_number}.
+    found.sort(key=lambda op: (op.template.count("{"), -len(op.template)))
+    return tuple(found)
+
+
+@dataclass
+class _OpenAPIRequest:
+    host_url: str
+    path: str
+    method: str
+    body: bytes | None
+    content_type: str
+    parameters: RequestParameters
+
+
+@dataclass
+class _OpenAPIResponse:
+    status_code: int
+    headers: Headers
+    data: bytes | None
+    content_type: str
+
+
+@dataclass(frozen=True)
+class _Target:
+    origin: str
+    path: str
+    query: list[tuple[str, str]]
+    operation: Operation | None
+    problem: str | None
+
+
+def _header_map(headers: Mapping[str, str] | Iterable[tuple[str, str]] | None) -> Headers:
+    if headers is None:
+        return Headers()
+    items = headers.items() if isinstance(headers, Mapping) else headers
+    return Headers([(str(k), str(v)) for k, v in items])
+
+
+class GitHubContract:
+    """GitHub's description of our operations, with test-server URLs mapped onto GitHub's."""
+
+    def __init__(
+        self,
+        *,
+        api_url: str = API_ORIGIN,
+        uploads_url: str = UPLOADS_ORIGIN,
+        cross_cutting_statuses: frozenset[int] = CROSS_CUTTING_STATUSES,
+    ) -> None:
+        self.api_url = api_url.rstrip("/")
+        self.uploads_url = uploads_url.rstrip("/")
+        self.cross_cutting_statuses = cross_cutting_statuses
+        self._spec = _load()
+
+    @property
+    def operations(self) -> tuple[Operation, ...]:
+        """Every operation the description holds."""
+        return self._spec.operations
+
+    # -- URL handling -------------------------------------------------------------------
+
+    def is_rest_url(self, url: str) -> bool:
+        """Whether ``url`` is under one of the REST bases (and not Git smart HTTP)."""
+        return self._origin_of(url) is not None and not is_git_smart_http(url)
+
+    def _origin_of(self, url: str) -> tuple[str, str] | None:
+        for base, origin in (
+            (self.api_url, API_ORIGIN),
+            (self.uploads_url, UPLOADS_ORIGIN),
+            (API_ORIGIN, API_ORIGIN),
+            (UPLOADS_ORIGIN, UPLOADS_ORIGIN),
+        ):
+            if url == base or url.startswith(base + "/") or url.startswith(base + "?"):
+                return origin, url[len(base) :]
+        return None
+
+    def operation_for(self, method: str, url: str) -> Operation | None:
+        """The described operation that ``method url`` calls, if any."""
+        return self._target(method, url).operation
+
+    def describes(self, method: str, url: str) -> bool:
+        """Whether ``method url`` is a described operation on the right host."""
+        return self._target(method, url).problem is None
+
+    def _target(self, method: str, url: str) -> _Target:
+        mapped = self._origin_of(url)
+        if mapped is None:
+            return _Target(
+                "",
+                "",
+                [],
+                None,
+                f"{url} is under neither the API base {self.api_url} "
+                f"nor the uploads base {self.uploads_url}",
+            )
+        origin, rest = mapped
+        parts = urlsplit(rest)
+        path = parts.path or "/"
+        query = parse_qsl(parts.query, keep_blank_values=True)
+        on_path = [op for op in self._spec.operations if op.pattern.match(path)]
+        if not on_path:
+            return _Target(origin, path, query, None, f"no path of the contract matches {path}")
+        same_method = [op for op in on_path if op.method == method.lower()]
+        if not same_method:
+            described = sorted({op.method.upper() for op in on_path})
+            return _Target(
+                origin,
+                path,
+                query,
+                None,
+                f"{method.upper()} is not described for {on_path[0].template} "
+                f"(described: {', '.join(described)})",
+            )
+        op = same_method[0]
+        if op.origin != origin:
+            return _Target(
+                origin, path, query, op, f"{op.label()} is served by {op.origin}, not {origin}"
+            )
+        return _Target(origin, path, query, op, None)
+
+    def _openapi_request(
+        self,
+        target: _Target,
+        method: str,
+        headers: Headers,
+        body: bytes | None,
+    ) -> _OpenAPIRequest:
+        op = target.operation
+        assert op is not None
+        path = target.path
+        if op.multi_segment:
+            match = op.pattern.match(path)
+            assert match is not None
+            for name in op.multi_segment:
+                start, end = match.span(name)
+                path = path[:start] + quote(match.group(name), safe="") + path[end:]
+        content_type = headers.get("content-type", "")
+        if op.operation_id == "repos/upload-release-asset":
+            content_type = "application/octet-stream"
+            body = None  # raw asset bytes; nothing to check beyond the media type
+        return _OpenAPIRequest(
+            host_url=target.origin,
+            path=path,
+            method=method.lower(),
+            body=body if body else None,
+            content_type=content_type.lower(),
+            parameters=RequestParameters(
+                query=ImmutableMultiDict(target.query),
+                header=headers,
+                cookie=ImmutableMultiDict(),
+            ),
+        )
+
+    # -- requests -----------------------------------------------------------------------
+
+    def check_request(
+        self,
+        method: str,
+        url: str,
+        headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+        body: bytes | None = None,
+    ) -> RequestCheck:
+        """Every way the request breaks the contract, and the body's schema errors."""
+        target = self._target(method, url)
+        if target.problem is not None:
+            kind = (
+                "server" if target.operation is not None else "url" if not target.path else "path"
+            )
+            return RequestCheck([(kind, target.problem)], [])
+        request = self._openapi_request(target, method, _header_map(headers), body)
+        with _VALIDATION_LOCK:
+            errors = list(self._spec.openapi.request_validator.iter_errors(request))
+        problems: list[tuple[str, str]] = []
+        body_errors: list[BodyError] = []
+        for error in errors:
+            kind = "parameter" if "Parameter" in type(error).__name__ else "body"
+            problems.append((kind, _explain(error)))
+            if kind == "body":
+                body_errors += _body_errors(error)
+        return RequestCheck(problems, body_errors)
+
+    def request_problems(
+        self,
+        method: str,
+        url: str,
+        headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+        body: bytes | None = None,
+    ) -> list[tuple[str, str]]:
+        """Every way the request breaks the contract, as ``(kind, message)`` pairs.
+
+        Kinds: ``url``, ``path``, ``server``, ``parameter``, ``body``.
+        """
+        return self.check_request(method, url, headers, body).problems
+
+    def validate_request(
+        self,
+        method: str,
+        url: str,
+        headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+        body: bytes | None = None,
+    ) -> None:
+        """Raise ContractViolation unless the request is one the description allows."""
+        problems = self.request_problems(method, url, headers, body)
+        if problems:
+            raise self.violation(method, url, "request", problems)
+
+    # -- responses ----------------------------------------------------------------------
+
+    def response_problems(
+        self,
+        method: str,
+        url: str,
+        status: int,
+        headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+        body: bytes | None = None,
+    ) -> list[tuple[str, str]]:
+        """Every way the response breaks the contract, as ``(kind, message)`` pairs."""
+        target = self._target(method, url)
+        if target.problem is not None or target.operation is None:
+            return [("path", target.problem or "no operation")]
+        op = target.operation
+        header_map = _header_map(headers)
+        if str(status) not in op.statuses and "default" not in op.statuses:
+            if status in self.cross_cutting_statuses:
+                return self._cross_cutting_problems(status, header_map, body)
+            described = ", ".join(sorted(op.statuses))
+            return [("status", f"status {status} is not described (described: {described})")]
+        request = self._openapi_request(target, method, Headers(), None)
+        response = _OpenAPIResponse(
+            status_code=status,
+            headers=header_map,
+            data=body if body else None,
+            content_type=header_map.get("content-type", "").lower(),
+        )
+        with _VALIDATION_LOCK:
+            errors = list(self._spec.openapi.response_validator.iter_errors(request, response))
+        return [("response", _explain(error)) for error in errors]
+
+    def _cross_cutting_problems(
+        self, status: int, headers: Headers, body: bytes | None
+    ) -> list[tuple[str, str]]:
+        if not body:
+            return []
+        if "json" not in headers.get("content-type", ""):
+            return []  # e.g. an HTML error page from a proxy: nothing described to check
+        try:
+            data = json.loads(body)
+        except ValueError as exc:
+            return [("response", f"status {status}: body is not JSON ({exc})")]
+        name = "validation-error" if status == 422 else "basic-error"
+        schema = self._spec.raw["components"]["schemas"][name]
+        errors = sorted(OAS30Validator(schema).iter_errors(data), key=lambda e: list(e.path))
+        return [
+            ("response", f"status {status} body is not a {name}: {_pointer(e)}: {e.message}")
+            for e in errors[:MAX_LISTED_ERRORS]
+        ]
+
+    def validate_response(
+        self,
+        method: str,
+        url: str,
+        status: int,
+        headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+        body: bytes | None = None,
+    ) -> None:
+        """Raise ContractViolation unless the description allows this response."""
+        problems = self.response_problems(method, url, status, headers, body)
+        if problems:
+            raise self.violation(method, url, f"response {status}", problems)
+
+    def violation(
+        self, method: str, url: str, what: str, problems: list[tuple[str, str]]
+    ) -> ContractViolation:
+        """A violation with the same message validate_request/validate_response raise."""
+        message = _message(method, url, what, self._label(method, url), problems)
+        return ContractViolation(message, what)
+
+    def _label(self, method: str, url: str) -> str:
+        op = self.operation_for(method, url)
+        return f" [{op.operation_id}]" if op else ""
+
+
+def _message(method: str, url: str, what: str, label: str, problems: list[tuple[str, str]]) -> str:
+    lines = [f"{method.upper()} {url}{label}: {what} breaks GitHub's description:"]
+    lines += [f"  - {message}" for _, message in problems]
+    return "\n".join(lines)
+
+
+def _pointer(error: Any) -> str:
+    out = "$"
+    for part in error.absolute_path:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def _explain(error: BaseException) -> str:
+    cause = error.__cause__
+    schema_errors = getattr(cause, "schema_errors", None) or getattr(error, "schema_errors", None)
+    name = type(error).__name__
+    if schema_errors:
+        if name == "InvalidRequestBody":
+            head = "request body does not match its schema"
+        elif name in ("InvalidData", "InvalidHeader"):
+            head = f"{'body' if name == 'InvalidData' else 'header'} does not match its schema"
+        else:
+            head = str(error)
+        listed = sorted(schema_errors, key=lambda e: list(map(str, e.absolute_path)))
+        details = "; ".join(f"{_pointer(e)}: {e.message}" for e in listed[:MAX_LISTED_ERRORS])
+        more = len(listed) - MAX_LISTED_ERRORS
+        return f"{head}: {details}" + (f" (and {more} more)" if more > 0 else "")
+    text = str(error)
+    if cause is not None and str(cause) not in text:
+        text = f"{text}: {cause}"
+    return text
+
+
+def _body_errors(error: BaseException) -> list[BodyError]:
+    schema_errors = getattr(error.__cause__, "schema_errors", None)
+    if not schema_errors:
+        return []
+    found = []
+    for e in schema_errors:
+        where = ".".join(str(p) for p in e.absolute_path)
+        missing = re.match(r"'(.+)' is a required property", e.message)
+        if e.validator == "required" and missing:
+            name = f"{where}.{missing.group(1)}" if where else missing.group(1)
+            found.append(BodyError(name, "missing_field", f'"{name}" wasn\'t supplied.'))
+        else:
+            found.append(BodyError(where, "invalid", f"For '{where or 'body'}', {e.message}."))
+    return found
+
+
+def is_git_smart_http(url: str) -> bool:
+    return bool(GIT_SMART_HTTP.search(urlsplit(url).path))
+
+
+@dataclass
+class RecordingValidator:
+    """Collects violations instead of raising them (thread-safe)."""
+
+    contract: GitHubContract = field(default_factory=GitHubContract)
+    violations: list[ContractViolation] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def _record(self, check: Callable[[], None]) -> ContractViolation | None:
+        try:
+            check()
+        except ContractViolation as violation:
+            with self._lock:
+                self.violations.append(violation)
+            return violation
+        return None
+
+    def validate_request(
+        self,
+        method: str,
+        url: str,
+        headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+        body: bytes | None = None,
+    ) -> ContractViolation | None:
+        return self._record(lambda: self.contract.validate_request(method, url, headers, body))
+
+    def validate_response(
+        self,
+        method: str,
+        url: str,
+        status: int,
+        headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+        body: bytes | None = None,
+    ) -> ContractViolation | None:
+        return self._record(
+            lambda: self.contract.validate_response(method, url, status, headers, body)
+        )
+
+    def messages(self) -> list[str]:
+        with self._lock:
+            return [str(v) for v in self.violations]
+
+    def assert_clean(self) -> None:
+        messages = self.messages()
+        assert not messages, "contract violations:\n" + "\n".join(messages)
+
+
+def _request_body(body: Any) -> bytes | None:
+    if body is None or isinstance(body, bytes):
+        return body
+    if isinstance(body, str):
+        return body.encode()
+    return None  # a file or generator: already streamed, nothing to re-read
+
+
+def validate_exchange(recorder: RecordingValidator, response: requests.Response) -> None:
+    """Check one request the session sent and the response it got (see the module doc)."""
+    request = response.request
+    url = request.url or ""
+    if not recorder.contract.is_rest_url(url):
+        return
+    method = request.method or "GET"
+    recorder.validate_request(method, url, request.headers, _request_body(request.body))
+    if response.status_code == 304 or not recorder.contract.describes(method, url):
+        return  # a request to no described operation has no described answer
+    content_type = response.headers.get("content-type", "")
+    body = response.content if "json" in content_type or not content_type else None
+    recorder.validate_response(method, url, response.status_code, response.headers, body)
+
+
+def attach(
+    session: requests.Session, recorder: RecordingValidator
+) -> Callable[..., requests.Response]:
+    """Validate every request ``session`` sends and every response it receives.
+
+    Returns the hook, so a test can remove it from ``session.hooks["response"]``.
+    """
+
+    def hook(response: requests.Response, *args: Any, **kwargs: Any) -> requests.Response:
+        validate_exchange(recorder, response)
+        return response
+
+    session.hooks.setdefault("response", []).append(hook)
+    return hook

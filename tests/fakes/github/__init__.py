@@ -1,0 +1,49 @@
+"""A GitHub-faithful test server: REST API, uploads host and Git smart HTTP on 127.0.0.1.
+
+Start it in a test (or register ``github_fake`` with ``pytest.fixture``)::
+
+    with GitHubFake() as fake:
+        fake.state.create_repo("acme/widgets", auto_init=True)
+        session = fake.session(fake.add_token("acme"))  # contract harness attached
+        session.get(f"{fake.api_url}/repos/acme/widgets")
+        fake.assert_clean()  # no contract violations, no server errors
+
+Where things are:
+
+* ``fake.api_url`` / ``fake.uploads_url`` / ``fake.git_url``: the three hosts
+  (``git_url`` also serves ``browser_download_url`` downloads; ``html_url``s point there).
+* ``fake.state`` (State): repositories and everything in them, users, tokens, apps.
+* ``fake.limiter`` (RateLimiter): primary quotas and ``limiter.secondary`` (SecondaryLimits).
+* ``fake.faults`` (Faults): latency, 5xx, commit-then-drop, timeout.
+* ``fake.requests_log`` (RequestLog): one record per request, and counters.
+* ``fake.violations`` / ``fake.request_violations``: contract violations of the responses
+  the fake sent / of the requests it received; ``fake.server_errors``: handler crashes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from tests.fakes.github.auth import KeyPair, generate_key_pair, make_app_jwt
+from tests.fakes.github.clock import AcceleratedClock, ManualClock, accelerated_clock
+from tests.fakes.github.ratelimit import SecondaryLimits
+from tests.fakes.github.server import AppInstall, GitHubFake
+
+__all__ = [
+    "AcceleratedClock",
+    "AppInstall",
+    "GitHubFake",
+    "KeyPair",
+    "ManualClock",
+    "SecondaryLimits",
+    "accelerated_clock",
+    "generate_key_pair",
+    "github_fake",
+    "make_app_jwt",
+]
+
+
+def github_fake() -> Iterator[GitHubFake]:
+    """A started fake with default settings, stopped afterwards (a fixture body)."""
+    with GitHubFake() as fake:
+        yield fake

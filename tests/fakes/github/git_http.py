@@ -1,0 +1,292 @@
+"""The web host: Git smart HTTP through ``git http-backend`` (CGI), and asset downloads.
+
+``{git_url}/{owner}/{name}.git`` is served from the repository's bare directory. HTTP
+Basic auth: user ``x-access-token`` and an installation token, or any user and a personal
+token. Reading needs access (anonymous reads only for public repositories), pushing needs
+write access ("contents: write" for installations). Each bare repository hides
+``refs/pull`` from receive-pack, so pushing there fails with "deny updating a hidden ref".
+Request and response bodies are streamed between the client and the CGI process.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import os
+import re
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO, TYPE_CHECKING
+from urllib.parse import parse_qsl, unquote
+
+from werkzeug.wsgi import get_input_stream
+
+from tests.fakes.github import auth
+from tests.fakes.github.app import _drop_connection, raw_target
+from tests.fakes.github.models import Repo, Token
+from tests.fakes.github.requests_log import RequestRecord
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIEnvironment
+
+    from tests.fakes.github.server import GitHubFake
+
+GIT_PATH = re.compile(
+    r"^/(?P<owner>[^/]+)/(?P<name>[^/]+?)(?:\.git)?"
+    r"/(?P<rest>info/refs|git-upload-pack|git-receive-pack|HEAD|objects/.+)$"
+)
+DOWNLOAD_PATH = re.compile(
+    r"^/(?P<owner>[^/]+)/(?P<name>[^/]+)/releases/download/(?P<tag>[^/]+)/(?P<asset>[^/]+)$"
+)
+CHUNK = 1 << 16
+GIT_BACKEND = shutil.which("git") or "git"
+
+
+class Refusal(Exception):
+    def __init__(self, status: str, message: str, headers: list[tuple[str, str]] | None = None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.headers = headers or []
+
+
+def _basic_credentials(header: str | None) -> tuple[str, str] | None:
+    if not header or not header.lower().startswith("basic "):
+        return None
+    try:
+        decoded = base64.b64decode(header[6:].strip()).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    user, _, password = decoded.partition(":")
+    return user, password
+
+
+class GitHttpApp:
+    def __init__(self, fake: GitHubFake) -> None:
+        self.fake = fake
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        path, query = raw_target(environ)
+        method = environ["REQUEST_METHOD"].upper()
+        arrived = self.fake.state.now()
+        fault = self.fake.faults.pick("git", method, path)
+        owner: list[str | None] = [None]
+
+        def log(status: int) -> None:
+            self.fake.requests_log.add(
+                RequestRecord(
+                    at=arrived,
+                    host="git",
+                    method=method,
+                    path=path,
+                    query=dict(parse_qsl(query, keep_blank_values=True)),
+                    status=status,
+                    token_owner=owner[0],
+                    counted_primary=False,
+                    not_modified=False,
+                    content_creating=False,
+                    secondary_limited=False,
+                    primary_limited=False,
+                    fault=fault.kind if fault is not None else None,
+                )
+            )
+
+        if fault is not None and fault.kind == "latency":
+            time.sleep(fault.seconds)
+        try:
+            if fault is not None and fault.kind == "error":
+                raise Refusal(f"{fault.status} Error", "injected fault\n")
+            download = DOWNLOAD_PATH.match(path)
+            if download is not None and method == "GET":
+                return self._download(download.groupdict(), start_response, log)
+            found = GIT_PATH.match(path)
+            if found is None:
+                raise Refusal("404 Not Found", "Not Found\n")
+            push = found["rest"] == "git-receive-pack" or (
+                found["rest"] == "info/refs" and "service=git-receive-pack" in query
+            )
+            repo, token = self._authorize(
+                environ, unquote(found["owner"]), unquote(found["name"]), push
+            )
+            owner[0] = token.user.login if token is not None else None
+        except Refusal as refusal:
+            log(int(refusal.status.split()[0]))
+            start_response(
+                refusal.status,
+                [("content-type", "text/plain; charset=utf-8"), *refusal.headers],
+            )
+            return [refusal.message.encode()]
+        process, status, headers = self._start_backend(environ, repo, found["rest"], query, token)
+        output = self._stream(process, repo, push and method == "POST")
+        if fault is not None and fault.kind in ("commit_then_drop", "timeout"):
+            data = b"".join(output)  # the push or fetch completes on the server
+            if fault.kind == "commit_then_drop":
+                if fault.drop == "close":
+                    log(0)
+                    _drop_connection(environ)
+                log(502)
+                start_response("502 Bad Gateway", [("content-type", "text/plain")])
+                return [b"Bad Gateway\n"]
+            time.sleep(fault.seconds)
+            output = iter([data])
+        log(int(status.split()[0]))
+        start_response(status, headers)
+        return output
+
+    def _authorize(
+        self, environ: WSGIEnvironment, owner: str, name: str, push: bool
+    ) -> tuple[Repo, Token | None]:
+        state = self.fake.state
+        challenge = [("www-authenticate", 'Basic realm="GitHub"')]
+        repo, _ = state.find_repo(owner, name)
+        credentials = _basic_credentials(environ.get("HTTP_AUTHORIZATION"))
+        token = None
+        if credentials is not None:
+            user, password = credentials
+            token = state.token(password)
+            expired = (
+                token is not None
+                and token.expires_at is not None
+                and state.now() >= token.expires_at
+            )
+            if (
+                token is None
+                or expired
+                or (token.kind == "installation" and user != "x-access-token")
+            ):
+                raise Refusal("401 Unauthorized", "Invalid username or token.\n", challenge)
+        if repo is None:
+            raise Refusal("404 Not Found", "Repository not found.\n")
+        if token is None:
+            if repo.private or push:
+                raise Refusal("401 Unauthorized", "Authentication required.\n", challenge)
+            return repo, None
+        reached = auth.reaches(state, token, repo)
+        if not reached and repo.private:
+            raise Refusal("404 Not Found", "Repository not found.\n")
+        if push and not (reached and auth.can(token, ("contents",), True)):
+            raise Refusal(
+                "403 Forbidden",
+                f"Permission to {repo.full_name}.git denied to {token.user.login}.\n",
+            )
+        if reached and not auth.can(token, ("contents",), False):
+            raise Refusal("403 Forbidden", "Read access to repository not granted.\n")
+        return repo, token
+
+    def _start_backend(
+        self,
+        environ: WSGIEnvironment,
+        repo: Repo,
+        rest: str,
+        query: str,
+        token: Token | None,
+    ) -> tuple[subprocess.Popen[bytes], str, list[tuple[str, str]]]:
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(self.fake.root),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_PROJECT_ROOT": str(repo.git_dir.parent),
+            "GIT_HTTP_EXPORT_ALL": "1",
+            "PATH_INFO": f"/{repo.git_dir.name}/{rest}",
+            "REQUEST_METHOD": environ["REQUEST_METHOD"],
+            "QUERY_STRING": query,
+            "CONTENT_TYPE": environ.get("CONTENT_TYPE", ""),
+            "REMOTE_USER": token.user.login if token is not None else "",
+            "REMOTE_ADDR": str(environ.get("REMOTE_ADDR", "127.0.0.1")),
+            "SERVER_PROTOCOL": "HTTP/1.1",
+            "GATEWAY_INTERFACE": "CGI/1.1",
+        }
+        if not environ.get("wsgi.input_terminated") and environ.get("CONTENT_LENGTH"):
+            env["CONTENT_LENGTH"] = environ["CONTENT_LENGTH"]
+        if environ.get("HTTP_CONTENT_ENCODING"):
+            env["HTTP_CONTENT_ENCODING"] = environ["HTTP_CONTENT_ENCODING"]
+        if environ.get("HTTP_GIT_PROTOCOL"):
+            env["GIT_PROTOCOL"] = environ["HTTP_GIT_PROTOCOL"]
+        log = (self.fake.root / "git-http-backend.log").open("ab")
+        process = subprocess.Popen(
+            [GIT_BACKEND, "http-backend"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            env=env,
+        )
+        log.close()
+        feeder = threading.Thread(
+            target=_feed, args=(get_input_stream(environ), process.stdin), daemon=True
+        )
+        feeder.start()
+        assert process.stdout is not None
+        status, headers = "200 OK", []
+        while True:
+            line = process.stdout.readline().rstrip(b"\r\n")
+            if not line:
+                break
+            key, _, value = line.decode("latin-1").partition(":")
+            if key.lower() == "status":
+                status = value.strip()
+            else:
+                headers.append((key.strip(), value.strip()))
+        return process, status, headers
+
+    def _stream(
+        self, process: subprocess.Popen[bytes], repo: Repo, pushed: bool
+    ) -> Iterator[bytes]:
+        assert process.stdout is not None
+        try:
+            while chunk := process.stdout.read1(CHUNK):
+                yield chunk
+        finally:
+            process.stdout.close()
+            process.wait()
+            if pushed:
+                with self.fake.state.lock:
+                    repo.pushed_at = self.fake.state.now()
+                self.fake.state.sync_pull_heads(repo)
+
+    def _download(
+        self, parts: dict[str, str], start_response: StartResponse, log: Callable[[int], None]
+    ) -> Iterable[bytes]:
+        state = self.fake.state
+        with state.lock:
+            repo, _ = state.find_repo(unquote(parts["owner"]), unquote(parts["name"]))
+            tag, name = unquote(parts["tag"]), unquote(parts["asset"])
+            asset = None
+            if repo is not None:
+                for release in repo.releases.values():
+                    if release.tag_name == tag:
+                        asset = next(
+                            (repo.assets[i] for i in release.assets if repo.assets[i].name == name),
+                            None,
+                        )
+            if asset is None:
+                raise Refusal("404 Not Found", "Not Found\n")
+            asset.download_count += 1
+        log(200)
+        start_response(
+            "200 OK",
+            [("content-type", asset.content_type), ("content-length", str(asset.size))],
+        )
+        return _file_chunks(asset.path.open("rb"))
+
+
+def _file_chunks(handle: IO[bytes]) -> Iterator[bytes]:
+    with handle:
+        while chunk := handle.read(CHUNK):
+            yield chunk
+
+
+def _feed(source: IO[bytes], sink: IO[bytes] | None) -> None:
+    """Copy the request body into the CGI's stdin, then close it (EOF ends the request)."""
+    assert sink is not None
+    try:
+        while chunk := source.read(CHUNK):
+            sink.write(chunk)
+    except (BrokenPipeError, OSError):
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            sink.close()

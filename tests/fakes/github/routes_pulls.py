@@ -1,0 +1,441 @@
+"""Pull requests, reviews and review comments."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.fakes.github import bare_repos, lookups, render
+from tests.fakes.github.errors import ApiError, not_found, unprocessable, validation_failed
+from tests.fakes.github.models import Issue, Repo, Review, ReviewComment
+from tests.fakes.github.routes_issues import apply_issue_edit
+from tests.fakes.github.routing import Ctx, Reply, read, write
+
+PULLS = ("pull_requests",)
+RESOURCE = "PullRequest"
+THREAD = "pull_request_review_thread"
+EVENTS = {"APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED", "COMMENT": "COMMENTED"}
+
+
+def _custom(resource: str, message: str, field: str | None = None) -> ApiError:
+    error: dict[str, Any] = {"resource": resource, "code": "custom", "message": message}
+    if field is not None:
+        error["field"] = field
+    return ApiError(422, "Validation Failed", errors=[error])
+
+
+# -- pull requests ----------------------------------------------------------------------
+
+
+def pull_json(ctx: Ctx, issue: Issue) -> dict[str, Any]:
+    repo = ctx.the_repo()
+    pr = issue.pull
+    assert pr is not None
+    stats = bare_repos.compare(repo.git_dir, pr.base_sha, pr.head_sha)
+    return render.pull_request(ctx.urls, repo, issue, stats)
+
+
+def _head_branch(ctx: Ctx, head: str) -> str:
+    """``branch`` or ``owner:branch`` of this repository (forks are not modelled)."""
+    repo = ctx.the_repo()
+    if ":" in head:
+        owner, _, branch = head.partition(":")
+        if owner.casefold() != repo.owner.login.casefold():
+            raise validation_failed(RESOURCE, "head", "invalid")
+        return branch
+    return head
+
+
+def list_pulls(ctx: Ctx) -> Reply:
+    repo = ctx.the_repo()
+    state = lookups.choice(ctx, "state", ("open", "closed", "all"), "open", RESOURCE)
+    sorts = ("created", "updated", "popularity", "long-running")
+    sort = lookups.choice(ctx, "sort", sorts, "created", RESOURCE)
+    default_direction = "desc" if sort == "created" else "asc"
+    direction = lookups.choice(ctx, "direction", ("asc", "desc"), default_direction, RESOURCE)
+    found = [i for i in repo.issues.values() if i.pull is not None and state in ("all", i.state)]
+    head = ctx.arg("head")
+    if head:
+        owner, _, branch = head.partition(":")
+        found = [
+            i
+            for i in found
+            if owner.casefold() == repo.owner.login.casefold()
+            and (not branch or (i.pull is not None and i.pull.head_ref == branch))
+        ]
+    base = ctx.arg("base")
+    if base:
+        found = [i for i in found if i.pull is not None and i.pull.base_ref == base]
+
+    def comments(i: Issue) -> int:
+        return sum(1 for c in repo.comments.values() if c.issue_number == i.number)
+
+    keys = {
+        "created": lambda i: i.created_at,
+        "updated": lambda i: i.updated_at,
+        "popularity": comments,
+        "long-running": lambda i: i.created_at,
+    }
+    found = lookups.ordered(found, keys[sort], direction, lambda i: i.number)
+    return ctx.page(found, lambda i: render.pull_request_simple(ctx.urls, repo, i))
+
+
+def create_pull(ctx: Ctx) -> Reply:
+    body, repo = ctx.json(), ctx.the_repo()
+    head = _head_branch(ctx, str(body["head"]))
+    base = str(body["base"])
+    head_sha = bare_repos.branch_sha(repo.git_dir, head)
+    if head_sha is None:
+        raise validation_failed(RESOURCE, "head", "invalid")
+    base_sha = bare_repos.branch_sha(repo.git_dir, base)
+    if base_sha is None:
+        raise validation_failed(RESOURCE, "base", "invalid")
+    for other in repo.issues.values():
+        pr = other.pull
+        if pr is not None and other.state == "open" and (pr.head_ref, pr.base_ref) == (head, base):
+            raise _custom(RESOURCE, f"A pull request already exists for {repo.owner.login}:{head}.")
+    if bare_repos.is_ancestor(repo.git_dir, head_sha, base_sha):
+        raise _custom(RESOURCE, f"No commits between {base} and {head}")
+    lookups.text_field(body, "body", RESOURCE)
+    if body.get("issue") is not None:
+        issue = _convert_issue(ctx, int(body["issue"]), head, base, bool(body.get("draft")))
+    else:
+        title = str(body.get("title") or "").strip()
+        if not title:
+            raise validation_failed(RESOURCE, "title", "missing_field")
+        issue = ctx.state.add_pull(
+            repo,
+            title,
+            head=head,
+            base=base,
+            author=ctx.actor,
+            body=body.get("body"),
+            draft=bool(body.get("draft", False)),
+            via_app=ctx.via_app,
+        )
+    assert issue.pull is not None
+    issue.pull.maintainer_can_modify = bool(body.get("maintainer_can_modify", False))
+    out = pull_json(ctx, issue)
+    return Reply(201, out, lookups.location(out["url"]))
+
+
+def _convert_issue(ctx: Ctx, number: int, head: str, base: str, draft: bool) -> Issue:
+    """``issue``: turn an existing issue into the pull request (it keeps its number)."""
+    repo = ctx.the_repo()
+    issue = repo.issues.get(number)
+    if issue is None or issue.pull is not None:
+        raise validation_failed(RESOURCE, "issue", "invalid", value=number)
+    del repo.issues[number]
+    pull = ctx.state.add_pull(
+        repo,
+        issue.title,
+        head=head,
+        base=base,
+        author=issue.user,
+        body=issue.body,
+        number=number,
+        draft=draft,
+        created_at=issue.created_at,
+        via_app=issue.via_app,
+    )
+    pull.id, pull.labels, pull.milestone = issue.id, issue.labels, issue.milestone
+    pull.assignees = issue.assignees
+    return pull
+
+
+def get_pull(ctx: Ctx) -> Reply:
+    return Reply(200, pull_json(ctx, lookups.pull(ctx)))
+
+
+def update_pull(ctx: Ctx) -> Reply:
+    """Only title, body, state, base and maintainer_can_modify change; never ``merged``."""
+    issue, body, repo = lookups.pull(ctx), ctx.json(), ctx.the_repo()
+    pr = issue.pull
+    assert pr is not None
+    if "base" in body and body["base"] != pr.base_ref:
+        base_sha = bare_repos.branch_sha(repo.git_dir, str(body["base"]))
+        if base_sha is None:
+            raise validation_failed(RESOURCE, "base", "invalid")
+        pr.base_ref, pr.base_sha = str(body["base"]), base_sha
+    reopening = body.get("state") == "open" and issue.state == "closed" and not pr.merged
+    if reopening and bare_repos.branch_sha(repo.git_dir, pr.head_ref) is None:
+        raise _custom(RESOURCE, "state cannot be changed. The head branch was deleted.")
+    edit = {k: body[k] for k in ("title", "body", "state") if k in body}
+    apply_issue_edit(ctx, issue, edit)
+    if "maintainer_can_modify" in body:
+        pr.maintainer_can_modify = bool(body["maintainer_can_modify"])
+    return Reply(200, pull_json(ctx, issue))
+
+
+# -- reviews ----------------------------------------------------------------------------
+
+
+def review_json(ctx: Ctx, review: Review) -> dict[str, Any]:
+    return render.review(ctx.urls, ctx.the_repo(), review)
+
+
+def list_reviews(ctx: Ctx) -> Reply:
+    issue, repo = lookups.pull(ctx), ctx.the_repo()
+    found = [
+        r
+        for r in sorted(repo.reviews.values(), key=lambda r: r.id)
+        if r.pull_number == issue.number and (r.state != "PENDING" or r.user == ctx.actor)
+    ]
+    return ctx.page(found, lambda r: review_json(ctx, r))
+
+
+def create_review(ctx: Ctx) -> Reply:
+    issue, body, repo = lookups.pull(ctx), ctx.json(), ctx.the_repo()
+    pr = issue.pull
+    assert pr is not None
+    event = body.get("event")
+    text = str(body.get("body") or "")
+    comments = body.get("comments") or []
+    if event is None:
+        if any(
+            r.state == "PENDING" and r.user == ctx.actor and r.pull_number == issue.number
+            for r in repo.reviews.values()
+        ):
+            raise unprocessable("User can only have one pending review per pull request")
+    elif event not in EVENTS:
+        raise unprocessable(f"Unknown event {event!r}")
+    if issue.user == ctx.actor and event == "APPROVE":
+        raise unprocessable("Can not approve your own pull request")
+    if issue.user == ctx.actor and event == "REQUEST_CHANGES":
+        raise unprocessable("Can not request changes on your own pull request")
+    if event == "REQUEST_CHANGES" and not text.strip():
+        raise unprocessable("Body is required when requesting changes")
+    if event == "COMMENT" and not text.strip() and not comments:
+        raise unprocessable("Body is required when commenting")
+    commit_id = str(body.get("commit_id") or pr.head_sha)
+    if not _in_pull(repo, issue, commit_id):
+        raise unprocessable(f"Commit {commit_id} is not part of the pull request")
+    drafts = [_placed_comment(ctx, issue, commit_id, c, simple=True) for c in comments]
+    state = EVENTS[event] if event else "PENDING"
+    review = ctx.state.add_review(
+        repo, issue.number, author=ctx.actor, state=state, body=text, commit_id=commit_id
+    )
+    for placed in drafts:
+        ctx.state.add_review_comment(repo, issue.number, review_id=review.id, **placed)
+    return Reply(200, review_json(ctx, review))
+
+
+def _review(ctx: Ctx) -> Review:
+    issue = lookups.pull(ctx)
+    review = lookups.by_id(ctx.the_repo().reviews, ctx, "review_id")
+    hidden = review.state == "PENDING" and review.user != ctx.actor
+    if review.pull_number != issue.number or hidden:
+        raise not_found()
+    return review
+
+
+def get_review(ctx: Ctx) -> Reply:
+    return Reply(200, review_json(ctx, _review(ctx)))
+
+
+def update_review(ctx: Ctx) -> Reply:
+    review, body = _review(ctx), ctx.json()
+    review.body = str(body["body"])
+    return Reply(200, review_json(ctx, review))
+
+
+# -- review comments --------------------------------------------------------------------
+
+
+def _in_pull(repo: Repo, issue: Issue, commit_id: str) -> bool:
+    pr = issue.pull
+    assert pr is not None
+    sha = bare_repos.resolve_commit(repo.git_dir, commit_id)
+    return sha is not None and bare_repos.is_ancestor(repo.git_dir, sha, pr.head_sha)
+
+
+def _placed_comment(
+    ctx: Ctx, issue: Issue, commit_id: str, spec: dict[str, Any], *, simple: bool = False
+) -> dict[str, Any]:
+    """Where a new review comment lands in the diff; 422 when GitHub cannot place it."""
+    repo = ctx.the_repo()
+    pr = issue.pull
+    assert pr is not None
+
+    def refuse(field: str, message: str) -> ApiError:
+        return (
+            unprocessable(message)
+            if simple
+            else _custom("PullRequestReviewComment", message, field)
+        )
+
+    path = str(spec["path"])
+    lines = bare_repos.file_diff(repo.git_dir, pr.base_sha, commit_id, path)
+    if lines is None:
+        raise refuse(f"{THREAD}.path", f"{THREAD}.path could not be resolved")
+    placed: dict[str, Any] = {
+        "author": ctx.actor,
+        "body": str(spec["body"]),
+        "path": path,
+        "commit_id": commit_id,
+    }
+    if spec.get("subject_type") == "file":
+        placed.update(subject_type="file", line=None, diff_hunk="")
+        return placed
+    side = str(spec.get("side") or "RIGHT")
+    if spec.get("line") is not None:
+        line = int(spec["line"])
+        target = _find_line(lines, line, side)
+        if target is None:
+            raise refuse(f"{THREAD}.line", f"{THREAD}.line could not be resolved")
+    elif spec.get("position") is not None:
+        position = int(spec["position"])
+        if not 0 < position < len(lines) or lines[position].text.startswith("@@"):
+            raise refuse("position", "position is invalid")
+        target = lines[position]
+        side = "LEFT" if target.text.startswith("-") else "RIGHT"
+        line = target.old if side == "LEFT" else target.new
+    else:
+        raise refuse("line", "line or position is required")
+    placed.update(
+        line=line,
+        side=side,
+        position=target.position,
+        diff_hunk="\n".join(d.text for d in lines[target.hunk_start : target.position + 1]),
+    )
+    if spec.get("start_line") is not None:
+        start_side = str(spec.get("start_side") or side)
+        start = _find_line(lines, int(spec["start_line"]), start_side)
+        if start is None or int(spec["start_line"]) >= line:
+            raise refuse(f"{THREAD}.start_line", f"{THREAD}.start_line must precede the end line")
+        placed.update(start_line=int(spec["start_line"]), start_side=start_side)
+    return placed
+
+
+def _find_line(lines: list[bare_repos.DiffLine], line: int, side: str) -> Any:
+    for d in lines:
+        if side == "RIGHT" and d.new == line and d.text[:1] in "+ ":
+            return d
+        if side == "LEFT" and d.old == line and d.text[:1] in "- ":
+            return d
+    return None
+
+
+def review_comment_json(ctx: Ctx, comment: ReviewComment) -> dict[str, Any]:
+    return render.review_comment(ctx.urls, ctx.the_repo(), comment)
+
+
+def _sorted_review_comments(ctx: Ctx, found: list[ReviewComment]) -> list[ReviewComment]:
+    since = lookups.since(ctx, "PullRequestReviewComment")
+    if since is not None:
+        found = [c for c in found if c.updated_at >= since]
+    sort = lookups.choice(
+        ctx, "sort", ("created", "updated", "created_at"), "created", "PullRequestReviewComment"
+    )
+    direction = lookups.choice(ctx, "direction", ("asc", "desc"), "asc", "PullRequestReviewComment")
+    key = (lambda c: c.updated_at) if sort == "updated" else (lambda c: c.created_at)
+    return lookups.ordered(found, key, direction, lambda c: c.id)
+
+
+def list_review_comments(ctx: Ctx) -> Reply:
+    issue, repo = lookups.pull(ctx), ctx.the_repo()
+    found = [c for c in repo.review_comments.values() if c.pull_number == issue.number]
+    return ctx.page(_sorted_review_comments(ctx, found), lambda c: review_comment_json(ctx, c))
+
+
+def list_repo_review_comments(ctx: Ctx) -> Reply:
+    found = list(ctx.the_repo().review_comments.values())
+    return ctx.page(_sorted_review_comments(ctx, found), lambda c: review_comment_json(ctx, c))
+
+
+def create_review_comment(ctx: Ctx) -> Reply:
+    issue, body, repo = lookups.pull(ctx), ctx.json(), ctx.the_repo()
+    lookups.text_field(body, "body", "PullRequestReviewComment")
+    if body.get("in_reply_to") is not None:
+        parent = repo.review_comments.get(int(body["in_reply_to"]))
+        if parent is None or parent.pull_number != issue.number:
+            raise not_found()
+        return _reply_to(ctx, issue, parent, str(body["body"]))
+    commit_id = str(body["commit_id"])
+    if not _in_pull(repo, issue, commit_id):
+        raise _custom(
+            "PullRequestReviewComment", "commit_id is not part of the pull request", "commit_id"
+        )
+    placed = _placed_comment(ctx, issue, commit_id, body)
+    comment = ctx.state.add_review_comment(repo, issue.number, **placed)
+    out = review_comment_json(ctx, comment)
+    return Reply(201, out, lookups.location(out["url"]))
+
+
+def _reply_to(ctx: Ctx, issue: Issue, parent: ReviewComment, text: str) -> Reply:
+    repo = ctx.the_repo()
+    root = parent
+    while root.in_reply_to_id is not None and root.in_reply_to_id in repo.review_comments:
+        root = repo.review_comments[root.in_reply_to_id]
+    comment = ctx.state.add_review_comment(
+        repo,
+        issue.number,
+        author=ctx.actor,
+        body=text,
+        path=root.path,
+        line=root.line,
+        side=root.side,
+        start_line=root.start_line,
+        start_side=root.start_side,
+        commit_id=root.commit_id,
+        diff_hunk=root.diff_hunk,
+        position=root.position,
+        subject_type=root.subject_type,
+        in_reply_to=root.id,
+    )
+    out = review_comment_json(ctx, comment)
+    return Reply(201, out, lookups.location(out["url"]))
+
+
+def create_reply(ctx: Ctx) -> Reply:
+    issue, body = lookups.pull(ctx), ctx.json()
+    parent = lookups.by_id(ctx.the_repo().review_comments, ctx, "comment_id")
+    if parent.pull_number != issue.number:
+        raise not_found()
+    lookups.text_field(body, "body", "PullRequestReviewComment")
+    return _reply_to(ctx, issue, parent, str(body["body"]))
+
+
+def get_review_comment(ctx: Ctx) -> Reply:
+    comment = lookups.by_id(ctx.the_repo().review_comments, ctx, "comment_id")
+    return Reply(200, review_comment_json(ctx, comment))
+
+
+def update_review_comment(ctx: Ctx) -> Reply:
+    comment, body = lookups.by_id(ctx.the_repo().review_comments, ctx, "comment_id"), ctx.json()
+    lookups.text_field(body, "body", "PullRequestReviewComment")
+    comment.body = str(body["body"])
+    comment.updated_at = ctx.state.now()
+    return Reply(200, review_comment_json(ctx, comment))
+
+
+def delete_review_comment(ctx: Ctx) -> Reply:
+    comment = lookups.by_id(ctx.the_repo().review_comments, ctx, "comment_id")
+    del ctx.the_repo().review_comments[comment.id]
+    return Reply(204)
+
+
+R = "/repos/{owner}/{repo}"
+P, REVIEW, COMMENT = PULLS, "PullRequestReview", "PullRequestReviewComment"
+ROUTES = [
+    read(f"{R}/pulls", list_pulls, P),
+    write("POST", f"{R}/pulls", create_pull, P, RESOURCE),
+    read(f"{R}/pulls/{{pull_number}}", get_pull, P),
+    write("PATCH", f"{R}/pulls/{{pull_number}}", update_pull, P, RESOURCE),
+    read(f"{R}/pulls/{{pull_number}}/reviews", list_reviews, P),
+    write("POST", f"{R}/pulls/{{pull_number}}/reviews", create_review, P, REVIEW),
+    read(f"{R}/pulls/{{pull_number}}/reviews/{{review_id}}", get_review, P),
+    write("PUT", f"{R}/pulls/{{pull_number}}/reviews/{{review_id}}", update_review, P, REVIEW),
+    read(f"{R}/pulls/comments", list_repo_review_comments, P),
+    read(f"{R}/pulls/comments/{{comment_id}}", get_review_comment, P),
+    read(f"{R}/pulls/{{pull_number}}/comments", list_review_comments, P),
+    write("POST", f"{R}/pulls/{{pull_number}}/comments", create_review_comment, P, COMMENT),
+    write(
+        "POST",
+        f"{R}/pulls/{{pull_number}}/comments/{{comment_id}}/replies",
+        create_reply,
+        P,
+        COMMENT,
+    ),
+    write("PATCH", f"{R}/pulls/comments/{{comment_id}}", update_review_comment, P, COMMENT),
+    write("DELETE", f"{R}/pulls/comments/{{comment_id}}", delete_review_comment, P, COMMENT),
+]

@@ -1,0 +1,211 @@
+"""Releases and release assets (uploads go to the uploads host)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+from tests.fakes.github import auth, bare_repos, lookups, render
+from tests.fakes.github.errors import not_found, validation_failed
+from tests.fakes.github.models import Asset, Release
+from tests.fakes.github.routing import Ctx, Reply, read, write
+
+CONTENTS = ("contents",)
+CHUNK = 1 << 20
+
+
+def release_json(ctx: Ctx, release: Release) -> dict[str, Any]:
+    return render.release(ctx.urls, ctx.the_repo(), release)
+
+
+def _sees_drafts(ctx: Ctx) -> bool:
+    """Draft releases are visible only to those who may push."""
+    token = ctx.token
+    assert token is not None
+    repo = ctx.the_repo()
+    return auth.reaches(ctx.state, token, repo) and auth.can(token, CONTENTS, True)
+
+
+def _release(ctx: Ctx) -> Release:
+    release = lookups.by_id(ctx.the_repo().releases, ctx, "release_id")
+    if release.draft and not _sees_drafts(ctx):
+        raise not_found()
+    return release
+
+
+def list_releases(ctx: Ctx) -> Reply:
+    drafts = _sees_drafts(ctx)
+    found = [r for r in ctx.the_repo().releases.values() if drafts or not r.draft]
+    found.sort(key=lambda r: (r.created_at, r.id), reverse=True)
+    return ctx.page(found, lambda r: release_json(ctx, r))
+
+
+def _check_tag(ctx: Ctx, tag: str, release_id: int | None) -> None:
+    for other in ctx.the_repo().releases.values():
+        if other.tag_name == tag and other.id != release_id:
+            raise validation_failed("Release", "tag_name", "already_exists")
+
+
+def _tag_if_published(ctx: Ctx, release: Release) -> None:
+    """Publishing a release whose tag does not exist creates the tag."""
+    repo = ctx.the_repo()
+    if release.draft or bare_repos.tag_exists(repo.git_dir, release.tag_name):
+        return
+    sha = bare_repos.resolve_commit(repo.git_dir, release.target_commitish)
+    if sha is None:
+        raise validation_failed("Release", "target_commitish", "invalid")
+    bare_repos.set_ref(repo.git_dir, f"refs/tags/{release.tag_name}", sha)
+
+
+def create_release(ctx: Ctx) -> Reply:
+    body, repo = ctx.json(), ctx.the_repo()
+    tag = str(body["tag_name"]).strip()
+    if not tag:
+        raise validation_failed("Release", "tag_name", "missing_field")
+    _check_tag(ctx, tag, None)
+    target = str(body.get("target_commitish") or repo.default_branch)
+    exists = bare_repos.tag_exists(repo.git_dir, tag)
+    if not exists and bare_repos.resolve_commit(repo.git_dir, target) is None:
+        raise validation_failed("Release", "target_commitish", "invalid")
+    lookups.text_field(body, "body", "Release", limit=125000)
+    release = ctx.state.add_release(
+        repo,
+        tag,
+        title=body.get("name"),
+        body=body.get("body"),
+        draft=bool(body.get("draft", False)),
+        prerelease=bool(body.get("prerelease", False)),
+        target_commitish=target,
+        author=ctx.actor,
+    )
+    out = release_json(ctx, release)
+    return Reply(201, out, lookups.location(out["url"]))
+
+
+def get_release(ctx: Ctx) -> Reply:
+    return Reply(200, release_json(ctx, _release(ctx)))
+
+
+def update_release(ctx: Ctx) -> Reply:
+    release, body = _release(ctx), ctx.json()
+    if "tag_name" in body:
+        _check_tag(ctx, str(body["tag_name"]), release.id)
+        release.tag_name = str(body["tag_name"])
+    for field in ("target_commitish", "name", "body"):
+        if field in body:
+            setattr(release, field, body[field])
+    if "prerelease" in body:
+        release.prerelease = bool(body["prerelease"])
+    now = ctx.state.now()
+    if "draft" in body and bool(body["draft"]) != release.draft:
+        release.draft = bool(body["draft"])
+        release.published_at = None if release.draft else now
+    _tag_if_published(ctx, release)
+    release.updated_at = now
+    return Reply(200, release_json(ctx, release))
+
+
+def delete_release(ctx: Ctx) -> Reply:
+    release, repo = _release(ctx), ctx.the_repo()
+    for asset_id in release.assets:
+        asset = repo.assets.pop(asset_id, None)
+        if asset is not None:
+            asset.path.unlink(missing_ok=True)
+    del repo.releases[release.id]
+    return Reply(204)
+
+
+# -- assets -----------------------------------------------------------------------------
+
+
+def asset_json(ctx: Ctx, asset: Asset) -> dict[str, Any]:
+    repo = ctx.the_repo()
+    return render.asset(ctx.urls, repo, asset, repo.releases[asset.release_id])
+
+
+def list_assets(ctx: Ctx) -> Reply:
+    release, repo = _release(ctx), ctx.the_repo()
+    found = [repo.assets[i] for i in release.assets if i in repo.assets]
+    return ctx.page(found, lambda a: asset_json(ctx, a))
+
+
+def safe_asset_name(name: str) -> str:
+    """GitHub renames names with special characters or leading/trailing periods."""
+    cleaned = re.sub(r"[^A-Za-z0-9._+\-]", ".", name)
+    cleaned = re.sub(r"\.{2,}", ".", cleaned).strip(".")
+    return cleaned or "default"
+
+
+def upload_asset(ctx: Ctx) -> Reply:
+    """Raw bytes in the body, ``name`` (and ``label``) in the query."""
+    release, repo = _release(ctx), ctx.the_repo()
+    raw_name = ctx.arg("name")
+    if not raw_name:
+        raise validation_failed("ReleaseAsset", "name", "missing_field")
+    name = safe_asset_name(raw_name)
+    if any(repo.assets[i].name == name for i in release.assets if i in repo.assets):
+        raise validation_failed("ReleaseAsset", "name", "already_exists")
+    asset_id = ctx.state.next_id("asset")
+    path = ctx.state.root / "assets" / str(asset_id)
+    digest = hashlib.sha256()
+    stream = ctx.request.stream
+    with path.open("wb") as out:
+        while chunk := stream.read(CHUNK):
+            digest.update(chunk)
+            out.write(chunk)
+    asset = ctx.state.store_asset(
+        repo,
+        release,
+        asset_id,
+        name,
+        path,
+        content_type=ctx.request.headers.get("content-type") or "application/octet-stream",
+        label=ctx.arg("label"),
+        uploader=ctx.actor,
+        digest="sha256:" + digest.hexdigest(),
+    )
+    return Reply(201, asset_json(ctx, asset))
+
+
+def _asset(ctx: Ctx) -> Asset:
+    asset = lookups.by_id(ctx.the_repo().assets, ctx, "asset_id")
+    release = ctx.the_repo().releases.get(asset.release_id)
+    if release is None or (release.draft and not _sees_drafts(ctx)):
+        raise not_found()
+    return asset
+
+
+def get_asset(ctx: Ctx) -> Reply:
+    """JSON, or with ``Accept: application/octet-stream`` a 302 to the download."""
+    asset = _asset(ctx)
+    out = asset_json(ctx, asset)
+    if "application/octet-stream" in ctx.request.headers.get("accept", ""):
+        return Reply(302, None, {"location": out["browser_download_url"]})
+    return Reply(200, out)
+
+
+def delete_asset(ctx: Ctx) -> Reply:
+    asset, repo = _asset(ctx), ctx.the_repo()
+    del repo.assets[asset.id]
+    release = repo.releases[asset.release_id]
+    release.assets.remove(asset.id)
+    asset.path.unlink(missing_ok=True)
+    return Reply(204)
+
+
+R = "/repos/{owner}/{repo}"
+C = CONTENTS
+ROUTES = [
+    read(f"{R}/releases", list_releases, C),
+    write("POST", f"{R}/releases", create_release, C, "Release"),
+    read(f"{R}/releases/{{release_id}}", get_release, C),
+    write("PATCH", f"{R}/releases/{{release_id}}", update_release, C, "Release"),
+    write("DELETE", f"{R}/releases/{{release_id}}", delete_release, C, "Release"),
+    read(f"{R}/releases/{{release_id}}/assets", list_assets, C),
+    write(
+        "POST", f"{R}/releases/{{release_id}}/assets", upload_asset, C, "ReleaseAsset", "uploads"
+    ),
+    read(f"{R}/releases/assets/{{asset_id}}", get_asset, C),
+    write("DELETE", f"{R}/releases/assets/{{asset_id}}", delete_asset, C, "ReleaseAsset"),
+]

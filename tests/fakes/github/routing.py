@@ -1,0 +1,154 @@
+"""Routes, the per-request context handed to handlers, and their replies."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote
+
+from werkzeug.wrappers import Request
+
+from tests.fakes.github.errors import ApiError
+from tests.fakes.github.models import App, Repo, Token, User
+from tests.fakes.github.paging import page_of
+from tests.fakes.github.ratelimit import RateLimiter
+from tests.fakes.github.render import Urls
+from tests.fakes.github.state import State
+
+MULTI_SEGMENT = {"ref"}  # git/matching-refs/{ref} contains slashes
+
+
+@dataclass
+class Reply:
+    status: int
+    body: Any = None  # JSON-able, or None for no body
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Ctx:
+    state: State
+    urls: Urls
+    limiter: RateLimiter
+    request: Request
+    url: str  # the request's URL on the fake, without the query
+    params: dict[str, str]
+    query: list[tuple[str, str]]
+    token: Token | None = None
+    app: App | None = None  # the app a JWT authenticated
+    repo: Repo | None = None
+    _json: Any = None
+
+    @property
+    def actor(self) -> User:
+        assert self.token is not None
+        return self.token.user
+
+    @property
+    def via_app(self) -> str | None:
+        inst = self.token.installation if self.token is not None else None
+        return inst.app.slug if inst is not None else None
+
+    def the_repo(self) -> Repo:
+        assert self.repo is not None
+        return self.repo
+
+    def arg(self, name: str, default: str | None = None) -> str | None:
+        for key, value in self.query:
+            if key == name:
+                return value
+        return default
+
+    def json(self) -> dict[str, Any]:
+        """The JSON object body ({} when empty); 400 "Problems parsing JSON" otherwise."""
+        if self._json is None:
+            raw = self.request.get_data(cache=True)
+            if not raw.strip():
+                self._json = {}
+            else:
+                try:
+                    self._json = json.loads(raw)
+                except ValueError as exc:
+                    raise ApiError(400, "Problems parsing JSON") from exc
+                if not isinstance(self._json, dict):
+                    raise ApiError(400, "Problems parsing JSON")
+        return self._json
+
+    def page(self, items: list[Any], render: Callable[[Any], Any]) -> Reply:
+        chosen, link = page_of(items, self.query, self.url)
+        headers = {"link": link} if link else {}
+        return Reply(200, [render(item) for item in chosen], headers)
+
+    def app_of(self, slug: str | None) -> App | None:
+        if slug is None:
+            return None
+        return next((a for a in self.state.apps.values() if a.slug == slug), None)
+
+
+Handler = Callable[[Ctx], Reply]
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    template: str
+    handler: Handler
+    host: str = "api"
+    auth: str = "repo"  # "repo", "jwt", "user" (a person's token) or "token" (any token)
+    permissions: tuple[str, ...] = ("metadata",)
+    write: bool = False
+    content: bool = False  # creates content: counted by the secondary limit
+    resource: str = ""  # names the resource in 422 bodies
+    counts: bool = True  # spends primary quota (GET /rate_limit does not)
+
+    def pattern(self) -> re.Pattern[str]:
+        regex = re.escape(self.template)
+        for name in re.findall(r"\{(\w+)\}", self.template):
+            part = ".+" if name in MULTI_SEGMENT else "[^/]+"
+            regex = regex.replace(re.escape("{" + name + "}"), f"(?P<{name}>{part})")
+        return re.compile(f"^{regex}$")
+
+
+class Router:
+    def __init__(self, routes: list[Route]) -> None:
+        # Literal segments first: /issues/comments is not /issues/{issue_number}.
+        ordered = sorted(routes, key=lambda r: (r.template.count("{"), -len(r.template)))
+        self._routes = [(route, route.pattern()) for route in ordered]
+
+    def match(self, host: str, method: str, raw_path: str) -> tuple[Route, dict[str, str]] | None:
+        for route, pattern in self._routes:
+            if route.host != host or route.method != method:
+                continue
+            found = pattern.match(raw_path)
+            if found:
+                return route, {k: unquote(v) for k, v in found.groupdict().items()}
+        return None
+
+
+def read(template: str, handler: Handler, permissions: tuple[str, ...]) -> Route:
+    """A GET of repository content."""
+    return Route("GET", template, handler, permissions=permissions)
+
+
+def write(
+    method: str,
+    template: str,
+    handler: Handler,
+    permissions: tuple[str, ...],
+    resource: str,
+    host: str = "api",
+) -> Route:
+    """A write that creates or changes content (counted by the secondary limit)."""
+    return Route(
+        method,
+        template,
+        handler,
+        host=host,
+        permissions=permissions,
+        write=True,
+        content=True,
+        resource=resource,
+    )

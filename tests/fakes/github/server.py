@@ -1,0 +1,194 @@
+"""GitHubFake: three real HTTP servers (API, uploads, web/Git) on 127.0.0.1 sharing one state."""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import requests
+from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
+
+from tests.fakes.contract import ContractViolation, GitHubContract, RecordingValidator, attach
+from tests.fakes.github.app import ApiApp
+from tests.fakes.github.auth import KeyPair, generate_key_pair, make_app_jwt
+from tests.fakes.github.clock import Clock, system_clock
+from tests.fakes.github.faults import Faults
+from tests.fakes.github.git_http import GitHttpApp
+from tests.fakes.github.models import App, Installation
+from tests.fakes.github.ratelimit import RateLimiter, SecondaryLimits
+from tests.fakes.github.render import Urls
+from tests.fakes.github.requests_log import RequestLog
+from tests.fakes.github.state import State
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log(self, type: str, message: str, *args: Any) -> None:
+        pass
+
+
+@dataclass
+class AppInstall:
+    """A registered GitHub App, its key pair and one installation."""
+
+    app: App
+    installation: Installation
+    keys: KeyPair
+    fake: GitHubFake
+
+    def jwt(
+        self, *, issuer: str | int | None = None, iat_offset: int = -60, lifetime: int = 540
+    ) -> str:
+        """A JWT signed with the app's key, timed by the fake's clock."""
+        return make_app_jwt(
+            self.keys.private_pem,
+            issuer if issuer is not None else self.app.client_id,
+            now=self.fake.clock().timestamp(),
+            iat_offset=iat_offset,
+            lifetime=lifetime,
+        )
+
+
+class GitHubFake:
+    """A GitHub-faithful server for tests (see tests/fakes/github/__init__.py)."""
+
+    def __init__(
+        self,
+        *,
+        clock: Clock | None = None,
+        root: Path | None = None,
+        primary_limit: int = 5000,
+        secondary: SecondaryLimits | None = None,
+        validate_responses: bool = True,
+        validate_requests: bool = True,
+    ) -> None:
+        self.clock: Clock = clock or system_clock
+        self._own_root = root is None
+        self.root = root or Path(tempfile.mkdtemp(prefix="github-fake-"))
+        self.state = State(self.root, self.clock)
+        self.limiter = RateLimiter(self.clock, primary_limit, secondary or SecondaryLimits())
+        self.faults = Faults()
+        self.requests_log = RequestLog()
+        self.violations: list[ContractViolation] = []
+        self.request_violations: list[ContractViolation] = []
+        self.server_errors: list[str] = []
+        self.validate_responses = validate_responses
+        self.validate_requests = validate_requests
+        self.api_url = self.uploads_url = self.git_url = ""
+        self.urls = Urls("", "", "")
+        self.contract = GitHubContract()
+        self.client_recorder = RecordingValidator(self.contract)
+        self._servers: list[tuple[BaseWSGIServer, threading.Thread]] = []
+
+    # -- life cycle ---------------------------------------------------------------------
+
+    def start(self) -> GitHubFake:
+        apps = {
+            "api": ApiApp(self, "api"),
+            "uploads": ApiApp(self, "uploads"),
+            "git": GitHttpApp(self),
+        }
+        urls = {}
+        for name, app in apps.items():
+            server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=_QuietHandler)
+            server.handle_error = lambda request, address: None  # type: ignore[method-assign]
+            urls[name] = f"http://127.0.0.1:{server.server_port}"
+            thread = threading.Thread(
+                target=functools.partial(server.serve_forever, poll_interval=0.05),
+                name=f"github-fake-{name}",
+                daemon=True,
+            )
+            self._servers.append((server, thread))
+        self.api_url, self.uploads_url, self.git_url = urls["api"], urls["uploads"], urls["git"]
+        self.urls = Urls(self.api_url, self.uploads_url, self.git_url)
+        self.contract = GitHubContract(api_url=self.api_url, uploads_url=self.uploads_url)
+        self.client_recorder = RecordingValidator(self.contract)
+        for _, thread in self._servers:
+            thread.start()
+        return self
+
+    def stop(self) -> None:
+        for server, thread in self._servers:
+            server.shutdown()
+            server.server_close()
+            thread.join(timeout=10)
+        self._servers.clear()
+        if self._own_root:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> GitHubFake:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- conveniences -------------------------------------------------------------------
+
+    def add_token(self, login: str, **kwargs: Any) -> str:
+        """A personal access token (see State.add_token)."""
+        return self.state.add_token(login, **kwargs)
+
+    def install_app(
+        self,
+        account: str,
+        *,
+        repositories: list[str] | None = None,
+        permissions: dict[str, str] | None = None,
+        slug: str = "reposync-test",
+        keys: KeyPair | None = None,
+    ) -> AppInstall:
+        """Register a GitHub App (fresh RSA keys) and install it on ``account``."""
+        keys = keys or generate_key_pair()
+        app = self.state.register_app(keys.public_pem, slug=slug)
+        installation = self.state.install_app(
+            app, account, repositories=repositories, permissions=permissions
+        )
+        return AppInstall(app=app, installation=installation, keys=keys, fake=self)
+
+    def installation_token(self, install: AppInstall | Installation) -> str:
+        """An installation token without the HTTP exchange."""
+        inst = install.installation if isinstance(install, AppInstall) else install
+        return self.state.issue_installation_token(inst).value
+
+    def git_remote(self, full_name: str, token: str | None = None) -> str:
+        """The clone URL, with ``x-access-token:<token>@`` when a token is given."""
+        host = self.git_url.removeprefix("http://")
+        credentials = f"x-access-token:{token}@" if token else ""
+        return f"http://{credentials}{host}/{full_name}.git"
+
+    def session(
+        self, token: str | None = None, recorder: RecordingValidator | None = None
+    ) -> requests.Session:
+        """A requests session as a GitHub client sets one up, with the contract attached."""
+        session = requests.Session()
+        session.headers["Accept"] = "application/vnd.github+json"
+        session.headers["X-GitHub-Api-Version"] = "2022-11-28"
+        if token:
+            session.headers["Authorization"] = f"Bearer {token}"
+        attach(session, recorder or self.client_recorder)
+        return session
+
+    def problems(self, *, requests_too: bool = True) -> list[str]:
+        """Every contract violation and server error seen so far."""
+        found = [str(v) for v in self.violations]
+        found += [
+            str(v) for v in self.client_recorder.violations if requests_too or not v.is_request
+        ]
+        found += self.server_errors
+        if requests_too:
+            found += [str(v) for v in self.request_violations]
+        return found
+
+    def assert_clean(self, *, requests_too: bool = True) -> None:
+        problems = self.problems(requests_too=requests_too)
+        assert not problems, "\n".join(problems)
