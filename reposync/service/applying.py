@@ -30,7 +30,7 @@ from reposync.models.db import driver_datetime, executemany, fetch
 from reposync.service.appliers import ApplyItem, ItemOutcome, applier_for
 from reposync.service.execution import StageExecution
 from reposync.service.links import VerifiedPair, drop_links, mark_unreliable, write_links
-from reposync.sync.vocabulary import Action, ItemState, ObjectType, Stage
+from reposync.sync.vocabulary import Action, ItemState, ObjectType, Representation, Stage
 
 _UNFINISHED = (ItemState.APPLYING.value, ItemState.VERIFYING.value)
 
@@ -128,7 +128,12 @@ def apply_items(
     ]
     for outcome in applier.read_back(ex, written):
         item = outcome.item
-        if item.id in report.representations and outcome.state is ItemState.COMPLETED:
+        if (
+            item.id in report.representations
+            and outcome.state is ItemState.COMPLETED
+            # a projection stays a projection even if its comment carries a header
+            and item.object_type.representation is Representation.NATIVE
+        ):
             outcome = replace(outcome, representation=report.representations[item.id])
         if outcome.state is ItemState.PLANNED:  # read-back did not find what was written
             if item.id in report.refused:
