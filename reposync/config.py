@@ -71,6 +71,9 @@ class Settings:
     github_app_private_key_path: str = ""
     github_installation_id: str = ""
     github_token: str = ""
+    #: ``reposync sync`` waits in place for a rate limit that lifts within this many
+    #: seconds; a longer one leaves the Run deferred for the next invocation.
+    embedded_max_wait: float = 900.0
     #: Seconds between two writes to GitHub (its best practices ask for at least one).
     github_write_interval: float = 1.0
     #: Seconds an HTTP request to a forge may take before its outcome counts as unknown.
@@ -159,5 +162,6 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "github_installation_id": str,
     "github_token": str,
     "github_write_interval": float,
+    "embedded_max_wait": float,
     "http_timeout": float,
 }

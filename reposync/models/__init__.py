@@ -7,7 +7,7 @@ from reposync.models.object_link import ObjectLink
 from reposync.models.run import Run
 from reposync.models.run_event import RunEvent
 from reposync.models.run_item import RunItem
-from reposync.models.write_budget import WriteBudgetWindow
+from reposync.models.write_budget import WriteBudgetAccount, WriteBudgetEvent
 
 __all__ = [
     "Base",
@@ -17,6 +17,7 @@ __all__ = [
     "Run",
     "RunEvent",
     "RunItem",
-    "WriteBudgetWindow",
+    "WriteBudgetAccount",
+    "WriteBudgetEvent",
     "utcnow",
 ]

@@ -1,28 +1,37 @@
-"""WriteBudgetWindow: content-creating writes counted per account and time window.
+"""The write budget: content-creating writes per forge account, over sliding windows.
 
 Shared by every worker through the database, so three workers writing to one GitHub
-installation still stay under its 80 per minute and 500 per hour.
+installation still stay under its 80 per minute and 500 per hour, counted the way
+GitHub counts them (any 60 s, any hour), not per clock minute.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import String, UniqueConstraint
+from sqlalchemy import ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from reposync.models.base import Base
 
 
-class WriteBudgetWindow(Base):
-    __tablename__ = "write_budget_windows"
-    __table_args__ = (
-        UniqueConstraint("account", "window_seconds", name="uq_write_budget_windows_account"),
-    )
+class WriteBudgetAccount(Base):
+    """One row per account: locked while a write is counted, so counts never race."""
+
+    __tablename__ = "write_budget_accounts"
+
+    #: The account the forge counts writes against (``github:installation:42``).
+    account: Mapped[str] = mapped_column(String(255), primary_key=True)
+
+
+class WriteBudgetEvent(Base):
+    """One counted write; rows older than the longest window are pruned."""
+
+    __tablename__ = "write_budget_events"
+    __table_args__ = (Index("ix_write_budget_events_account_at", "account", "at"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    #: The account the forge counts writes against (``github:installation:42``).
-    account: Mapped[str] = mapped_column(String(255))
-    window_seconds: Mapped[int]
-    window_start: Mapped[datetime]
-    used: Mapped[int] = mapped_column(default=0)
+    account: Mapped[str] = mapped_column(
+        String(255), ForeignKey("write_budget_accounts.account", ondelete="CASCADE")
+    )
+    at: Mapped[datetime]

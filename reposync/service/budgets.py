@@ -1,64 +1,71 @@
-"""The write budget, persisted: fixed windows per account, counted under a row lock."""
+"""The write budget, persisted: sliding windows per account, counted under a row lock."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 
-from reposync.models import WriteBudgetWindow
+from reposync.models import WriteBudgetAccount, WriteBudgetEvent
 from reposync.models.db import Database
 
-#: GitHub's content-creation limits (../shared/notes/github-api.md §2).
+#: GitHub's content-creation limits (../shared/notes/github-api.md §2): (seconds, writes).
 DEFAULT_LIMITS: tuple[tuple[int, int], ...] = ((60, 80), (3600, 500))
 
 
 class DatabaseWriteBudget:
-    """``WriteBudget`` for providers; windows are aligned, so every worker agrees on them."""
+    """``WriteBudget`` for providers, shared by every worker of the deployment."""
 
     def __init__(self, db: Database, limits: Sequence[tuple[int, int]] = DEFAULT_LIMITS) -> None:
         self._db = db
         self._limits = tuple(limits)
+        self._longest = timedelta(seconds=max(seconds for seconds, _ in self._limits))
 
     def reserve(self, key: str, now: datetime) -> datetime | None:
-        for _ in range(2):  # a concurrent first writer may create the window rows first
-            try:
-                return self._reserve(key, now)
-            except IntegrityError:
-                continue
-        return self._reserve(key, now)
-
-    def _reserve(self, key: str, now: datetime) -> datetime | None:
+        """Count one write at ``now``, or say when the oldest write leaves a full window."""
+        self._ensure_account(key)
         with self._db.transaction() as session:
-            windows = []
+            session.execute(  # the per-account mutex: counting and inserting never race
+                select(WriteBudgetAccount.account)
+                .where(WriteBudgetAccount.account == key)
+                .with_for_update()
+            ).scalar_one()
+            session.execute(
+                delete(WriteBudgetEvent).where(
+                    WriteBudgetEvent.account == key, WriteBudgetEvent.at <= now - self._longest
+                )
+            )
+            retry_at: datetime | None = None
             for seconds, limit in self._limits:
-                start = _window_start(now, seconds)
-                row = session.execute(
-                    select(WriteBudgetWindow)
-                    .where(
-                        WriteBudgetWindow.account == key,
-                        WriteBudgetWindow.window_seconds == seconds,
+                since = now - timedelta(seconds=seconds)
+                used = session.execute(
+                    select(func.count()).where(
+                        WriteBudgetEvent.account == key, WriteBudgetEvent.at > since
                     )
-                    .with_for_update()
-                ).scalar_one_or_none()
-                if row is None:
-                    row = WriteBudgetWindow(
-                        account=key, window_seconds=seconds, window_start=start, used=0
-                    )
-                    session.add(row)
-                    session.flush()
-                elif row.window_start != start:
-                    row.window_start, row.used = start, 0
-                if row.used >= limit:
-                    return start + timedelta(seconds=seconds)
-                windows.append(row)
-            for row in windows:
-                row.used += 1
+                ).scalar_one()
+                if used >= limit:
+                    oldest = session.execute(
+                        select(WriteBudgetEvent.at)
+                        .where(WriteBudgetEvent.account == key, WriteBudgetEvent.at > since)
+                        .order_by(WriteBudgetEvent.at)
+                        .offset(used - limit)
+                        .limit(1)
+                    ).scalar_one()
+                    free_at = oldest + timedelta(seconds=seconds)
+                    retry_at = free_at if retry_at is None else max(retry_at, free_at)
+            if retry_at is not None:
+                return retry_at
+            session.add(WriteBudgetEvent(account=key, at=now))
             return None
 
-
-def _window_start(now: datetime, seconds: int) -> datetime:
-    epoch = int(now.timestamp())
-    return datetime.fromtimestamp(epoch - epoch % seconds, tz=now.tzinfo)
+    def _ensure_account(self, key: str) -> None:
+        with self._db.session() as session:
+            if session.get(WriteBudgetAccount, key) is not None:
+                return
+        try:
+            with self._db.transaction() as session:
+                session.add(WriteBudgetAccount(account=key))
+        except IntegrityError:
+            pass  # another worker created it first

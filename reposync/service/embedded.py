@@ -122,16 +122,13 @@ def sync(
     return finished
 
 
-#: A deferred Run is waited for in-process when its limit lifts within this long.
-MAX_EMBEDDED_WAIT = timedelta(minutes=15)
-
-
 def _wait_out_limits(ctx: ServiceContext, run: Run, progress: ProgressCallback | None) -> Run:
     """Rate limits defer a Run; in-process, wait for short ones and carry on."""
     clock = ctx.environment.clock if ctx.environment else None
+    longest = timedelta(seconds=ctx.settings.embedded_max_wait)
     while run.status == "queued" and run.retry_at is not None and clock is not None:
         wait = run.retry_at - clock.now()
-        if wait > MAX_EMBEDDED_WAIT:
+        if wait > longest:
             break  # the report says when; the next `reposync sync` resumes it
         log.warning("run %s waits %.0fs for a rate limit", run.id, wait.total_seconds())
         clock.sleep(max(0.0, wait.total_seconds()))
