@@ -17,6 +17,11 @@ into this tree at one boundary each, never leaked.
     │   └── ConfigurationError          invalid_configuration
     ├── DatabaseUnavailable             database_unavailable     (exit 2, retryable)
     ├── RecordNotFound                  record_not_found         (also LookupError)
+    ├── Unauthenticated                 unauthenticated
+    ├── Forbidden                       forbidden
+    ├── NotAllowedNow                   not_allowed_now
+    │   ├── ResultUnknownFence          result_unknown_unresolved
+    │   └── VisibilityUnconfirmed       visibility_unconfirmed
     ├── BindingBusy                     binding_busy
     ├── LeaseLost                       lease_lost
     ├── AttemptsExhausted               attempts_exhausted
@@ -111,6 +116,45 @@ class RecordNotFound(ReposyncError, LookupError):
     code = "record_not_found"
     http_status = 404
     suggested_action = "check the id"
+
+
+class Unauthenticated(ReposyncError):
+    code = "unauthenticated"
+    http_status = 401
+    exit_status = 2
+    suggested_action = "send a valid API token: Authorization: Bearer <token>"
+
+
+class Forbidden(ReposyncError):
+    code = "forbidden"
+    http_status = 403
+    exit_status = 2
+    suggested_action = "ask an admin for the role or the repository grant this needs"
+
+
+class NotAllowedNow(ReposyncError):
+    """The request is valid, but the Binding's state forbids it for now."""
+
+    code = "not_allowed_now"
+    http_status = 409
+    suggested_action = "resolve the condition named in the message, then try again"
+
+
+class ResultUnknownFence(NotAllowedNow):
+    """A write's outcome is unknown: nothing may touch the Binding until it is proven."""
+
+    code = "result_unknown_unresolved"
+    suggested_action = "recover the Run (POST /runs/{id}/recover): it proves each outcome"
+
+
+class VisibilityUnconfirmed(NotAllowedNow):
+    """The standby is more public than the authority and nobody confirmed that."""
+
+    code = "visibility_unconfirmed"
+    suggested_action = (
+        "confirm the visibility on the Binding (PATCH visibility_confirmation) if the "
+        "standby may be more public than the authority"
+    )
 
 
 class BindingBusy(ReposyncError):

@@ -7,16 +7,20 @@ from reposync.models.object_link import ObjectLink
 from reposync.models.run import Run
 from reposync.models.run_event import RunEvent
 from reposync.models.run_item import RunItem
+from reposync.models.user import ApiToken, RepositoryGrant, User
 from reposync.models.write_budget import WriteBudgetAccount, WriteBudgetEvent
 
 __all__ = [
+    "ApiToken",
     "Base",
     "Binding",
     "InventoryEntry",
     "ObjectLink",
+    "RepositoryGrant",
     "Run",
     "RunEvent",
     "RunItem",
+    "User",
     "WriteBudgetAccount",
     "WriteBudgetEvent",
     "utcnow",

@@ -51,6 +51,21 @@ class Binding(Base):
     lease_expires_at: Mapped[datetime | None]
 
     last_converged_run_id: Mapped[int | None]
+
+    # Schedules: a cron expression, the next slot, and the full-audit cadence.
+    schedule_cron: Mapped[str | None] = mapped_column(String(255))
+    next_run_at: Mapped[datetime | None] = mapped_column(index=True)
+    full_audit_interval: Mapped[int] = mapped_column(default=7 * 24 * 3600)  # seconds
+    #: The last completed full apply, and the authority epoch it happened in: schedules
+    #: may be enabled only after one in the current epoch.
+    last_full_apply_at: Mapped[datetime | None]
+    last_full_apply_epoch: Mapped[int | None]
+    #: Visibility: what each side was when last checked, and the operator's confirmation
+    #: (a hash over both ids, the direction and the visibilities) when the standby is the
+    #: more public side.
+    a_visibility: Mapped[str | None] = mapped_column(String(16))
+    b_visibility: Mapped[str | None] = mapped_column(String(16))
+    visibility_confirmation: Mapped[str | None] = mapped_column(String(80))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 

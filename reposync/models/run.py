@@ -28,6 +28,15 @@ class Run(Base):
         Index("ix_runs_binding_id_id", "binding_id", "id"),
         Index("ix_runs_status_id", "status", "id"),
         Index("ix_runs_parent_run_id", "parent_run_id"),
+        # One Run per schedule slot, whatever number of beats or ticks ask for it.
+        Index(
+            "ux_runs_binding_id_scheduled_for",
+            "binding_id",
+            "scheduled_for",
+            unique=True,
+            sqlite_where=text("scheduled_for IS NOT NULL"),
+            postgresql_where=text("scheduled_for IS NOT NULL"),
+        ),
         CheckConstraint("source_side <> target_side", name="sides"),
         CheckConstraint("attempt >= 1", name="attempt"),
     )
@@ -63,6 +72,8 @@ class Run(Base):
     parent_run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
     attempt: Mapped[int] = mapped_column(default=1)
     cancel_requested_at: Mapped[datetime | None]
+    #: The schedule slot a scheduled Run was created for.
+    scheduled_for: Mapped[datetime | None]
     retry_at: Mapped[datetime | None]
 
     #: Lease generation of the execution that last claimed this Run.

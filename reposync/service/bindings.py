@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
 from sqlalchemy import or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from reposync.errors import RecordNotFound, WrongDirection
-from reposync.models import Binding
+from reposync.errors import NotAllowedNow, RecordNotFound, UsageError, WrongDirection
+from reposync.models import Binding, utcnow
 from reposync.providers.base import EndpointInfo, EndpointSpec
 from reposync.service.context import ServiceContext
 from reposync.sync.vocabulary import RefConflictPolicy, Side
@@ -92,3 +95,77 @@ def _refresh_locators(binding: Binding, *infos: EndpointInfo) -> None:
                 binding.a_locator = info.locator
         elif binding.b_locator != info.locator:
             binding.b_locator = info.locator
+
+
+class _Unset:
+    """A PATCH field that was not sent."""
+
+
+UNSET: Any = _Unset()
+
+
+def update_binding(
+    ctx: ServiceContext,
+    binding_id: int,
+    *,
+    schedule_cron: str | None = UNSET,
+    sync_enabled: bool = UNSET,
+    ref_conflict_policy: RefConflictPolicy = UNSET,
+    full_audit_interval: int = UNSET,
+    visibility_confirmation: str | None = UNSET,
+    now: datetime | None = None,
+) -> Binding:
+    """Change what an operator may change; the rules of each field are checked here."""
+    from reposync.service.fences import require_no_unknown
+    from reposync.service.runs import active_run
+    from reposync.service.schedules import next_slot, validate_cron
+
+    with ctx.db.transaction() as session:
+        binding = session.execute(
+            select(Binding).where(Binding.id == binding_id).with_for_update()
+        ).scalar_one_or_none()
+        if binding is None:
+            raise RecordNotFound(f"binding {binding_id} does not exist")
+        now = now or utcnow()
+        if schedule_cron is not UNSET:
+            binding.schedule_cron = None if schedule_cron is None else validate_cron(schedule_cron)
+        if ref_conflict_policy is not UNSET:
+            binding.ref_conflict_policy = RefConflictPolicy(ref_conflict_policy).value
+        if full_audit_interval is not UNSET:
+            if full_audit_interval < 3600:
+                raise UsageError("full_audit_interval must be at least 3600 seconds")
+            binding.full_audit_interval = full_audit_interval
+        if visibility_confirmation is not UNSET:
+            binding.visibility_confirmation = visibility_confirmation
+        if sync_enabled is not UNSET:
+            if sync_enabled and not binding.sync_enabled:
+                if binding.last_full_apply_epoch != binding.authority_epoch:
+                    raise NotAllowedNow(
+                        f"binding {binding_id} has had no successful full apply since its "
+                        "authority changed; run one (audit_mode=full) before enabling sync"
+                    )
+                if active_run(session, binding_id) is not None:
+                    raise NotAllowedNow(f"binding {binding_id} has an active Run")
+                require_no_unknown(session, binding_id, "enabling sync")
+            binding.sync_enabled = bool(sync_enabled)
+        if binding.sync_enabled and binding.schedule_cron:
+            if binding.next_run_at is None or schedule_cron is not UNSET:
+                binding.next_run_at = next_slot(binding.schedule_cron, now)
+        else:
+            binding.next_run_at = None
+        session.flush()
+        session.expunge(binding)
+    return binding
+
+
+def delete_binding(ctx: ServiceContext, binding_id: int) -> None:
+    """Forget a Binding, its Runs and links; never while it runs or is fenced."""
+    from reposync.service.fences import require_no_unknown
+    from reposync.service.runs import active_run
+
+    with ctx.db.transaction() as session:
+        binding = get_binding(session, binding_id)
+        if active_run(session, binding_id) is not None:
+            raise NotAllowedNow(f"binding {binding_id} has an active Run; cancel it first")
+        require_no_unknown(session, binding_id, "deleting the Binding")
+        session.delete(binding)

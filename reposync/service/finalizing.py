@@ -35,6 +35,8 @@ from reposync.sync.vocabulary import (
 )
 
 EXAMPLES = 5
+#: Plans that compared every object (a schedule may start after one of these).
+FULL_PLANS = ("empty_target", "baseline", "full_audit")
 
 
 def finalize(ex: StageExecution) -> None:
@@ -86,11 +88,10 @@ def finish(
         session.execute(update(Run).where(Run.id == run.id).values(**values))
         session.execute(InventoryEntry.__table__.delete().where(InventoryEntry.run_id == run.id))
         if status is RunStatus.COMPLETED and run.mode == RunMode.APPLY.value:
-            session.execute(
-                update(Binding)
-                .where(Binding.id == ex.binding.id)
-                .values(last_converged_run_id=run.id)
-            )
+            values = {"last_converged_run_id": run.id}
+            if fresh.plan_mode in FULL_PLANS:  # everything was compared: a full apply
+                values.update(last_full_apply_at=now, last_full_apply_epoch=run.authority_epoch)
+            session.execute(update(Binding).where(Binding.id == ex.binding.id).values(**values))
         ex.event(session, "run_finished", f"status {status.value}", **counters)
         release(session, ex.lease)
         follow_up = None

@@ -11,6 +11,7 @@ from reposync.models import Binding, Run, utcnow
 from reposync.service.bindings import get_binding
 from reposync.service.context import ServiceContext, Step
 from reposync.service.events import emit
+from reposync.service.fences import require_no_unknown
 from reposync.sync.vocabulary import (
     ACTIVE_RUN_STATUSES,
     AuditMode,
@@ -91,6 +92,7 @@ def create_run(
     """
     try:
         with ctx.db.transaction() as session:
+            require_no_unknown(session, binding_id, "a new Run")
             run = new_run(
                 session,
                 get_binding(session, binding_id),

@@ -1,0 +1,35 @@
+"""Binding-wide conditions that stop everything until they are resolved."""
+
+from __future__ import annotations
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from reposync.errors import ResultUnknownFence
+from reposync.models import Run, RunItem
+from reposync.sync.vocabulary import ItemState
+
+RESULT_UNKNOWN = "result_unknown"
+
+
+def unresolved_unknown(session: Session, binding_id: int) -> int:
+    """Items of the Binding whose write outcome nobody has proven yet."""
+    return session.execute(
+        select(func.count())
+        .select_from(RunItem)
+        .join(Run, Run.id == RunItem.run_id)
+        .where(
+            Run.binding_id == binding_id,
+            RunItem.state == ItemState.BLOCKED.value,
+            RunItem.error_code == RESULT_UNKNOWN,
+        )
+    ).scalar_one()
+
+
+def require_no_unknown(session: Session, binding_id: int, doing: str) -> None:
+    count = unresolved_unknown(session, binding_id)
+    if count:
+        raise ResultUnknownFence(
+            f"binding {binding_id} has {count} write(s) whose outcome is unknown; "
+            f"{doing} waits until recovery proves them"
+        )

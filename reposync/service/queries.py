@@ -1,0 +1,288 @@
+"""Read-side operations of the API: listings with cursors, progress, the overview.
+
+Every listing is keyset-paginated (``after_id`` / ``after_seq``), every count is one
+GROUP BY; the overview answers any number of Bindings in a fixed number of queries.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import func, select
+
+from reposync.errors import RecordNotFound
+from reposync.models import Binding, Run, RunEvent, RunItem, User
+from reposync.service.context import ServiceContext
+from reposync.service.runs import create_run
+from reposync.service.users import visible
+from reposync.sync.vocabulary import ACTIVE_RUN_STATUSES, AuditMode, RunMode, Trigger
+
+MAX_PAGE = 200
+
+
+def _limit(limit: int | None, default: int = 50) -> int:
+    return max(1, min(limit or default, MAX_PAGE))
+
+
+def get_binding_for(ctx: ServiceContext, user: User, binding_id: int) -> Binding:
+    with ctx.db.session() as session:
+        binding = session.execute(
+            select(Binding).where(Binding.id == binding_id, visible(user))
+        ).scalar_one_or_none()
+        if binding is None:  # not visible is not found: ids of others leak nothing
+            raise RecordNotFound(f"binding {binding_id} does not exist")
+        session.expunge(binding)
+        return binding
+
+
+def list_bindings(
+    ctx: ServiceContext,
+    user: User,
+    *,
+    repository_id: str | None = None,
+    after_id: int | None = None,
+    limit: int | None = None,
+) -> list[Binding]:
+    with ctx.db.session() as session:
+        query = select(Binding).where(visible(user))
+        if repository_id is not None:
+            query = query.where(
+                (Binding.a_repository_id == repository_id)
+                | (Binding.b_repository_id == repository_id)
+            )
+        if after_id is not None:
+            query = query.where(Binding.id > after_id)
+        rows = session.execute(query.order_by(Binding.id).limit(_limit(limit))).scalars().all()
+        for row in rows:
+            session.expunge(row)
+        return list(rows)
+
+
+def get_run_for(ctx: ServiceContext, user: User, run_id: int) -> Run:
+    with ctx.db.session() as session:
+        run = session.execute(
+            select(Run)
+            .join(Binding, Binding.id == Run.binding_id)
+            .where(Run.id == run_id, visible(user))
+        ).scalar_one_or_none()
+        if run is None:
+            raise RecordNotFound(f"run {run_id} does not exist")
+        session.expunge(run)
+        return run
+
+
+def list_runs(
+    ctx: ServiceContext,
+    user: User,
+    *,
+    status: str | None = None,
+    binding_id: int | None = None,
+    after_id: int | None = None,
+    limit: int | None = None,
+) -> list[Run]:
+    """Newest first; ``after_id`` continues below the last id seen."""
+    with ctx.db.session() as session:
+        query = select(Run).join(Binding, Binding.id == Run.binding_id).where(visible(user))
+        if status is not None:
+            query = query.where(Run.status == status)
+        if binding_id is not None:
+            query = query.where(Run.binding_id == binding_id)
+        if after_id is not None:
+            query = query.where(Run.id < after_id)
+        rows = session.execute(query.order_by(Run.id.desc()).limit(_limit(limit))).scalars().all()
+        for row in rows:
+            session.expunge(row)
+        return list(rows)
+
+
+def run_progress(ctx: ServiceContext, user: User, run_id: int) -> dict[str, Any]:
+    """Totals and per-type state counts from one aggregate; no item is loaded."""
+    run = get_run_for(ctx, user, run_id)
+    progress = _progress(ctx, [run_id]).get(run_id, Progress())
+    return {
+        "run_id": run.id,
+        "stage": run.stage,
+        "status": run.status,
+        "plan_complete": run.plan_complete,
+        **progress.to_dict(),
+    }
+
+
+@dataclass
+class Progress:
+    totals: dict[str, int] = field(default_factory=dict)
+    object_types: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "totals": self.totals,
+            "object_types": self.object_types,
+            "items": sum(self.totals.values()),
+        }
+
+
+def _progress(ctx: ServiceContext, run_ids: list[int]) -> dict[int, Progress]:
+    if not run_ids:
+        return {}
+    found: dict[int, Progress] = defaultdict(Progress)
+    with ctx.db.session() as session:
+        rows = session.execute(
+            select(RunItem.run_id, RunItem.object_type, RunItem.state, func.count())
+            .where(RunItem.run_id.in_(run_ids))
+            .group_by(RunItem.run_id, RunItem.object_type, RunItem.state)
+        ).all()
+    for run_id, object_type, state, count in rows:
+        progress = found[run_id]
+        progress.totals[state] = progress.totals.get(state, 0) + count
+        progress.object_types.setdefault(object_type, {})[state] = count
+    return dict(found)
+
+
+def run_items(
+    ctx: ServiceContext,
+    user: User,
+    run_id: int,
+    *,
+    state: str | None = None,
+    object_type: str | None = None,
+    after_id: int | None = None,
+    limit: int | None = None,
+) -> list[RunItem]:
+    get_run_for(ctx, user, run_id)
+    with ctx.db.session() as session:
+        query = select(RunItem).where(RunItem.run_id == run_id)
+        if state is not None:
+            query = query.where(RunItem.state == state)
+        if object_type is not None:
+            query = query.where(RunItem.object_type == object_type)
+        if after_id is not None:
+            query = query.where(RunItem.id > after_id)
+        rows = session.execute(query.order_by(RunItem.id).limit(_limit(limit))).scalars().all()
+        for row in rows:
+            session.expunge(row)
+        return list(rows)
+
+
+def run_events(
+    ctx: ServiceContext, user: User, run_id: int, *, after_seq: int = 0, limit: int | None = None
+) -> list[RunEvent]:
+    get_run_for(ctx, user, run_id)
+    with ctx.db.session() as session:
+        rows = (
+            session.execute(
+                select(RunEvent)
+                .where(RunEvent.run_id == run_id, RunEvent.seq > after_seq)
+                .order_by(RunEvent.seq)
+                .limit(_limit(limit, 100))
+            )
+            .scalars()
+            .all()
+        )
+        for row in rows:
+            session.expunge(row)
+        return list(rows)
+
+
+def retry_run(ctx: ServiceContext, user: User, run_id: int) -> Run:
+    """A new Run of the same Binding, mode and audit, remembering what it retries."""
+    run = get_run_for(ctx, user, run_id)
+    new = create_run(
+        ctx,
+        run.binding_id,
+        mode=RunMode(run.mode),
+        audit_mode=AuditMode(run.audit_mode),
+        trigger=Trigger.RETRY,
+        parent_run_id=run.id,
+        attempt=run.attempt + 1,
+    )
+    from reposync.service.context import Step
+    from reposync.sync.vocabulary import Stage
+
+    ctx.dispatcher.dispatch(Step(new.id, Stage.CHECKING_ACCESS, None))
+    return new
+
+
+def overview(ctx: ServiceContext, user: User) -> list[dict[str, Any]]:
+    """Every visible Binding with its latest and active Run and their progress.
+
+    Five queries whatever the number of Bindings: Bindings, latest Runs, active Runs,
+    unresolved unknown writes, and one aggregate of the active Runs' items.
+    """
+    with ctx.db.session() as session:
+        bindings = (
+            session.execute(select(Binding).where(visible(user)).order_by(Binding.id))
+            .scalars()
+            .all()
+        )
+        ids = [b.id for b in bindings]
+        latest_ids = (
+            select(func.max(Run.id)).where(Run.binding_id.in_(ids)).group_by(Run.binding_id)
+        )
+        latest = {
+            r.binding_id: r
+            for r in session.execute(select(Run).where(Run.id.in_(latest_ids))).scalars()
+        }
+        active = {
+            r.binding_id: r
+            for r in session.execute(
+                select(Run).where(
+                    Run.binding_id.in_(ids), Run.status.in_([s.value for s in ACTIVE_RUN_STATUSES])
+                )
+            ).scalars()
+        }
+        unknown = dict(
+            session.execute(
+                select(Run.binding_id, func.count())
+                .join(RunItem, RunItem.run_id == Run.id)
+                .where(
+                    Run.binding_id.in_(ids),
+                    RunItem.state == "blocked",
+                    RunItem.error_code == "result_unknown",
+                )
+                .group_by(Run.binding_id)
+            ).all()
+        )
+        progress = _progress(ctx, [r.id for r in active.values()])
+        result = []
+        for binding in bindings:
+            last = latest.get(binding.id)
+            current = active.get(binding.id)
+            result.append(
+                {
+                    "binding": binding,
+                    "latest_run": last,
+                    "active_run": current,
+                    "active_progress": progress.get(current.id, Progress()).to_dict()
+                    if current is not None
+                    else None,
+                    "connection_health": health(last),
+                    "result_unknown": unknown.get(binding.id, 0),
+                }
+            )
+        for row in result:
+            for key in ("binding", "latest_run", "active_run"):
+                if row[key] is not None:
+                    session.expunge(row[key])
+        return result
+
+
+_UNHEALTHY = {
+    "permission_denied",
+    "provider_unavailable",
+    "repository_mismatch",
+    "git_transport_failed",
+    "database_unavailable",
+}
+
+
+def health(run: Run | None) -> str:
+    """A connection's health as its latest Run saw it."""
+    if run is None:
+        return "unknown"
+    if run.error_code in _UNHEALTHY:
+        return f"failing: {run.error_code}"
+    if run.retry_at is not None and run.status == "queued":
+        return "rate_limited"
+    return "ok"

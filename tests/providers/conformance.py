@@ -1,0 +1,289 @@
+"""Per-provider harnesses of the conformance suite (``test_conformance.py``).
+
+rclone's fstests idea: the suite is written once against the provider contract; each
+provider contributes a small harness that says how to make an empty repository, how to
+open it as a target with writes allowed, how to seed objects (through the provider's own
+``apply_batch``, never behind its back), how to look at its backing store directly, and
+what the provider **declares it cannot do**. The suite checks each declaration both ways:
+what is declared unsupported must be refused with a clear error code, what is not
+declared must work.
+
+Declarations come from each provider's documented behaviour, not from trial and error:
+
+* local (``reposync/providers/local``): reposync's own store; every forge type can be
+  created, updated and deleted; creates are idempotent by marker; no rate limits; the
+  repository is a directory, so it is private.
+* github (``reposync/providers/github``): GitHub's REST API cannot delete issues or pull
+  requests and cannot delete a submitted review (``writes.py`` has no handler: the write
+  comes back ``REFUSED``/``unsupported``); authorship and timestamps travel in an
+  attributed header (``bodies.py``); labels, milestones and assets have no body to carry a
+  marker and are recovered by natural key; primary and secondary rate limits apply; a
+  body holds at most 65,536 characters (GitHub's documented limit, counted on what is
+  stored: reposync's header and marker included); repositories are public or private
+  ("internal" exists only in enterprise organizations, which the test server does not
+  model).
+
+A new provider (gitea) is added by writing one more harness and naming it in
+``HARNESSES``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from reposync.providers.base import (
+    ApplyResult,
+    EndpointSpec,
+    Provider,
+    ProviderEnvironment,
+    TargetWrite,
+    WriteStatus,
+)
+from reposync.providers.github.provider import GitHubProvider
+from reposync.providers.local import LocalForge, LocalProvider
+from reposync.sync.vocabulary import ObjectType
+from tests.fakes.contract import RecordingValidator
+from tests.github_env import checked_sessions, github_settings
+from tests.gitrepo import generate
+
+T = ObjectType
+
+#: Every harness the suite runs against, by provider name.
+HARNESSES = ("local", "github")
+
+
+@dataclass(frozen=True)
+class Limitations:
+    """What a provider declares it cannot do (or does differently)."""
+
+    #: Types whose delete is refused with ``error_code="unsupported"``.
+    cannot_delete: frozenset[ObjectType]
+    #: Whether the forge has request quotas (reads raise ``RateLimited``, writes defer).
+    rate_limited: bool
+    #: Whether authorship and times are written as an attributed header instead of
+    #: natively (create results then say ``Representation.ATTRIBUTED``).
+    attributes_authorship: bool
+    #: The visibilities a repository of this provider can have (the first is the default).
+    visibilities: tuple[str, ...]
+    #: Whether applying a create whose marker already exists returns the existing object.
+    idempotent_creates: bool
+    #: Types that carry no marker (``find_by_markers`` cannot find them; a lost create
+    #: is recovered by its natural key instead).
+    unmarked_types: frozenset[ObjectType]
+    #: Most characters a stored body may have (``None``: no limit).
+    max_body_chars: int | None
+    #: Comments the "many comments on one issue" fixture writes (enough to paginate).
+    many_comments: int
+
+
+class Harness(ABC):
+    """How the conformance suite drives one provider."""
+
+    name: str
+    limits: Limitations
+
+    def __init__(self) -> None:
+        self._opened: list[Provider] = []
+        self._numbers = itertools.count(1)
+
+    # -- repositories ---------------------------------------------------------------------
+
+    @abstractmethod
+    def make_repository(self, *, empty: bool = True, visibility: str | None = None) -> EndpointSpec:
+        """A new repository: without any Git data when ``empty``, else with one commit on
+        ``main`` (releases need something to tag on some forges)."""
+
+    @abstractmethod
+    def _open(self, spec: EndpointSpec) -> Provider: ...
+
+    def open_target(self, spec: EndpointSpec) -> Provider:
+        """The repository opened as a sync target, write access checked."""
+        provider = self._open(spec)
+        self._opened.append(provider)
+        provider.check_access(write=True)
+        return provider
+
+    def target(self, *, empty: bool = False, visibility: str | None = None) -> Provider:
+        """A new repository opened as a target (the common first line of a test)."""
+        return self.open_target(self.make_repository(empty=empty, visibility=visibility))
+
+    # -- seeding --------------------------------------------------------------------------
+
+    def seed(self, provider: Provider, writes: Sequence[TargetWrite]) -> list[str]:
+        """Write through the provider's own ``apply_batch``; every write must succeed."""
+        results: list[ApplyResult] = provider.apply_batch(writes)  # type: ignore[attr-defined]
+        assert [r.status for r in results] == [WriteStatus.OK] * len(writes), results
+        identities = [r.target_identity for r in results]
+        assert all(identities), results
+        return [str(i) for i in identities]
+
+    # -- the backing store, read directly -------------------------------------------------
+
+    @abstractmethod
+    def stored_count(self, spec: EndpointSpec, object_type: ObjectType) -> int:
+        """How many objects of a type the backing store holds (not through the provider)."""
+
+    # -- faults and limits ----------------------------------------------------------------
+
+    def lose_next_create_response(self, object_type: ObjectType) -> bool:
+        """Make the next create of this type happen but lose its response.
+
+        False when the provider cannot lose a response (an in-process store).
+        """
+        return False
+
+    def exhaust_primary_quota(self) -> datetime | None:
+        """Use up the request quota; returns when it resets (``None``: no quota exists)."""
+        return None
+
+    def use_up_content_creation(self) -> bool:
+        """Make the forge refuse content creation for a while (False: it never does)."""
+        return False
+
+    # -- life cycle -----------------------------------------------------------------------
+
+    def assert_clean(self) -> None:
+        """Nothing the provider sent or received broke the forge's contract."""
+
+    def close(self) -> None:
+        for provider in self._opened:
+            provider.close()
+        self._opened.clear()
+
+
+class LocalHarness(Harness):
+    name = "local"
+    limits = Limitations(
+        cannot_delete=frozenset(),
+        rate_limited=False,
+        attributes_authorship=False,
+        visibilities=("private",),
+        idempotent_creates=True,
+        unmarked_types=frozenset(),
+        max_body_chars=None,
+        many_comments=2000,
+    )
+
+    def __init__(self, root: Path) -> None:
+        super().__init__()
+        self.root = root
+
+    def make_repository(self, *, empty: bool = True, visibility: str | None = None) -> EndpointSpec:
+        assert visibility in (None, *self.limits.visibilities), visibility
+        path = self.root / f"repo-{next(self._numbers)}.git"
+        spec = EndpointSpec("local", str(path))
+        if empty:
+            LocalProvider.create(spec)
+        else:
+            generate(path, commits=1, branches=0, tags=0)
+        return spec
+
+    def _open(self, spec: EndpointSpec) -> Provider:
+        return LocalProvider.open(spec)
+
+    def stored_count(self, spec: EndpointSpec, object_type: ObjectType) -> int:
+        forge = LocalForge(spec.locator)
+        try:
+            return forge.count(object_type)
+        finally:
+            forge.close()
+
+
+class GitHubHarness(Harness):
+    """GitHub through the test server; every request and response is contract-checked."""
+
+    name = "github"
+    limits = Limitations(
+        cannot_delete=frozenset({T.ISSUE, T.PULL_REQUEST, T.REVIEW}),
+        rate_limited=True,
+        attributes_authorship=True,
+        visibilities=("public", "private"),
+        idempotent_creates=False,
+        unmarked_types=frozenset({T.LABEL, T.MILESTONE, T.RELEASE_ASSET}),
+        max_body_chars=65536,
+        # Smaller than the local count to keep the suite fast, still three pages of 100.
+        many_comments=250,
+    )
+    OWNER = "acme"
+    #: The create endpoint of each type (fault injection matches on it).
+    CREATE_PATHS: dict[ObjectType, str] = {
+        T.LABEL: r"/labels$",
+        T.MILESTONE: r"/milestones$",
+        T.ISSUE: r"/issues$",
+        T.ISSUE_COMMENT: r"/issues/\d+/comments$",
+        T.RELEASE: r"/releases$",
+    }
+
+    def __init__(self, fake: Any, root: Path) -> None:
+        super().__init__()
+        self.fake = fake
+        self.token = fake.add_token(self.OWNER)
+        self.rate_key = f"user:{self.OWNER}"
+        self.recorder = RecordingValidator(fake.contract)
+        self.settings = github_settings(fake, root / "data", self.token)
+        self.env = ProviderEnvironment(
+            settings=self.settings, http_session=checked_sessions(self.recorder)
+        )
+        # The suite creates content far faster than GitHub's secondary limit allows (80 a
+        # minute); the limit itself is exercised by ``use_up_content_creation``.
+        fake.limiter.secondary.per_minute = fake.limiter.secondary.per_hour = 1_000_000
+
+    def make_repository(self, *, empty: bool = True, visibility: str | None = None) -> EndpointSpec:
+        visibility = visibility or self.limits.visibilities[0]
+        assert visibility in self.limits.visibilities, visibility
+        name = f"{self.OWNER}/conformance-{next(self._numbers)}"
+        self.fake.state.create_repo(name, private=visibility == "private", auto_init=not empty)
+        return EndpointSpec("github", name)
+
+    def _open(self, spec: EndpointSpec) -> Provider:
+        return GitHubProvider.open(spec, self.env)
+
+    def stored_count(self, spec: EndpointSpec, object_type: ObjectType) -> int:
+        state, name = self.fake.state, spec.locator
+        if object_type is T.LABEL:
+            return len(state.labels(name))
+        if object_type is T.MILESTONE:
+            return len(state.milestones(name))
+        if object_type is T.ISSUE:
+            return len(state.issues(name))
+        if object_type is T.PULL_REQUEST:
+            return len(state.pulls(name))
+        if object_type is T.ISSUE_COMMENT:
+            return len(state.comments(name))
+        if object_type is T.RELEASE:
+            return len(state.releases(name))
+        raise NotImplementedError(object_type)
+
+    def lose_next_create_response(self, object_type: ObjectType) -> bool:
+        # The server commits the create, then closes the connection without an answer.
+        self.fake.faults.commit_then_drop("POST", self.CREATE_PATHS[object_type], drop="close")
+        return True
+
+    def exhaust_primary_quota(self) -> datetime | None:
+        self.fake.limiter.set_limit(self.rate_key, 0)
+        reset = self.fake.limiter.snapshot(self.rate_key).reset
+        return datetime.fromtimestamp(reset, tz=UTC)
+
+    def use_up_content_creation(self) -> bool:
+        limiter = self.fake.limiter
+        limiter.record_creation(self.rate_key)  # one creation in the last minute ...
+        limiter.secondary.per_minute = 1  # ... is all the minute allows
+        return True
+
+    def assert_clean(self) -> None:
+        self.recorder.assert_clean()
+        self.fake.assert_clean(requests_too=True)
+
+
+def make_harness(name: str, root: Path, github_fake: Any = None) -> Harness:
+    if name == "local":
+        return LocalHarness(root)
+    if name == "github":
+        return GitHubHarness(github_fake, root)
+    raise ValueError(f"no conformance harness for provider {name!r}")
