@@ -226,6 +226,13 @@ class VisibilityReporter(Protocol):
 
 
 @runtime_checkable
+class StandbyMarker(Protocol):
+    def mark_standby(self, authority: str | None) -> None:
+        """Record that this repository is a standby of ``authority`` (``None``: it is not):
+        edits outside the sync are then refused."""
+
+
+@runtime_checkable
 class GitRemoteSource(Protocol):
     def git_remote(self, *, write: bool) -> GitRemote:
         """URL and environment for native Git transport."""

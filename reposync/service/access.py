@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from reposync.providers.base import StandbyMarker
+from reposync.service import visibility
 from reposync.service.execution import StageExecution
 from reposync.sync.vocabulary import Stage
 
@@ -10,6 +12,10 @@ def check_access(ex: StageExecution) -> Stage:
     if ex.cancel_requested():
         return ex.advance_now(Stage.FINALIZING, "cancel requested")
     # Opening verifies each locator still leads to the Binding's immutable repository id.
-    ex.source().check_access(write=False)
-    ex.target().check_access(write=not ex.dry_run)
+    source, target = ex.source(), ex.target()
+    source.check_access(write=False)
+    target.check_access(write=not ex.dry_run)
+    visibility.check(ex, source, target)
+    if not ex.dry_run and isinstance(target, StandbyMarker):
+        target.mark_standby(ex.spec("source").display)  # humans now write to the authority
     return ex.advance_now(Stage.INVENTORY_SOURCE, "both repositories reachable")

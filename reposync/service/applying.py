@@ -251,12 +251,31 @@ def mark_verifying(ex: StageExecution, items: Sequence[ApplyItem]) -> None:
         )
 
 
+def item_rows(ex: StageExecution, *, state: ItemState, error_code: str) -> list[ApplyItem]:
+    """This Run's items in one state with one error (recovery's working set)."""
+    with ex.ctx.db.session() as session:
+        rows = session.execute(
+            select(*_ITEM_COLUMNS).where(
+                RunItem.run_id == ex.run_id,
+                RunItem.state == state.value,
+                RunItem.error_code == error_code,
+            )
+        ).all()
+    return [_to_item(row) for row in rows]
+
+
+def record_blocked(ex: StageExecution, outcomes: Sequence[ItemOutcome]) -> None:
+    """Settle items recovery proved (they were ``blocked``, not mid-write)."""
+    record(ex, outcomes, recovered=True, from_states=(ItemState.BLOCKED.value,))
+
+
 def record(
     ex: StageExecution,
     outcomes: Sequence[ItemOutcome],
     *,
     batch_no: int | None = None,
     recovered: bool = False,
+    from_states: Sequence[str] = _UNFINISHED,
 ) -> None:
     """Settle items and their links in one fenced transaction (also counts as progress)."""
     if not outcomes:
@@ -272,7 +291,7 @@ def record(
             "UPDATE run_items SET state = ?, error_code = ?, error_message = ?, "
             "applied_generation = ?, target_identity = ?, representation = ?, action = ?, "
             "expected_target_hash = ?, verify_hash = ?, updated_at = ? "
-            "WHERE id = ? AND state IN ('applying', 'verifying')",
+            f"WHERE id = ? AND state IN ({', '.join(repr(st) for st in from_states)})",
             [
                 (
                     outcome.state.value,

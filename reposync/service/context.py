@@ -30,11 +30,17 @@ class Dispatcher(Protocol):
     def dispatch(self, step: Step) -> None:
         """Hand a step to whoever executes steps (Celery, or the embedded loop)."""
 
+    def dispatch_handoff(self, binding_id: int, run_id: int) -> None:
+        """Hand a queued handoff (its forward Run) to a worker."""
+
 
 class NoDispatch:
     """The embedded mode: the caller runs the returned steps itself."""
 
     def dispatch(self, step: Step) -> None:
+        return None
+
+    def dispatch_handoff(self, binding_id: int, run_id: int) -> None:
         return None
 
 

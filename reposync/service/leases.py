@@ -262,3 +262,34 @@ class Heartbeat:
                 if time.monotonic() >= self._lease.deadline:
                     self._lease.lost.set()
                     return
+
+
+def claim_binding(
+    db: Database, binding_id: int, run_id: int, *, owner: str, ttl: float
+) -> Lease | ClaimRefused:
+    """Claim a Binding for work outside a Run's pipeline (recovery, the handoff switch).
+
+    Only a free or expired lease can be taken: an active Run keeps its Binding.
+    """
+    started = time.monotonic()
+    with db.transaction() as session:
+        now = database_now(session)
+        generation = session.execute(
+            update(Binding)
+            .where(
+                Binding.id == binding_id,
+                or_(Binding.lease_run_id.is_(None), Binding.lease_expires_at < now),
+            )
+            .values(
+                lease_generation=Binding.lease_generation + 1,
+                lease_owner=owner,
+                lease_run_id=run_id,
+                lease_expires_at=now + timedelta(seconds=ttl),
+            )
+            .returning(Binding.lease_generation)
+        ).scalar_one_or_none()
+    if generation is None:
+        return ClaimRefused(f"binding {binding_id} is leased by a running execution")
+    lease = Lease(binding_id, run_id, owner, generation, ttl, deadline=0.0)
+    lease.extend_from(started)
+    return lease

@@ -1,15 +1,17 @@
-"""Find Runs that nobody is executing: their worker died, or their message was lost."""
+"""Runs nobody is executing (a dead worker, a lost message), and proving unknown writes."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 
 from sqlalchemy import and_, or_, select
 
+from reposync.errors import NotAllowedNow, RecordNotFound
 from reposync.models import Binding, Run
 from reposync.service.context import ServiceContext, Step
-from reposync.service.leases import database_now
-from reposync.sync.vocabulary import ACTIVE_RUN_STATUSES, RunStatus
+from reposync.service.leases import ClaimRefused, claim_binding, database_now, new_owner
+from reposync.sync.vocabulary import ACTIVE_RUN_STATUSES, ItemState, ObjectType, RunStatus
 
 
 def stalled_runs(ctx: ServiceContext, limit: int = 100) -> list[Step]:
@@ -46,3 +48,81 @@ def stalled_runs(ctx: ServiceContext, limit: int = 100) -> list[Step]:
             .limit(limit)
         ).scalars()
         return [Step(run_id, None, None) for run_id in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryResult:
+    """What read-back proved about a Run's writes of unknown outcome."""
+
+    proven_written: int = 0
+    proven_absent: int = 0
+    still_unknown: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "proven_written": self.proven_written,
+            "proven_absent": self.proven_absent,
+            "still_unknown": self.still_unknown,
+        }
+
+
+def recover_run(ctx: ServiceContext, run_id: int) -> dict[str, int]:
+    """Settle a Run's ``result_unknown`` items by read-back only; never write again.
+
+    Found on the target (by identity or marker) and equal: completed, linked. Proven
+    absent (the provider's marker search is exhaustive): ``not_applied``, so the next Run
+    plans it again. Anything else stays blocked: an outcome that cannot be proven is not
+    guessed. The Run's report is rebuilt afterwards.
+    """
+    from reposync.service.appliers import ItemOutcome, applier_for
+    from reposync.service.applying import item_rows, record_blocked
+    from reposync.service.execution import StageExecution
+    from reposync.service.finalizing import finish
+
+    with ctx.db.session() as session:
+        run = session.get(Run, run_id)
+        if run is None:
+            raise RecordNotFound(f"run {run_id} does not exist")
+        if run.status in {s.value for s in ACTIVE_RUN_STATUSES}:
+            raise NotAllowedNow(f"run {run_id} is still {run.status}; recover it once it ends")
+        binding = session.get(Binding, run.binding_id)
+        assert binding is not None
+        session.expunge(run)
+        session.expunge(binding)
+    claimed = claim_binding(
+        ctx.db, binding.id, run_id, owner=new_owner("recover"), ttl=ctx.settings.lease_ttl
+    )
+    if isinstance(claimed, ClaimRefused):
+        raise NotAllowedNow(claimed.reason)
+    ex = StageExecution(ctx, claimed, run, binding)
+    written = absent = unknown = 0
+    try:
+        items = item_rows(ex, state=ItemState.BLOCKED, error_code="result_unknown")
+        by_type: dict[ObjectType, list] = {}
+        for item in items:
+            by_type.setdefault(item.object_type, []).append(item)
+        outcomes: list[ItemOutcome] = []
+        for object_type, group in by_type.items():
+            exhaustive = bool(getattr(ex.target(), "markers_exhaustive", False))
+            for outcome in applier_for(object_type).read_back(ex, group):
+                if outcome.state is ItemState.COMPLETED:
+                    written += 1
+                    outcomes.append(outcome)
+                elif exhaustive:
+                    absent += 1
+                    outcomes.append(
+                        ItemOutcome(
+                            outcome.item,
+                            ItemState.FAILED,
+                            "not_applied",
+                            "read-back proved the write never happened; the next Run "
+                            "plans it again",
+                        )
+                    )
+                else:
+                    unknown += 1
+        record_blocked(ex, outcomes)
+        finish(ex)
+    finally:
+        ex.close()
+    return RecoveryResult(written, absent, unknown).to_dict()

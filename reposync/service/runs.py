@@ -48,16 +48,21 @@ def new_run(
     kind: RunKind = RunKind.NORMAL,
     parent_run_id: int | None = None,
     attempt: int = 1,
+    reverse: bool = False,
 ) -> Run:
-    """Insert a queued Run in ``session`` (the caller's transaction decides its fate)."""
+    """Insert a queued Run in ``session`` (the caller's transaction decides its fate).
+
+    ``reverse`` runs from the standby to the authority: only a handoff's dry-run does.
+    """
+    source = binding.authority.other if reverse else binding.authority
     run = Run(
         binding_id=binding.id,
         kind=kind.value,
         mode=mode.value,
         audit_mode=audit_mode.value,
         trigger=trigger.value,
-        source_side=binding.authority.value,
-        target_side=binding.authority.other.value,
+        source_side=source.value,
+        target_side=source.other.value,
         authority_epoch=binding.authority_epoch,
         parent_run_id=parent_run_id,
         attempt=attempt,
@@ -84,6 +89,7 @@ def create_run(
     kind: RunKind = RunKind.NORMAL,
     parent_run_id: int | None = None,
     attempt: int = 1,
+    reverse: bool = False,
 ) -> Run:
     """A queued Run from the Binding's authority to its standby.
 
@@ -102,6 +108,7 @@ def create_run(
                 kind=kind,
                 parent_run_id=parent_run_id,
                 attempt=attempt,
+                reverse=reverse,
             )
     except IntegrityError as exc:
         raise BindingBusy(f"binding {binding_id} already has an active run") from exc

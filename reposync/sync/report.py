@@ -252,4 +252,12 @@ def final_status(
     return RunStatus.COMPLETED
 
 
-_BLOCKING_RUN_CODES = frozenset({"permission_denied", "rate_limited", "result_unknown"})
+_BLOCKING_RUN_CODES = frozenset(
+    {
+        "permission_denied",
+        "rate_limited",
+        "result_unknown",
+        "visibility_unconfirmed",
+        "result_unknown_unresolved",
+    }
+)

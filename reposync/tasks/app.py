@@ -14,6 +14,7 @@ TASK_MODULES = [
     "reposync.tasks.verify",
     "reposync.tasks.finalize",
     "reposync.tasks.recovery",
+    "reposync.tasks.handoff",
 ]
 
 app = Celery("reposync", include=TASK_MODULES)

@@ -22,6 +22,7 @@ from reposync.sync.vocabulary import Stage
 log = logging.getLogger(__name__)
 
 RESUME_TASK = "reposync.run.resume"
+HANDOFF_TASK = "reposync.handoff"
 
 _context: ServiceContext | None = None
 
@@ -41,6 +42,12 @@ class CeleryDispatcher:
         if app is None:
             from reposync.tasks.app import app
         app.send_task(task_name(step.stage), args=[step.run_id, step.generation])
+
+    def dispatch_handoff(self, binding_id: int, run_id: int) -> None:
+        app = self._app
+        if app is None:
+            from reposync.tasks.app import app
+        app.send_task(HANDOFF_TASK, args=[binding_id, run_id])
 
 
 def context() -> ServiceContext:

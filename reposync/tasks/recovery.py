@@ -6,6 +6,7 @@ import logging
 
 from celery import Task
 
+from reposync.service import schedules
 from reposync.service.recovery import stalled_runs
 from reposync.tasks.app import app
 from reposync.tasks.base import RESUME_TASK, context, run_stage
@@ -22,7 +23,9 @@ def resume(self: Task, run_id: int, generation: int | None = None) -> None:
 
 @app.task(name=TICK_TASK)
 def tick() -> None:
+    """Schedules first (one Run per due slot), then Runs whose worker died."""
     ctx = context()
+    schedules.tick(ctx)
     for step in stalled_runs(ctx):
         log.warning("run %s stalled; re-dispatching", step.run_id)
         ctx.dispatcher.dispatch(step)

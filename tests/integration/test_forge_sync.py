@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from reposync.errors import PermissionDenied
 from reposync.models import RunItem
 from reposync.providers.base import EndpointSpec
 from reposync.providers.local import LocalProvider
@@ -202,15 +203,30 @@ def test_full_audit_repairs_metadata_drift_on_the_standby(ctx, pair):
     source, target, request = pair
     populate(source)
     sync(ctx, request)
-    with forge(target) as f:
-        [issue] = [i for i in f.list(ObjectType.ISSUE) if i.number == 1]
-        f.update("issue", issue.identity, title="edited on the standby")
+    provider = LocalProvider.open(EndpointSpec("local", str(target)))
+    try:  # an operator lifts the standby guard and edits anyway
+        provider.mark_standby(None)
+        [issue] = [i for i in provider.forge.list(ObjectType.ISSUE) if i.number == 1]
+        provider.forge.update("issue", issue.identity, title="edited on the standby")
+    finally:
+        provider.close()
     assert sync(ctx, request).counters["updated"] == 0  # a checkpoint trusts its links
     audit = sync(ctx, SyncRequest(request.source, request.target, full_audit=True))
     assert audit.counters["updated"] == 1
     with forge(target) as f:
         [issue] = [i for i in f.list(ObjectType.ISSUE) if i.number == 1]
         assert issue.payload["title"] == "It crashes"
+
+
+def test_a_standby_refuses_edits_outside_the_sync(ctx, pair):
+    """Once synced, the standby's own API refuses edits: they belong to the authority."""
+    source, target, request = pair
+    populate(source)
+    sync(ctx, request)
+    with forge(target) as f, pytest.raises(PermissionDenied, match="is the standby of"):
+        f.create_label("sneaky", color="000000")
+    with forge(source) as f:  # the authority stays writable
+        f.create_label("fine", color="000000")
 
 
 def test_baseline_adopts_equal_objects_reports_target_only_and_never_overwrites(

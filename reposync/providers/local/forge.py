@@ -47,6 +47,7 @@ from reposync import faults
 from reposync.errors import (
     Conflict,
     ObjectNotFound,
+    PermissionDenied,
     ProviderError,
     ProviderUnavailable,
 )
@@ -407,8 +408,16 @@ class LocalForge:
     for the whole batch.
     """
 
-    def __init__(self, git_dir: str | os.PathLike[str], *, busy_timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        git_dir: str | os.PathLike[str],
+        *,
+        busy_timeout: float = 10.0,
+        standby_of: Callable[[], str | None] | None = None,
+    ) -> None:
         self.root = Path(git_dir) / "reposync"
+        #: Tells whether this forge is a Binding's standby (then only the sync may write).
+        self._standby_of = standby_of
         self.db_path = self.root / "forge.db"
         self.assets_dir = self.root / "assets"
         self._busy_timeout = busy_timeout
@@ -422,6 +431,15 @@ class LocalForge:
         #: Writes that were committed (creates, updates, deletes that changed something);
         #: the provider reports the delta around a batch as its ``writes``.
         self.writes_performed = 0
+
+    def _refuse_on_standby(self) -> None:
+        """Edits through this API are refused on a standby: its authority is elsewhere."""
+        authority = self._standby_of() if self._standby_of is not None else None
+        if authority:
+            raise PermissionDenied(
+                f"{self.root.parent} is the standby of {authority}; write to the authority "
+                "instead (reposync keeps this copy in sync)"
+            )
 
     # -- connection -----------------------------------------------------------------------
 
@@ -1345,6 +1363,7 @@ class LocalForge:
         in_reply_to: str | None = None,
         content: Callable[[], BinaryIO] | None = None,
     ) -> str:
+        self._refuse_on_standby()
         with self._transaction(f"create a {object_type}") as conn:
             sequences = _Sequences(conn)
             try:
@@ -1610,6 +1629,7 @@ class LocalForge:
         Returns the new revision. Raises ``ObjectNotFound``, ``Conflict`` (a unique key
         taken), ``MalformedObject``.
         """
+        self._refuse_on_standby()
         object_type = ObjectType(object_type)
         with self._transaction(f"update {object_type} {identity}") as conn:
             row = self._row(conn, object_type, identity) if object_type in FORGE_TYPES else None
@@ -1625,6 +1645,7 @@ class LocalForge:
 
     def delete(self, object_type: ObjectType | str, identity: str) -> bool:
         """Delete an object and its descendants; whether it existed."""
+        self._refuse_on_standby()
         object_type = ObjectType(object_type)
         if object_type not in FORGE_TYPES:
             return False
@@ -1651,6 +1672,7 @@ class LocalForge:
         schema's indexes: any clash refuses the whole call with ``Conflict``. Release
         assets need their bytes: use ``upload_asset``.
         """
+        self._refuse_on_standby()
         object_type = ObjectType(object_type)
         if object_type is ObjectType.RELEASE_ASSET:
             raise MalformedObject("release assets need their bytes: use upload_asset")

@@ -48,10 +48,13 @@ from reposync.sync.canonical import (
 from reposync.sync.vocabulary import ObjectType
 
 ID_CONFIG_KEY = "reposync.repositoryid"
+STANDBY_CONFIG_KEY = "reposync.standbyof"
 
 
 class LocalProvider(Provider):
     name = "local"
+    #: Markers are looked up in the store itself: "not found" proves "never written".
+    markers_exhaustive = True
 
     def __init__(self, repo: pygit2.Repository, locator: str) -> None:
         super().__init__()
@@ -59,7 +62,7 @@ class LocalProvider(Provider):
         self._locator = locator
         self._git_dir = str(Path(repo.path).resolve())
         self._repository_id = _ensure_repository_id(repo)
-        self._forge = LocalForge(self._git_dir)
+        self._forge = LocalForge(self._git_dir, standby_of=self.standby_of)
         self._closed = False
 
     # -- locators ---------------------------------------------------------------------
@@ -220,6 +223,22 @@ class LocalProvider(Provider):
         """No ref at all and no forge object (a missing forge store is empty)."""
         self.stats.index_reads += 1
         return next(iter(self._refs()), None) is None and self._forge.is_empty()
+
+    def standby_of(self) -> str | None:
+        """The authority this forge is a standby of, when it is one."""
+        try:
+            return str(self._repo.config[STANDBY_CONFIG_KEY]) or None
+        except KeyError:
+            return None
+
+    def mark_standby(self, authority: str | None) -> None:
+        """Record (or clear) that edits belong to ``authority``: this copy is its standby."""
+        config = self._repo.config
+        if authority:
+            if self.standby_of() != authority:
+                config[STANDBY_CONFIG_KEY] = authority
+        elif self.standby_of() is not None:
+            del config[STANDBY_CONFIG_KEY]
 
     @property
     def forge(self) -> LocalForge:

@@ -1,0 +1,215 @@
+"""Authority handoff: the standby becomes the authority without losing anything.
+
+1. A final forward Run, full audit (kind ``handoff``): the standby equals the authority.
+2. The old authority is frozen where the provider can (a local forge refuses edits), and
+   its digest is taken.
+3. A reverse dry-run from the new authority must plan no write at all.
+4. The old authority's digest must be unchanged (nothing moved during the handoff).
+5. One fenced transaction flips ``authority_side``, increments ``authority_epoch`` and
+   turns ``sync_enabled`` off until a full apply in the new direction.
+
+Any failed step aborts with the reason in the handoff Run's report; the authority stays
+where it was.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from sqlalchemy import update
+
+from reposync.errors import NotAllowedNow, ReposyncError
+from reposync.models import Binding, Run
+from reposync.providers.base import StandbyMarker
+from reposync.service.bindings import endpoint_spec, get_binding
+from reposync.service.context import ServiceContext, Step
+from reposync.service.events import emit
+from reposync.service.fences import require_no_unknown
+from reposync.service.leases import ClaimRefused, claim_binding, fenced, new_owner, release
+from reposync.service.pipeline import run_until_done
+from reposync.service.runs import active_run, create_run
+from reposync.sync.canonical import DigestBuilder
+from reposync.sync.vocabulary import AuditMode, RunKind, RunMode, Side, Stage, Trigger
+
+log = logging.getLogger(__name__)
+
+WRITE_ACTIONS = ("create", "update", "delete", "conflict")
+
+
+@dataclass(frozen=True, slots=True)
+class HandoffOutcome:
+    switched: bool
+    forward_run_id: int
+    reverse_run_id: int | None
+    reason: str
+    authority_side: str
+    authority_epoch: int
+
+
+def start_handoff(ctx: ServiceContext, binding_id: int) -> Run:
+    """Queue the handoff: its forward Run now, the rest in the worker that executes it."""
+    with ctx.db.session() as session:
+        if active_run(session, binding_id) is not None:
+            raise NotAllowedNow(f"binding {binding_id} has an active Run; wait for it first")
+        require_no_unknown(session, binding_id, "a handoff")
+    run = create_run(
+        ctx, binding_id, audit_mode=AuditMode.FULL, kind=RunKind.HANDOFF, trigger=Trigger.MANUAL
+    )
+    ctx.dispatcher.dispatch_handoff(binding_id, run.id)
+    return run
+
+
+def handoff(
+    ctx: ServiceContext, binding_id: int, forward_run_id: int | None = None
+) -> HandoffOutcome:
+    """Run the whole handoff in this process (the embedded mode, or the handoff task)."""
+    if forward_run_id is None:
+        forward_run_id = create_run(
+            ctx, binding_id, audit_mode=AuditMode.FULL, kind=RunKind.HANDOFF, trigger=Trigger.MANUAL
+        ).id
+    run_until_done(ctx, Step(forward_run_id, Stage.CHECKING_ACCESS, None))
+    forward = _load(ctx, forward_run_id)
+    if forward.status != "completed":
+        return _abort(
+            ctx, binding_id, forward, None, f"the final forward Run ended {forward.status}"
+        )
+
+    with ctx.db.session() as session:
+        binding = get_binding(session, binding_id)
+        session.expunge(binding)
+    old, new = binding.authority, binding.authority.other
+    _mark(ctx, binding, old, authority=endpoint_spec(binding, new).display)  # freeze it
+
+    reverse = create_run(
+        ctx,
+        binding_id,
+        mode=RunMode.DRY_RUN,
+        audit_mode=AuditMode.FULL,
+        kind=RunKind.HANDOFF,
+        trigger=Trigger.MANUAL,
+        reverse=True,
+    )
+    run_until_done(ctx, Step(reverse.id, Stage.CHECKING_ACCESS, None))
+    reverse = _load(ctx, reverse.id)
+    planned = reverse.report.get("planned_actions", {})
+    writes = {action: planned[action] for action in WRITE_ACTIONS if planned.get(action)}
+    if reverse.status != "completed" or writes:
+        _mark(ctx, binding, old, authority=None)
+        return _abort(
+            ctx,
+            binding_id,
+            forward,
+            reverse.id,
+            f"the reverse dry-run was not empty ({reverse.status}, would {writes})",
+        )
+
+    digest = _digest(ctx, binding, old)
+    if digest != forward.source_digest:
+        _mark(ctx, binding, old, authority=None)
+        return _abort(
+            ctx,
+            binding_id,
+            forward,
+            reverse.id,
+            "the authority changed during the handoff (its digest moved)",
+        )
+
+    switched = _switch(ctx, binding_id, forward, expected_side=old)
+    if not switched:
+        _mark(ctx, binding, old, authority=None)
+        return _abort(
+            ctx,
+            binding_id,
+            forward,
+            reverse.id,
+            "the Binding was claimed by another execution during the switch",
+        )
+    _mark(ctx, binding, new, authority=None)  # the new authority is writable again
+    return HandoffOutcome(
+        True, forward.id, reverse.id, "switched", new.value, binding.authority_epoch + 1
+    )
+
+
+def _switch(ctx: ServiceContext, binding_id: int, forward: Run, *, expected_side: Side) -> bool:
+    claimed = claim_binding(
+        ctx.db, binding_id, forward.id, owner=new_owner("handoff"), ttl=ctx.settings.lease_ttl
+    )
+    if isinstance(claimed, ClaimRefused):
+        return False
+    with fenced(ctx.db, claimed) as session:
+        session.execute(
+            update(Binding)
+            .where(Binding.id == binding_id, Binding.authority_side == expected_side.value)
+            .values(
+                authority_side=expected_side.other.value,
+                authority_epoch=Binding.authority_epoch + 1,
+                sync_enabled=False,
+                next_run_at=None,
+            )
+        )
+        emit(
+            session,
+            forward.id,
+            "handoff_switched",
+            Stage.COMPLETED.value,
+            generation=claimed.generation,
+            message=f"authority moved from side {expected_side.value} to "
+            f"{expected_side.other.value}",
+        )
+        release(session, claimed)
+    return True
+
+
+def _abort(
+    ctx: ServiceContext, binding_id: int, forward: Run, reverse_id: int | None, reason: str
+) -> HandoffOutcome:
+    log.warning("handoff of binding %s aborted: %s", binding_id, reason)
+    with ctx.db.transaction() as session:
+        emit(session, forward.id, "handoff_aborted", Stage.COMPLETED.value, message=reason)
+        run = session.get(Run, forward.id)
+        assert run is not None
+        run.report = {
+            **(run.report or {}),
+            "handoff": {"switched": False, "reason": reason, "reverse_run_id": reverse_id},
+        }
+        binding = get_binding(session, binding_id)
+        side, epoch = binding.authority_side, binding.authority_epoch
+    return HandoffOutcome(False, forward.id, reverse_id, reason, side, epoch)
+
+
+def _digest(ctx: ServiceContext, binding: Binding, side: Side) -> str:
+    """The stable digest of one side's full inventory (what a forward Run records)."""
+    from reposync.service.inventory import SYNCED_TYPES
+
+    assert ctx.open_provider is not None
+    provider = ctx.open_provider(endpoint_spec(binding, side))
+    try:
+        builder = DigestBuilder()
+        for entry in provider.inventory_index(SYNCED_TYPES).entries:
+            builder.add(entry)
+        return builder.hexdigest()
+    finally:
+        provider.close()
+
+
+def _mark(ctx: ServiceContext, binding: Binding, side: Side, *, authority: str | None) -> None:
+    """Freeze (or thaw) one side against edits outside the sync, where it can be done."""
+    assert ctx.open_provider is not None
+    try:
+        provider = ctx.open_provider(endpoint_spec(binding, side))
+    except ReposyncError:
+        return
+    try:
+        if isinstance(provider, StandbyMarker):
+            provider.mark_standby(authority)
+    finally:
+        provider.close()
+
+
+def _load(ctx: ServiceContext, run_id: int) -> Run:
+    with ctx.db.session() as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        session.expunge(run)
+        return run

@@ -1,0 +1,86 @@
+"""Visibility: never make a repository's data more public without an operator's yes.
+
+When the standby is more public than the authority, a Run (and a handoff) needs a
+confirmation: a hash over both immutable repository ids, the direction and both
+visibilities. A later visibility change yields another hash, so the old confirmation no
+longer counts: the Run is blocked before any write and scheduling is turned off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from sqlalchemy import update
+
+from reposync.errors import VisibilityUnconfirmed
+from reposync.models import Binding
+from reposync.providers.base import Provider, VisibilityReporter
+from reposync.service.bindings import endpoint_spec, get_binding
+from reposync.service.context import ServiceContext
+from reposync.service.execution import StageExecution
+from reposync.sync.vocabulary import Side
+
+RANK = {"private": 0, "internal": 1, "public": 2}
+
+
+def confirmation_hash(binding: Binding, source: Side, source_vis: str, target_vis: str) -> str:
+    target = source.other
+    source_repo = ":".join(binding.side(source)[:2])
+    target_repo = ":".join(binding.side(target)[:2])
+    text = f"{source_repo}->{target_repo}|{source_vis}|{target_vis}"
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def _visibility(provider: Provider) -> str | None:
+    return provider.visibility() if isinstance(provider, VisibilityReporter) else None
+
+
+def check(ex: StageExecution, source: Provider, target: Provider) -> None:
+    """Record both sides' visibility; refuse a more public standby without confirmation."""
+    source_vis, target_vis = _visibility(source), _visibility(target)
+    columns = (
+        {"a_visibility": source_vis, "b_visibility": target_vis}
+        if ex.source_side is Side.A
+        else {"a_visibility": target_vis, "b_visibility": source_vis}
+    )
+    exposed = (
+        source_vis is not None
+        and target_vis is not None
+        and RANK.get(target_vis, 2) > RANK.get(source_vis, 2)
+    )
+    expected = confirmation_hash(ex.binding, ex.source_side, source_vis or "", target_vis or "")
+    refused = exposed and ex.binding.visibility_confirmation != expected
+    with ex.fenced() as session:
+        values = dict(columns)
+        if refused:  # stop before any write, and stop the schedule too
+            values.update(sync_enabled=False, next_run_at=None)
+        session.execute(update(Binding).where(Binding.id == ex.binding.id).values(**values))
+    if refused:
+        raise VisibilityUnconfirmed(
+            f"{ex.spec('target').display} is {target_vis} but {ex.spec('source').display} is "
+            f"{source_vis}: syncing would publish private data; confirm it on the Binding first"
+        )
+
+
+def confirm_visibility(ctx: ServiceContext, binding_id: int) -> Binding:
+    """Store the operator's confirmation for the sides' current visibilities."""
+    with ctx.db.session() as session:
+        binding = get_binding(session, binding_id)
+        session.expunge(binding)
+    assert ctx.open_provider is not None
+    source_side = binding.authority
+    source = ctx.open_provider(endpoint_spec(binding, source_side))
+    target = ctx.open_provider(endpoint_spec(binding, source_side.other))
+    try:
+        digest = confirmation_hash(
+            binding, source_side, _visibility(source) or "", _visibility(target) or ""
+        )
+    finally:
+        source.close()
+        target.close()
+    with ctx.db.transaction() as session:
+        stored = get_binding(session, binding_id)
+        stored.visibility_confirmation = digest
+        session.flush()
+        session.expunge(stored)
+    return stored

@@ -1,0 +1,162 @@
+"""Authority handoff between two local forges, and the result-unknown fence."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import insert, select
+
+from reposync.errors import NotAllowedNow, ResultUnknownFence
+from reposync.models import Binding, Run, RunItem
+from reposync.service import handoff as handoff_module
+from reposync.service.embedded import SyncRequest, bind, sync
+from reposync.service.handoff import handoff
+from reposync.service.recovery import recover_run
+from reposync.service.runs import create_run
+from reposync.sync.canonical import git_ref_hash
+from tests.gitrepo import commit_on, generate, refs
+from tests.integration.test_forge_sync import WHEN, forge
+
+
+@pytest.fixture
+def pair(tmp_path, ctx):
+    a = generate(tmp_path / "a.git", commits=5, branches=2, tags=1)
+    b = tmp_path / "b.git"
+    with forge(a) as f:
+        f.create_label("bug", color="d73a4a")
+        issue = f.create_issue("Handed over", author="ann", created_at=WHEN)
+        f.add_comment("issue", issue, "still here", author="bob", created_at=WHEN)
+    request = SyncRequest(f"local:{a}", f"local:{b}")
+    assert sync(ctx, request).status == "completed"
+    return a, b, bind(ctx, request).id
+
+
+def binding_row(ctx, binding_id) -> Binding:
+    with ctx.db.session() as session:
+        binding = session.get(Binding, binding_id)
+        assert binding is not None
+        return binding
+
+
+def test_handoff_switches_authority_then_syncs_the_other_way(ctx, pair):
+    """Forward full sync, empty reverse dry-run, stable digest, one switch; then B -> A."""
+    a, b, binding_id = pair
+    outcome = handoff(ctx, binding_id)
+
+    assert outcome.switched, outcome.reason
+    binding = binding_row(ctx, binding_id)
+    assert (binding.authority_side, binding.authority_epoch, binding.sync_enabled) == (
+        "b",
+        2,
+        False,
+    )
+    with forge(b) as f:  # the new authority takes edits; the old one is now the standby
+        f.create_label("after-handoff", color="0e8a16")
+    commit_on(b, "refs/heads/main", "work on the new authority")
+    with forge(a) as f, pytest.raises(Exception, match="is the standby of"):
+        f.create_label("too-late", color="000000")
+
+    back = sync(ctx, SyncRequest(f"local:{b}", f"local:{a}"))
+    assert back.status == "completed", back.report["problems"]
+    assert back.source_side == "b"
+    assert refs(a)["refs/heads/main"] == refs(b)["refs/heads/main"]
+    with forge(a) as f:
+        assert {lb.payload["name"] for lb in f.list("label")} == {"bug", "after-handoff"}
+
+
+def test_a_source_change_during_handoff_aborts_and_keeps_the_authority(ctx, pair, monkeypatch):
+    """The authority moves while the handoff checks it: no switch, a clear reason."""
+    a, _, binding_id = pair
+    mark = handoff_module._mark
+
+    def mark_and_change(ctx_, binding, side, *, authority):
+        mark(ctx_, binding, side, authority=authority)
+        if authority is not None:  # right after the freeze, git itself still writes
+            commit_on(a, "refs/heads/main", "a push nobody expected")
+
+    monkeypatch.setattr(handoff_module, "_mark", mark_and_change)
+    outcome = handoff(ctx, binding_id)
+
+    assert not outcome.switched
+    assert "reverse dry-run was not empty" in outcome.reason or "digest" in outcome.reason
+    binding = binding_row(ctx, binding_id)
+    assert (binding.authority_side, binding.authority_epoch) == ("a", 1)
+    with ctx.db.session() as session:
+        forward = session.get(Run, outcome.forward_run_id)
+        assert forward is not None
+        assert forward.report["handoff"]["switched"] is False
+    with forge(a) as f:  # thawed again: the authority stays writable
+        f.create_label("still-authority", color="000000")
+
+
+def plant_unknown(ctx, binding_id, target_ref: str, object_id: str) -> int:
+    """A finished Run with one write whose outcome nobody observed."""
+    run = create_run(ctx, binding_id)
+    with ctx.db.transaction() as session:
+        session.execute(
+            insert(RunItem).values(
+                run_id=run.id,
+                phase=0,
+                object_type="git_ref",
+                object_key="branch x",
+                action="update",
+                reason="changed",
+                state="blocked",
+                error_code="result_unknown",
+                source_identity=target_ref,
+                target_identity=target_ref,
+                source_revision=object_id,
+                desired_hash=git_ref_hash(object_id),
+                verify_hash=git_ref_hash(object_id),
+                intent={},
+                attempt_count=1,
+            )
+        )
+        stored = session.get(Run, run.id)
+        assert stored is not None
+        stored.status, stored.plan_complete = "blocked", True
+    return run.id
+
+
+def test_an_unknown_write_fences_the_binding_until_recovery_proves_it(ctx, pair):
+    """No new Run, no handoff while an outcome is unknown; read-back lifts the fence."""
+    a, b, binding_id = pair
+    main = refs(b)["refs/heads/main"]
+    run_id = plant_unknown(ctx, binding_id, "refs/heads/main", main)
+
+    with pytest.raises(ResultUnknownFence):
+        create_run(ctx, binding_id)
+    with pytest.raises(ResultUnknownFence):
+        handoff_module.start_handoff(ctx, binding_id)
+
+    result = recover_run(ctx, run_id)
+
+    assert result == {"proven_written": 1, "proven_absent": 0, "still_unknown": 0}
+    with ctx.db.session() as session:
+        item = session.execute(select(RunItem).where(RunItem.run_id == run_id)).scalar_one()
+        run = session.get(Run, run_id)
+        assert run is not None
+    assert item.state == "completed"
+    assert run.status == "completed"
+    assert create_run(ctx, binding_id).status == "queued"  # the fence is lifted
+
+
+def test_recovery_proves_absence_on_an_exhaustive_target_and_never_writes(ctx, pair):
+    """Not on the target: ``not_applied`` (the next Run plans it); nothing is written."""
+    a, b, binding_id = pair
+    before = refs(b)
+    run_id = plant_unknown(ctx, binding_id, "refs/heads/never", refs(a)["refs/heads/main"])
+
+    result = recover_run(ctx, run_id)
+
+    assert result == {"proven_written": 0, "proven_absent": 1, "still_unknown": 0}
+    assert refs(b) == before
+    with ctx.db.session() as session:
+        item = session.execute(select(RunItem).where(RunItem.run_id == run_id)).scalar_one()
+    assert (item.state, item.error_code) == ("failed", "not_applied")
+
+
+def test_an_active_run_is_not_recovered(ctx, pair):
+    """Recovery is for finished Runs; an active one is still the pipeline's."""
+    _, _, binding_id = pair
+    with pytest.raises(NotAllowedNow, match="still queued"):
+        recover_run(ctx, create_run(ctx, binding_id).id)
