@@ -1,20 +1,72 @@
-"""The HTTP API application factory (``create_app(settings)``)."""
+"""The HTTP API application factory: ``create_app(settings, ctx=...)``.
+
+Views reach the database only through ``reposync.service``, with the ``ServiceContext``
+the factory was given (tests pass theirs; ``reposync api`` lets the factory build one for
+the distributed mode, dispatching to Celery).
+"""
 
 from __future__ import annotations
 
+import http
 from typing import Any
 
 from flask import Flask
 from flask_smorest import Api
+from flask_smorest.utils import prepare_response
 
 from reposync.config import Settings
 from reposync.models.db import Database
+from reposync.service.context import ServiceContext
+from reposync.web.errors import PROBLEM_CONTENT_TYPE, register_error_handlers
+from reposync.web.schemas.common import ProblemSchema
 
 API_PREFIX = "/api/ext/v1/sync"
 
+#: Server-Sent Events: how often the service is polled, and how long one stream lasts
+#: at most (clients reconnect with Last-Event-ID; proxies never see an endless request).
+SSE_DEFAULTS = {"REPOSYNC_SSE_POLL_SECONDS": 1.0, "REPOSYNC_SSE_MAX_SECONDS": 25.0}
 
-def create_app(settings: Settings | None = None, *, db: Database | None = None) -> Flask:
-    settings = settings or Settings.from_env()
+
+class ReposyncApi(Api):
+    """flask-smorest's Api speaking problem+json for every error, documented as such."""
+
+    ERROR_SCHEMA = ProblemSchema
+
+    def _register_error_handlers(self) -> None:
+        register_error_handlers(self._app)
+
+    def _register_responses(self) -> None:
+        for status in http.HTTPStatus:
+            response: dict[str, Any] = {"description": status.phrase}
+            if status >= 400:
+                response["schema"] = self.ERROR_SCHEMA
+            prepare_response(response, self.spec, PROBLEM_CONTENT_TYPE)
+            self.spec.components.response(status.name, response, lazy=True)
+        default = {"description": "Any error", "schema": self.ERROR_SCHEMA}
+        prepare_response(default, self.spec, PROBLEM_CONTENT_TYPE)
+        self.spec.components.response(self.DEFAULT_ERROR_RESPONSE_NAME, default, lazy=True)
+
+
+def default_context(settings: Settings, db: Database | None = None) -> ServiceContext:
+    """The distributed mode's context: the configured database, Celery dispatch."""
+    from reposync.tasks.base import CeleryDispatcher
+
+    return ServiceContext(
+        settings=settings,
+        db=db or Database(settings.effective_database_url),
+        dispatcher=CeleryDispatcher(),
+    )
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    ctx: ServiceContext | None = None,
+    db: Database | None = None,
+) -> Flask:
+    if ctx is None:
+        ctx = default_context(settings or Settings.from_env(), db)
+    settings = settings or ctx.settings
     app = Flask(__name__)
     app.config.update(
         API_TITLE="reposync",
@@ -24,14 +76,22 @@ def create_app(settings: Settings | None = None, *, db: Database | None = None) 
         OPENAPI_JSON_PATH="openapi.json",
         OPENAPI_SWAGGER_UI_PATH="docs",
         OPENAPI_SWAGGER_UI_URL="https://cdn.jsdelivr.net/npm/swagger-ui-dist/",
+        API_SPEC_OPTIONS={
+            "info": {"description": "Operate reposync: Bindings, Runs and their progress."},
+            "components": {"securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}}},
+            "security": [{"bearerAuth": []}],
+        },
+        **SSE_DEFAULTS,
     )
     app.extensions["reposync.settings"] = settings
-    app.extensions["reposync.db"] = db or Database(settings.effective_database_url)
-    api = Api(app)
+    app.extensions["reposync.db"] = ctx.db
+    app.extensions["reposync.ctx"] = ctx
+    api = ReposyncApi(app)
 
-    from reposync.web.health import blueprint as health
+    from reposync.web import bindings, events, health, items, overview, runs
 
-    api.register_blueprint(health, url_prefix=API_PREFIX)
+    for module in (health, overview, bindings, runs, items, events):
+        api.register_blueprint(module.blueprint, url_prefix=API_PREFIX)
     return app
 
 

@@ -119,7 +119,7 @@ def plant_unknown(ctx, binding_id, target_ref: str, object_id: str) -> int:
 
 def test_an_unknown_write_fences_the_binding_until_recovery_proves_it(ctx, pair):
     """No new Run, no handoff while an outcome is unknown; read-back lifts the fence."""
-    a, b, binding_id = pair
+    _, b, binding_id = pair
     main = refs(b)["refs/heads/main"]
     run_id = plant_unknown(ctx, binding_id, "refs/heads/main", main)
 

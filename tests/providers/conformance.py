@@ -35,11 +35,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from reposync.providers.base import (
     ApplyResult,
     EndpointSpec,
+    ObjectWriter,
     Provider,
     ProviderEnvironment,
     TargetWrite,
@@ -117,7 +118,8 @@ class Harness(ABC):
 
     def seed(self, provider: Provider, writes: Sequence[TargetWrite]) -> list[str]:
         """Write through the provider's own ``apply_batch``; every write must succeed."""
-        results: list[ApplyResult] = provider.apply_batch(writes)  # type: ignore[attr-defined]
+        assert isinstance(provider, ObjectWriter)
+        results: list[ApplyResult] = provider.apply_batch(writes)
         assert [r.status for r in results] == [WriteStatus.OK] * len(writes), results
         identities = [r.target_identity for r in results]
         assert all(identities), results
@@ -142,13 +144,14 @@ class Harness(ABC):
         """Use up the request quota; returns when it resets (``None``: no quota exists)."""
         return None
 
-    def use_up_content_creation(self) -> bool:
-        """Make the forge refuse content creation for a while (False: it never does)."""
+    def limit_content_creation(self, allowance: int) -> bool:
+        """Let the forge create only ``allowance`` more objects for a while, then refuse
+        (its secondary limit). False: the provider has no such limit."""
         return False
 
     # -- life cycle -----------------------------------------------------------------------
 
-    def assert_clean(self) -> None:
+    def assert_clean(self) -> None:  # noqa: B027  (a local store has no wire contract)
         """Nothing the provider sent or received broke the forge's contract."""
 
     def close(self) -> None:
@@ -212,7 +215,7 @@ class GitHubHarness(Harness):
     )
     OWNER = "acme"
     #: The create endpoint of each type (fault injection matches on it).
-    CREATE_PATHS: dict[ObjectType, str] = {
+    CREATE_PATHS: ClassVar[dict[ObjectType, str]] = {
         T.LABEL: r"/labels$",
         T.MILESTONE: r"/milestones$",
         T.ISSUE: r"/issues$",
@@ -231,7 +234,7 @@ class GitHubHarness(Harness):
             settings=self.settings, http_session=checked_sessions(self.recorder)
         )
         # The suite creates content far faster than GitHub's secondary limit allows (80 a
-        # minute); the limit itself is exercised by ``use_up_content_creation``.
+        # minute); the limit itself is exercised through ``limit_content_creation``.
         fake.limiter.secondary.per_minute = fake.limiter.secondary.per_hour = 1_000_000
 
     def make_repository(self, *, empty: bool = True, visibility: str | None = None) -> EndpointSpec:
@@ -270,10 +273,10 @@ class GitHubHarness(Harness):
         reset = self.fake.limiter.snapshot(self.rate_key).reset
         return datetime.fromtimestamp(reset, tz=UTC)
 
-    def use_up_content_creation(self) -> bool:
+    def limit_content_creation(self, allowance: int) -> bool:
         limiter = self.fake.limiter
-        limiter.record_creation(self.rate_key)  # one creation in the last minute ...
-        limiter.secondary.per_minute = 1  # ... is all the minute allows
+        limiter.record_creation(self.rate_key)  # one creation in the last minute, and ...
+        limiter.secondary.per_minute = 1 + allowance  # ... ``allowance`` more are allowed
         return True
 
     def assert_clean(self) -> None:
