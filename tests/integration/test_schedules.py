@@ -1,0 +1,150 @@
+"""Schedules under a frozen clock: slots, coalescing, the full-audit cadence, racing ticks."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from freezegun import freeze_time
+from sqlalchemy import select
+
+from reposync.errors import NotAllowedNow
+from reposync.models import Binding, Run
+from reposync.service import schedules
+from reposync.service.bindings import update_binding
+from reposync.service.context import ServiceContext, Step
+from reposync.service.embedded import SyncRequest, bind, sync
+from reposync.service.pipeline import run_until_done
+from reposync.service.runs import create_run
+from reposync.sync.vocabulary import Stage
+from tests.gitrepo import generate
+
+T0 = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+
+
+def at(minutes: float) -> datetime:
+    return T0 + timedelta(minutes=minutes)
+
+
+@pytest.fixture
+def scheduled(tmp_path, ctx):
+    """A Binding with one full apply behind it, scheduled every 10 minutes from T0."""
+    source = generate(tmp_path / "src.git", commits=3, branches=1, tags=0)
+    request = SyncRequest(f"local:{source}", f"local:{tmp_path / 'dst.git'}")
+    with freeze_time(T0 - timedelta(minutes=1)):
+        assert sync(ctx, request).status == "completed"
+    binding_id = bind(ctx, request).id
+    with freeze_time(T0):
+        update_binding(ctx, binding_id, schedule_cron="*/10 * * * *", sync_enabled=True)
+    return binding_id
+
+
+def runs_of(ctx: ServiceContext, binding_id: int) -> list[Run]:
+    with ctx.db.session() as session:
+        return list(
+            session.execute(
+                select(Run)
+                .where(Run.binding_id == binding_id, Run.trigger == "schedule")
+                .order_by(Run.id)
+            ).scalars()
+        )
+
+
+def next_run_at(ctx: ServiceContext, binding_id: int) -> datetime | None:
+    with ctx.db.session() as session:
+        binding = session.get(Binding, binding_id)
+        assert binding is not None
+        return binding.next_run_at
+
+
+def finish(ctx: ServiceContext, run_id: int) -> None:
+    run_until_done(ctx, Step(run_id, Stage.CHECKING_ACCESS, None))
+
+
+def test_a_due_slot_creates_one_run_and_moves_to_the_next(ctx, scheduled):
+    """Before the slot nothing happens; at it, one Run; the next slot is 10 minutes on."""
+    assert next_run_at(ctx, scheduled) == at(10)
+    with freeze_time(at(5)):
+        assert schedules.tick(ctx) == []
+    with freeze_time(at(10)):
+        created = schedules.tick(ctx)
+        assert schedules.tick(ctx) == []  # a redelivered tick: the same slot, no second Run
+    [run] = runs_of(ctx, scheduled)
+    assert created == [run.id]
+    assert (run.scheduled_for, run.audit_mode) == (at(10), "checkpoint")
+    assert next_run_at(ctx, scheduled) == at(20)
+
+
+def test_ticks_coalesce_while_a_run_is_active(ctx, scheduled):
+    """Missed slots during a long Run become one Run afterwards, then the next future slot."""
+    with freeze_time(at(10)):
+        [first] = schedules.tick(ctx)
+    for minute in (20, 30, 40):
+        with freeze_time(at(minute)):
+            assert schedules.tick(ctx) == []  # the slot stays pending
+    assert next_run_at(ctx, scheduled) == at(20)
+    with freeze_time(at(41)):
+        finish(ctx, first)
+    with freeze_time(at(42)):
+        [second] = schedules.tick(ctx)
+    runs = runs_of(ctx, scheduled)
+    assert [r.id for r in runs] == [first, second]
+    assert runs[1].scheduled_for == at(20)  # the pending slot, not one Run per missed slot
+    assert next_run_at(ctx, scheduled) == at(50)
+
+
+def test_a_full_audit_follows_once_the_interval_has_passed(ctx, scheduled):
+    """Checkpoints until ``full_audit_interval`` since the last full apply, then a full audit."""
+    with freeze_time(T0):
+        update_binding(ctx, scheduled, full_audit_interval=3600)
+    with freeze_time(at(10)):
+        [early] = schedules.tick(ctx)
+        finish(ctx, early)
+    with freeze_time(at(70)):
+        [late] = schedules.tick(ctx)
+    audits = {r.id: r.audit_mode for r in runs_of(ctx, scheduled)}
+    assert audits == {early: "checkpoint", late: "full"}
+    with freeze_time(at(71)):
+        finish(ctx, late)
+    with ctx.db.session() as session:
+        binding = session.get(Binding, scheduled)
+        assert binding is not None
+    assert binding.last_full_apply_at == at(71)  # the cadence starts over
+
+
+def test_sync_can_be_enabled_only_after_a_full_apply_and_when_idle(tmp_path, ctx):
+    """No full apply in this epoch, or an active Run: enabling the schedule is refused."""
+    source = generate(tmp_path / "src.git", commits=2, branches=0, tags=0)
+    request = SyncRequest(f"local:{source}", f"local:{tmp_path / 'dst.git'}")
+    binding_id = bind(ctx, request).id
+    with pytest.raises(NotAllowedNow, match="no successful full apply"):
+        update_binding(ctx, binding_id, sync_enabled=True)
+    sync(ctx, request)
+    create_run(ctx, binding_id)
+    with pytest.raises(NotAllowedNow, match="active Run"):
+        update_binding(ctx, binding_id, sync_enabled=True)
+
+
+@pytest.mark.postgres
+def test_two_ticks_racing_create_one_run_per_slot(tmp_path, pg_ctx):
+    """Two beats tick at the same instant: SKIP LOCKED and the slot key leave one Run."""
+    source = generate(tmp_path / "src.git", commits=2, branches=0, tags=0)
+    request = SyncRequest(f"local:{source}", f"local:{tmp_path / 'dst.git'}")
+    assert sync(pg_ctx, request).status == "completed"
+    binding_id = bind(pg_ctx, request).id
+    update_binding(pg_ctx, binding_id, schedule_cron="*/10 * * * *", sync_enabled=True, now=T0)
+    barrier = threading.Barrier(4)
+    created: list[int] = []
+
+    def beat() -> None:
+        barrier.wait()
+        created.extend(schedules.tick(pg_ctx, now=at(10)))
+
+    threads = [threading.Thread(target=beat) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(created) == 1
+    assert len(runs_of(pg_ctx, binding_id)) == 1
