@@ -33,7 +33,7 @@ import itertools
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -275,8 +275,11 @@ class GitHubHarness(Harness):
 
     def limit_content_creation(self, allowance: int) -> bool:
         limiter = self.fake.limiter
-        limiter.record_creation(self.rate_key)  # one creation in the last minute, and ...
-        limiter.secondary.per_minute = 1 + allowance  # ... ``allowance`` more are allowed
+        minute_ago = self.fake.state.now() - timedelta(minutes=1)
+        recent = sum(1 for r in self.fake.requests_log if r.content_creating and r.at > minute_ago)
+        # The fake needs one creation in its window to compute a retry-after from.
+        limiter.record_creation(self.rate_key)
+        limiter.secondary.per_minute = recent + 1 + allowance
         return True
 
     def assert_clean(self) -> None:

@@ -132,7 +132,9 @@ def review_payload(body: str = "Looks good.") -> dict[str, Any]:
     )
 
 
-#: A first and a changed payload of each core type (the second differs in content).
+# A first and a changed payload of each core type (the second differs in content).
+
+
 def first_payload(object_type: ObjectType) -> dict[str, Any]:
     return {
         T.LABEL: lambda: label_payload("bug"),
@@ -502,6 +504,48 @@ def test_an_update_against_a_stale_hash_is_refused_as_a_conflict(harness):
     harness.assert_clean()
 
 
+@pytest.mark.parametrize("object_type", CORE_TYPES, ids=str)
+def test_an_update_of_a_missing_object_is_refused_not_found(harness, object_type):
+    """Updating an identity that does not exist is REFUSED 'not_found' and creates nothing."""
+    spec = harness.make_repository(empty=False)
+    provider = harness.open_target(spec)
+    before = harness.stored_count(spec, object_type)
+    [result] = writer(provider).apply_batch(
+        [update(object_type, MISSING, changed_payload(object_type), "missing")]
+    )
+    assert (result.status, result.error_code) == (WriteStatus.REFUSED, "not_found"), result
+    assert harness.stored_count(spec, object_type) == before
+    harness.assert_clean()
+
+
+def test_a_delete_of_a_missing_object_settles_without_error(harness):
+    """Deleting what is already gone is OK or REFUSED 'not_found', never unknown or raised."""
+    provider = harness.target()
+    for object_type in CORE_TYPES:
+        if object_type in harness.limits.cannot_delete:
+            continue
+        [result] = writer(provider).apply_batch([delete(object_type, MISSING, "gone")])
+        outcome = (result.status, result.error_code)
+        assert outcome in ((WriteStatus.OK, None), (WriteStatus.REFUSED, "not_found")), result
+        assert provider.read(object_type, MISSING) is None
+    harness.assert_clean()
+
+
+@pytest.mark.parametrize("by", ["identity", "marker"])
+def test_a_create_whose_parent_cannot_be_resolved_is_refused_dependency_missing(harness, by):
+    """A comment on a parent that is not there is REFUSED 'dependency_missing', not written."""
+    spec = harness.make_repository(empty=False)
+    provider = harness.open_target(spec)
+    parent = TargetRef(
+        T.ISSUE, MISSING if by == "identity" else None, marker(T.ISSUE, "never-created")
+    )
+    write = create(T.ISSUE_COMMENT, comment_payload(), "orphan", parent=parent)
+    [result] = writer(provider).apply_batch([write])
+    assert (result.status, result.error_code) == (WriteStatus.REFUSED, "dependency_missing"), result
+    assert harness.stored_count(spec, T.ISSUE_COMMENT) == 0
+    harness.assert_clean()
+
+
 def _seed_undeletable(h: Harness, provider: Provider, object_type: ObjectType) -> str:
     if object_type is T.ISSUE:
         return seed_parent_issue(h, provider).identity or ""
@@ -621,8 +665,7 @@ def test_a_create_whose_response_is_lost_is_never_duplicated(harness, case):
 
 
 def test_reads_raise_rate_limited_once_the_quota_is_used_up(harness):
-    """Exhausted quota: reads raise RateLimited(retry_at=reset), writes are DEFERRED until
-    then; without a declared quota both keep working."""
+    """Used-up quota: reads raise RateLimited(retry_at=reset), writes defer; else both work."""
     spec = harness.make_repository(empty=False)
     provider = harness.open_target(spec)
     [identity] = harness.seed(provider, [create(T.LABEL, label_payload(), "bug")])
@@ -652,8 +695,7 @@ def test_reads_raise_rate_limited_once_the_quota_is_used_up(harness):
 
 
 def test_writes_refused_by_a_content_limit_are_deferred_and_not_written(harness):
-    """Past a content limit the refused write and the rest of the batch are DEFERRED with
-    retry_at and not written; without declared limits a burst of writes all succeeds."""
+    """Past a content limit the rest of the batch is DEFERRED, unwritten; else a burst passes."""
     spec = harness.make_repository(empty=False)
     provider = harness.open_target(spec)
     limited = harness.limit_content_creation(allowance=1)
@@ -773,7 +815,9 @@ def test_many_comments_on_one_issue_round_trip(harness):
     writes = [create(T.ISSUE_COMMENT, p, n, parent=parent) for n, p in enumerate(payloads)]
     identities = harness.seed(provider, writes)
     assert len(set(identities)) == count
-    listed = {e.identity: e for e in provider.inventory_index([T.ISSUE_COMMENT]).entries}
+    entries = list(provider.inventory_index([T.ISSUE_COMMENT]).entries)
+    assert [e.identity for e in entries] == sorted(e.identity for e in entries)
+    listed = {e.identity: e for e in entries}
     assert sorted(listed) == sorted(identities)
     for identity, payload in zip(identities, payloads, strict=True):
         assert listed[identity].content_hash == content_hash(payload)
