@@ -81,6 +81,9 @@ class Limitations:
     max_body_chars: int | None
     #: Comments the "many comments on one issue" fixture writes (enough to paginate).
     many_comments: int
+    #: Whether a milestone's due date can be removed once set (GitHub's API cannot: its
+    #: ``due_on`` is a non-nullable string, so the provider refuses ``unsupported``).
+    clears_due_dates: bool
 
 
 class Harness(ABC):
@@ -171,6 +174,7 @@ class LocalHarness(Harness):
         unmarked_types=frozenset(),
         max_body_chars=None,
         many_comments=2000,
+        clears_due_dates=True,
     )
 
     def __init__(self, root: Path) -> None:
@@ -212,6 +216,7 @@ class GitHubHarness(Harness):
         max_body_chars=65536,
         # Smaller than the local count to keep the suite fast, still three pages of 100.
         many_comments=250,
+        clears_due_dates=False,
     )
     OWNER = "acme"
     #: The create endpoint of each type (fault injection matches on it).

@@ -148,7 +148,9 @@ def first_payload(object_type: ObjectType) -> dict[str, Any]:
 def changed_payload(object_type: ObjectType) -> dict[str, Any]:
     return {
         T.LABEL: lambda: label_payload("defect", color="00ff00", description="Renamed"),
-        T.MILESTONE: lambda: milestone_payload("v1.0 final", state="closed", due_on=None),
+        T.MILESTONE: lambda: milestone_payload(
+            "v1.0 final", state="closed", due_on="2024-10-01T00:00:00Z"
+        ),
         T.ISSUE: lambda: issue_payload(
             1,
             "Crash on start (fixed)",
@@ -515,6 +517,24 @@ def test_an_update_of_a_missing_object_is_refused_not_found(harness, object_type
     )
     assert (result.status, result.error_code) == (WriteStatus.REFUSED, "not_found"), result
     assert harness.stored_count(spec, object_type) == before
+    harness.assert_clean()
+
+
+def test_clearing_a_due_date_is_applied_or_refused_as_declared(harness):
+    """Removing a milestone's due date either takes effect or is REFUSED 'unsupported'
+    (as the provider declares) and then leaves the stored milestone untouched."""
+    provider = harness.target()
+    [identity] = harness.seed(provider, [create(T.MILESTONE, first_payload(T.MILESTONE), "due")])
+    cleared = milestone_payload("v1.0", due_on=None)
+    [result] = writer(provider).apply_batch([update(T.MILESTONE, identity, cleared, "due")])
+    stored = provider.read(T.MILESTONE, identity)
+    assert stored is not None
+    if harness.limits.clears_due_dates:
+        assert result.status == WriteStatus.OK, result
+        assert stored.payload["due_on"] is None
+    else:
+        assert (result.status, result.error_code) == (WriteStatus.REFUSED, "unsupported"), result
+        assert stored.payload["due_on"] == first_payload(T.MILESTONE)["due_on"]
     harness.assert_clean()
 
 

@@ -21,7 +21,8 @@ from typing import Any
 _ATTRIBUTION = re.compile(
     r"\A<!-- reposync:attribution (?P<json>\{.*?\}) -->\n(?:> [^\n]*\n)?\n?", re.DOTALL
 )
-_MARKER = re.compile(r"\n*<!-- reposync:marker (?P<marker>\S+) -->\s*\Z")
+#: Exactly what ``compose`` appends: the body's own trailing newlines are the body's.
+_MARKER = re.compile(r"\n\n<!-- reposync:marker (?P<marker>\S+) -->\Z")
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,7 +79,7 @@ def issue(data: dict[str, Any]) -> CanonicalObject:
         title=data["title"],
         body=parsed.body,
         state=data["state"],
-        state_reason=STATE_REASONS.get(data.get("state_reason")),
+        state_reason=_attr(parsed, "state_reason", STATE_REASONS.get(data.get("state_reason"))),
         labels=[item["name"] for item in data.get("labels") or []],
         milestone=(data.get("milestone") or {}).get("title"),
         assignees=_attr(parsed, "assignees", [_login(a) for a in data.get("assignees") or []]),

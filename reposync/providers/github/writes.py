@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from reposync.errors import RateLimited, ResultUnknown
+from reposync.errors import ObjectNotFound, RateLimited, ResultUnknown
 from reposync.providers.base import ApplyResult, TargetWrite, WriteStatus
 from reposync.providers.github import objects as gh
 from reposync.providers.github.bodies import compose, parse
@@ -38,7 +38,8 @@ MARKER_SCAN_PAGES = 5
 
 #: Fields GitHub's API cannot set, per type: they travel in the attributed header.
 ATTRIBUTED_FIELDS: dict[ObjectType, tuple[str, ...]] = {
-    ObjectType.ISSUE: ("author", "created_at", "closed_at", "assignees", "locked"),
+    # state_reason too: GitHub sets "reopened" by itself when an issue is reopened.
+    ObjectType.ISSUE: ("author", "created_at", "closed_at", "assignees", "locked", "state_reason"),
     ObjectType.ISSUE_COMMENT: ("author", "created_at"),
     ObjectType.PULL_REQUEST: (
         "author",
@@ -116,12 +117,12 @@ class GitHubWriter:
             except ResultUnknown as unknown:
                 results.append(self._recover(write, unknown))
             except Refused as refused:
+                code = refused.refusal
+                if code == "not_found" and write.action is Action.CREATE:
+                    code = "dependency_missing"  # a create 404s only on what it hangs on
                 results.append(
                     ApplyResult(
-                        write.item_id,
-                        WriteStatus.REFUSED,
-                        error_code=refused.refusal,
-                        message=refused.message,
+                        write.item_id, WriteStatus.REFUSED, error_code=code, message=refused.message
                     )
                 )
         return results
@@ -153,7 +154,9 @@ class GitHubWriter:
         )
 
     def _recover(self, write: TargetWrite, unknown: ResultUnknown) -> ApplyResult:
-        """A lost response: find what was created (marker, natural key) or say unknown."""
+        """A lost response: find what was created (marker, natural key) and finish it, or
+        say unknown. A create is several requests for some types (create, then close):
+        the found object gets the remaining ones, which are idempotent."""
         if write.action is Action.CREATE:
             try:
                 found = self.find(write)
@@ -161,6 +164,8 @@ class GitHubWriter:
                 log.exception("looking for %s after a lost response failed", write.marker)
                 found = None
             if found is not None:
+                self._finish_create(write, found)
+                self._created[write.marker] = found
                 return ApplyResult(
                     write.item_id,
                     WriteStatus.OK,
@@ -170,6 +175,17 @@ class GitHubWriter:
         return ApplyResult(
             write.item_id, WriteStatus.UNKNOWN, error_code="result_unknown", message=unknown.message
         )
+
+    def _finish_create(self, write: TargetWrite, identity: str) -> None:
+        """The requests a create sends after its first one (all idempotent)."""
+        payload = write.payload or {}
+        if write.object_type in (ObjectType.ISSUE, ObjectType.PULL_REQUEST):
+            number = int(identity)
+            if self._kind(number) == "pull":
+                fields = self._issue_fields(payload)
+                del fields["title"]
+                self.client.write("PATCH", self._path(f"/issues/{number}"), json_body=fields)
+            self._close_if(number, payload)
 
     # -- helpers ------------------------------------------------------------------------
 
@@ -368,6 +384,17 @@ class GitHubWriter:
         return str(created["number"]), None
 
     def _update_milestone(self, write: TargetWrite) -> tuple[str, None]:
+        if (write.payload or {}).get("due_on") is None:
+            try:
+                current = self.client.get(self._path(f"/milestones/{write.target_identity}"))
+            except ObjectNotFound as exc:
+                raise Refused("not_found", str(exc), 404) from exc
+            if current.get("due_on"):
+                raise Refused(
+                    "unsupported",
+                    "GitHub's API cannot clear a milestone's due date; clear it on GitHub",
+                    422,
+                )
         self.client.write(
             "PATCH",
             self._path(f"/milestones/{write.target_identity}"),
