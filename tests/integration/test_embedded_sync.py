@@ -241,6 +241,44 @@ def test_cancel_before_inventory_ends_cancelled_and_releases_the_lease(pair, ctx
         assert binding.lease_owner is None
 
 
+def test_cancel_between_batches_stops_before_the_next_push(pair, ctx):
+    """A cancel during applying lets the running batch settle and writes no further one."""
+    source, target, request = pair
+    small = ServiceContext(settings=ctx.settings.with_overrides(git_batch_max_items=2), db=ctx.db)
+    for n in range(6):
+        commit_on(source, f"refs/heads/branch-{n:05d}", "cancel me")
+    run = create_run(small, bind(small, request).id)
+    step = run_steps_until(small, run.id, Stage.APPLYING)
+    step = execute_step(small, step)  # the first batch: two refs pushed and settled
+    request_cancel(small, run.id)
+    finish(small, step)
+    done = load_run(small, run.id)
+    assert done.status == "cancelled"
+    moved = [f"refs/heads/branch-{n:05d}" for n in range(6)]
+    pushed = [ref for ref in moved if refs(target)[ref] == refs(source)[ref]]
+    assert len(pushed) == 2
+    states = sorted(item.state for item in items_of(small, run.id))
+    assert states == ["completed"] * 2 + ["planned"] * 4
+    with small.db.session() as session:
+        binding = session.get(Binding, done.binding_id)
+        assert binding is not None
+        assert binding.lease_owner is None
+    assert sync(small, request).status == "completed"  # the next Run does the rest
+    assert synced_refs(target) == synced_refs(source)
+
+
+def test_cancel_of_a_run_without_differences_still_ends_cancelled(pair, ctx):
+    """Zero differences skip applying; finalize still honours the cancel request."""
+    _source, _target, request = pair
+    run = create_run(ctx, bind(ctx, request).id)
+    step = run_steps_until(ctx, run.id, Stage.PLANNING)
+    request_cancel(ctx, run.id)
+    finish(ctx, step)
+    done = load_run(ctx, run.id)
+    assert done.status == "cancelled"
+    assert items_of(ctx, run.id) == []
+
+
 def test_a_run_left_by_a_dead_process_is_resumed_by_the_next_sync(pair, ctx):
     """The embedded process died mid-run: the next invocation finishes that Run first."""
     source, target, request = pair
