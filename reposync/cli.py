@@ -49,6 +49,20 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("beat", help="run celery beat: the recovery and schedule tick")
     api = commands.add_parser("api", help="serve the HTTP API with gunicorn")
     api.add_argument("--bind", help="host:port (default: $REPOSYNC_API_BIND)")
+    user = commands.add_parser("user", help="API users, their tokens and repository grants")
+    user_commands = user.add_subparsers(dest="user_command", required=True, metavar="ACTION")
+    add = user_commands.add_parser("add", help="create a user and print its first API token")
+    add.add_argument("login")
+    add.add_argument("--role", choices=["admin", "member"], default="member")
+    token = user_commands.add_parser("token", help="print a new API token for a user")
+    token.add_argument("login")
+    token.add_argument("--name", default="", help="what the token is for")
+    grant = user_commands.add_parser(
+        "grant", help="let a member see the Bindings of one repository"
+    )
+    grant.add_argument("login")
+    grant.add_argument("provider", help="e.g. local, github")
+    grant.add_argument("repository_id", help="the immutable id a Binding shows for it")
     db = commands.add_parser("db", help="database maintenance")
     db_commands = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
     db_commands.add_parser("upgrade", help="apply every pending migration")
@@ -67,6 +81,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _sync(settings, args)
         if args.command == "db":
             return _db_upgrade(settings)
+        if args.command == "user":
+            return _user(settings, args)
         if args.command == "worker":
             from reposync.tasks.app import run_worker
 
@@ -130,6 +146,29 @@ def _sync(settings: Settings, args: argparse.Namespace) -> int:
     else:
         print(render_report(run.report, args.source, args.target))
     return 0 if run.status == "completed" else 1
+
+
+def _user(settings: Settings, args: argparse.Namespace) -> int:
+    from reposync.models.db import Database
+    from reposync.service import users
+    from reposync.service.context import ServiceContext
+
+    db = Database(settings.effective_database_url)
+    try:
+        db.ensure_current()
+        ctx = ServiceContext(settings=settings, db=db)
+        if args.user_command == "add":
+            created = users.create_user(ctx, args.login, args.role)
+            print(users.issue_token(ctx, created.id, "initial"))
+        elif args.user_command == "token":
+            print(users.issue_token(ctx, users.find_user(ctx, args.login).id, args.name))
+        else:
+            member = users.find_user(ctx, args.login)
+            users.grant(ctx, member.id, args.provider, args.repository_id)
+            print(f"{args.login} may see Bindings of {args.provider} {args.repository_id}")
+    finally:
+        db.dispose()
+    return 0
 
 
 def _db_upgrade(settings: Settings) -> int:

@@ -115,6 +115,7 @@ class DatabaseUnavailable(ReposyncError):
 class RecordNotFound(ReposyncError, LookupError):
     code = "record_not_found"
     http_status = 404
+    exit_status = 2
     suggested_action = "check the id"
 
 

@@ -109,6 +109,12 @@ class Database:
             config.attributes["connection"] = connection
             command.upgrade(config, "head")
 
+    def ensure_current(self) -> None:
+        """Reachable and migrated: what the embedded mode needs before its first write."""
+        self.check_connection()
+        if not self.is_current():
+            self.upgrade()
+
     def is_current(self) -> bool:
         """Whether the schema is at the newest migration (one SELECT, no Alembic import)."""
         with self.engine.connect() as connection:

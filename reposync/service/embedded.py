@@ -70,9 +70,7 @@ def validate(
 def bind(ctx: ServiceContext, request: SyncRequest) -> Binding:
     """Validate the pair, create a missing target, and create or reuse its Binding."""
     source_spec, target_spec, target_exists = validate(request, ctx.environment)
-    ctx.db.check_connection()
-    if not ctx.db.is_current():
-        ctx.db.upgrade()
+    ctx.db.ensure_current()
     env = ctx.environment
     source = provider_class(source_spec.provider).open(source_spec, env)
     if not target_exists:

@@ -38,6 +38,15 @@ def create_user(ctx: ServiceContext, login: str, role: str = "member") -> User:
     return user
 
 
+def find_user(ctx: ServiceContext, login: str) -> User:
+    with ctx.db.session() as session:
+        user = session.execute(select(User).where(User.login == login)).scalar_one_or_none()
+        if user is None:
+            raise RecordNotFound(f"no user named {login!r}")
+        session.expunge(user)
+        return user
+
+
 def issue_token(ctx: ServiceContext, user_id: int, name: str = "") -> str:
     """A new token for a user; the only time it is ever visible."""
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)

@@ -184,3 +184,29 @@ def test_human_report_names_counters_and_problems(capsys, tmp_path, data_dir, so
     assert "completed" in out.splitlines()[0]
     assert "created=4" in out
     assert "[unsupported_ref_namespace] 1 ref(s) under refs/notes are not synced" in out
+
+
+def test_user_commands_issue_tokens_that_authenticate(capsys, data_dir):
+    """``user add`` prints a working token, ``user token`` another; misuse exits 2."""
+    from reposync.config import Settings
+    from reposync.models.db import Database
+    from reposync.service.context import ServiceContext
+    from reposync.service.users import authenticate
+
+    status, first, _ = run_cli(capsys, "user", "add", "alice", "--role", "admin")
+    assert status == 0
+    status, second, _ = run_cli(capsys, "user", "token", "alice", "--name", "ci")
+    assert status == 0
+    status, _, err = run_cli(capsys, "user", "add", "alice")
+    assert_refused(status, err, "exists already", "[invalid_input]")
+    status, _, err = run_cli(capsys, "user", "grant", "bob", "local", "abc")
+    assert_refused(status, err, "no user named 'bob'", "[record_not_found]")
+
+    db = Database(f"sqlite:///{data_dir / 'reposync.db'}")
+    try:
+        ctx = ServiceContext(settings=Settings(data_dir=data_dir), db=db)
+        tokens = {first.strip(), second.strip()}
+        assert len(tokens) == 2
+        assert {authenticate(ctx, token).login for token in tokens} == {"alice"}
+    finally:
+        db.dispose()
