@@ -113,6 +113,32 @@ def start_worker(
     return worker
 
 
+def start_api(env: dict[str, str], log_dir: Path, port: int) -> WorkerProcess:
+    """``reposync api`` (gunicorn) in its own process group, ready when /health answers."""
+    import requests
+
+    log_path = log_dir / "api.log"
+    argv = [sys.executable, "-m", "reposync.cli", "api", "--bind", f"127.0.0.1:{port}"]
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            argv, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    api = WorkerProcess("api", process, log_path)
+
+    def healthy() -> bool:
+        if process.poll() is not None:
+            return True
+        try:
+            return requests.get(f"http://127.0.0.1:{port}/api/ext/v1/sync/health", timeout=1).ok
+        except requests.ConnectionError:
+            return False
+
+    wait_for(healthy, 60, "the API to answer")
+    if process.poll() is not None:
+        raise RuntimeError(f"the API exited:\n{api.log()}")
+    return api
+
+
 def wait_for(
     condition: Callable[[], bool], timeout: float, what: str, interval: float = 0.1
 ) -> None:

@@ -69,6 +69,11 @@ def validate(
 
 def bind(ctx: ServiceContext, request: SyncRequest) -> Binding:
     """Validate the pair, create a missing target, and create or reuse its Binding."""
+    return bind_pair(ctx, request)[0]
+
+
+def bind_pair(ctx: ServiceContext, request: SyncRequest) -> tuple[Binding, bool]:
+    """``bind``, also saying whether the Binding is new."""
     source_spec, target_spec, target_exists = validate(request, ctx.environment)
     ctx.db.ensure_current()
     env = ctx.environment
@@ -83,7 +88,7 @@ def bind(ctx: ServiceContext, request: SyncRequest) -> Binding:
         target.close()
     if source_info.repository_id == target_info.repository_id:
         raise UsageError("SOURCE and TARGET are the same repository")
-    binding, _ = get_or_create_binding(
+    binding, created = get_or_create_binding(
         ctx,
         source_info,
         target_info,
@@ -91,7 +96,7 @@ def bind(ctx: ServiceContext, request: SyncRequest) -> Binding:
     )
     if request.conflict_policy is not None:
         _set_policy(ctx, binding.id, request.conflict_policy)
-    return binding
+    return binding, created
 
 
 def sync(

@@ -68,17 +68,19 @@ def handoff(
         forward_run_id = create_run(
             ctx, binding_id, audit_mode=AuditMode.FULL, kind=RunKind.HANDOFF, trigger=Trigger.MANUAL
         ).id
-    run_until_done(ctx, Step(forward_run_id, Stage.CHECKING_ACCESS, None))
+    run_until_done(ctx, Step(forward_run_id, None, None))  # resumes where it stopped
     forward = _load(ctx, forward_run_id)
+    with ctx.db.session() as session:
+        binding = get_binding(session, binding_id)
+        session.expunge(binding)
+    settled = _settled(forward, binding)
+    if settled is not None:  # a duplicate delivery of the handoff task: touch nothing
+        return settled
     if forward.status != "completed":
         return _abort(
             ctx, binding_id, forward, None, f"the final forward Run ended {forward.status}"
         )
-
-    with ctx.db.session() as session:
-        binding = get_binding(session, binding_id)
-        session.expunge(binding)
-    old, new = binding.authority, binding.authority.other
+    old, new = Side(forward.source_side), Side(forward.target_side)
     _mark(ctx, binding, old, authority=endpoint_spec(binding, new).display)  # freeze it
 
     reverse = create_run(
@@ -115,8 +117,19 @@ def handoff(
             "the authority changed during the handoff (its digest moved)",
         )
 
-    switched = _switch(ctx, binding_id, forward, expected_side=old)
+    switched = _switch(ctx, binding_id, forward, reverse.id)
     if not switched:
+        with ctx.db.session() as session:
+            if get_binding(session, binding_id).authority_epoch != forward.authority_epoch:
+                # Another execution of this handoff switched first; its marks stand.
+                return HandoffOutcome(
+                    False,
+                    forward.id,
+                    reverse.id,
+                    "switched by another execution",
+                    new.value,
+                    forward.authority_epoch + 1,
+                )
         _mark(ctx, binding, old, authority=None)
         return _abort(
             ctx,
@@ -127,35 +140,65 @@ def handoff(
         )
     _mark(ctx, binding, new, authority=None)  # the new authority is writable again
     return HandoffOutcome(
-        True, forward.id, reverse.id, "switched", new.value, binding.authority_epoch + 1
+        True, forward.id, reverse.id, "switched", new.value, forward.authority_epoch + 1
     )
 
 
-def _switch(ctx: ServiceContext, binding_id: int, forward: Run, *, expected_side: Side) -> bool:
+def _settled(forward: Run, binding: Binding) -> HandoffOutcome | None:
+    """The outcome of a handoff that already ended (switched, aborted or overtaken)."""
+    recorded = (forward.report or {}).get("handoff")
+    if recorded is None and binding.authority_epoch == forward.authority_epoch:
+        return None
+    reason = (recorded or {}).get("reason", "the authority changed since this handoff began")
+    return HandoffOutcome(
+        bool((recorded or {}).get("switched")),
+        forward.id,
+        (recorded or {}).get("reverse_run_id"),
+        f"already settled: {reason}",
+        binding.authority_side,
+        binding.authority_epoch,
+    )
+
+
+def _switch(ctx: ServiceContext, binding_id: int, forward: Run, reverse_id: int) -> bool:
+    """Flip the authority if it is still where the forward Run found it (one row or none)."""
     claimed = claim_binding(
         ctx.db, binding_id, forward.id, owner=new_owner("handoff"), ttl=ctx.settings.lease_ttl
     )
     if isinstance(claimed, ClaimRefused):
         return False
+    old = Side(forward.source_side)
     with fenced(ctx.db, claimed) as session:
-        session.execute(
+        flipped = session.execute(
             update(Binding)
-            .where(Binding.id == binding_id, Binding.authority_side == expected_side.value)
+            .where(
+                Binding.id == binding_id,
+                Binding.authority_side == old.value,
+                Binding.authority_epoch == forward.authority_epoch,
+            )
             .values(
-                authority_side=expected_side.other.value,
+                authority_side=old.other.value,
                 authority_epoch=Binding.authority_epoch + 1,
                 sync_enabled=False,
                 next_run_at=None,
             )
-        )
+        ).rowcount
+        if not flipped:
+            release(session, claimed)
+            return False
+        run = session.get(Run, forward.id)
+        assert run is not None
+        run.report = {
+            **(run.report or {}),
+            "handoff": {"switched": True, "reason": "switched", "reverse_run_id": reverse_id},
+        }
         emit(
             session,
             forward.id,
             "handoff_switched",
             Stage.COMPLETED.value,
             generation=claimed.generation,
-            message=f"authority moved from side {expected_side.value} to "
-            f"{expected_side.other.value}",
+            message=f"authority moved from side {old.value} to {old.other.value}",
         )
         release(session, claimed)
     return True

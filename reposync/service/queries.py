@@ -261,10 +261,7 @@ def overview(ctx: ServiceContext, user: User) -> list[dict[str, Any]]:
                     "result_unknown": unknown.get(binding.id, 0),
                 }
             )
-        for row in result:
-            for key in ("binding", "latest_run", "active_run"):
-                if row[key] is not None:
-                    session.expunge(row[key])
+        session.expunge_all()  # the active Run is also the latest: detach each object once
         return result
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -11,7 +12,15 @@ from reposync.errors import NotAllowedNow, RecordNotFound
 from reposync.models import Binding, Run
 from reposync.service.context import ServiceContext, Step
 from reposync.service.leases import ClaimRefused, claim_binding, database_now, new_owner
-from reposync.sync.vocabulary import ACTIVE_RUN_STATUSES, ItemState, ObjectType, RunStatus
+from reposync.sync.vocabulary import (
+    ACTIVE_RUN_STATUSES,
+    ItemState,
+    ObjectType,
+    RunKind,
+    RunStatus,
+)
+
+log = logging.getLogger(__name__)
 
 
 def stalled_runs(ctx: ServiceContext, limit: int = 100) -> list[Step]:
@@ -20,11 +29,28 @@ def stalled_runs(ctx: ServiceContext, limit: int = 100) -> list[Step]:
     Dispatching a resume step for each is safe even when two ticks do it: the claim
     lets exactly one execution through.
     """
+    return [Step(run_id, None, None) for run_id, _, _ in _stalled(ctx, limit)]
+
+
+def redispatch_stalled(ctx: ServiceContext, limit: int = 100) -> int:
+    """Hand every stalled Run to a worker again; a handoff's forward Run goes back to
+    the handoff task, which resumes it and then still performs the switch."""
+    rows = _stalled(ctx, limit)
+    for run_id, binding_id, kind in rows:
+        log.warning("run %s stalled; re-dispatching", run_id)
+        if kind == RunKind.HANDOFF.value:
+            ctx.dispatcher.dispatch_handoff(binding_id, run_id)
+        else:
+            ctx.dispatcher.dispatch(Step(run_id, None, None))
+    return len(rows)
+
+
+def _stalled(ctx: ServiceContext, limit: int) -> list[tuple[int, int, str]]:
     with ctx.db.session() as session:
         now = database_now(session)
         grace = now - timedelta(seconds=ctx.settings.dispatch_grace)
         rows = session.execute(
-            select(Run.id)
+            select(Run.id, Run.binding_id, Run.kind)
             .join(Binding, Binding.id == Run.binding_id)
             .where(
                 Run.status.in_([s.value for s in ACTIVE_RUN_STATUSES]),
@@ -46,8 +72,8 @@ def stalled_runs(ctx: ServiceContext, limit: int = 100) -> list[Step]:
             )
             .order_by(Run.id)
             .limit(limit)
-        ).scalars()
-        return [Step(run_id, None, None) for run_id in rows]
+        )
+        return [(run_id, binding_id, kind) for run_id, binding_id, kind in rows]
 
 
 @dataclass(frozen=True, slots=True)

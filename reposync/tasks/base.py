@@ -12,6 +12,7 @@ from typing import Any
 
 from celery import Celery, Task
 from celery.signals import worker_process_init
+from kombu.exceptions import OperationalError as KombuOperationalError
 
 from reposync.config import Settings
 from reposync.models.db import Database
@@ -38,16 +39,27 @@ class CeleryDispatcher:
         self._app = app
 
     def dispatch(self, step: Step) -> None:
-        app = self._app
-        if app is None:
-            from reposync.tasks.app import app
-        app.send_task(task_name(step.stage), args=[step.run_id, step.generation])
+        self._send(task_name(step.stage), step.run_id, [step.run_id, step.generation])
 
     def dispatch_handoff(self, binding_id: int, run_id: int) -> None:
+        self._send(HANDOFF_TASK, run_id, [binding_id, run_id])
+
+    def _send(self, name: str, run_id: int, args: list[Any]) -> None:
+        """Publish, or leave the Run to the tick: it is committed already, and the tick
+        re-dispatches a Run nobody claimed within ``dispatch_grace``. Failing the
+        caller here would report a Run that exists as not created."""
         app = self._app
         if app is None:
             from reposync.tasks.app import app
-        app.send_task(HANDOFF_TASK, args=[binding_id, run_id])
+        try:
+            app.send_task(name, args=args)
+        except KombuOperationalError as exc:
+            log.warning(
+                "run %s is saved but the broker is unreachable (%s); the tick dispatches "
+                "it once the broker is back",
+                run_id,
+                exc,
+            )
 
 
 def context() -> ServiceContext:

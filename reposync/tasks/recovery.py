@@ -7,7 +7,7 @@ import logging
 from celery import Task
 
 from reposync.service import schedules
-from reposync.service.recovery import stalled_runs
+from reposync.service.recovery import redispatch_stalled
 from reposync.tasks.app import app
 from reposync.tasks.base import RESUME_TASK, context, run_stage
 from reposync.tasks.settings import TICK_TASK
@@ -26,6 +26,4 @@ def tick() -> None:
     """Schedules first (one Run per due slot), then Runs whose worker died."""
     ctx = context()
     schedules.tick(ctx)
-    for step in stalled_runs(ctx):
-        log.warning("run %s stalled; re-dispatching", step.run_id)
-        ctx.dispatcher.dispatch(step)
+    redispatch_stalled(ctx)

@@ -19,6 +19,10 @@ class _Gunicorn(BaseApplication):  # type: ignore[misc]
     def load_config(self) -> None:
         self.cfg.set("bind", self._bind)
         self.cfg.set("workers", 2)
+        # Threads, so that a few Server-Sent Event streams (up to 25 s each) do not
+        # occupy every worker.
+        self.cfg.set("worker_class", "gthread")
+        self.cfg.set("threads", 8)
         self.cfg.set("accesslog", "-")
 
     def load(self) -> Any:

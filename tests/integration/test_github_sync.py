@@ -19,8 +19,8 @@ from reposync.providers.base import EndpointSpec
 from reposync.providers.local import LocalProvider
 from reposync.service.embedded import SyncRequest, sync
 from reposync.sync.vocabulary import ObjectType
-from tests.gitrepo import generate, refs
 from tests.github_env import github_context
+from tests.gitrepo import generate, refs
 from tests.integration.test_forge_sync import WHEN, forge, populate
 
 REPO = "acme/widgets"

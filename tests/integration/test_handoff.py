@@ -8,9 +8,10 @@ from sqlalchemy import insert, select
 from reposync.errors import NotAllowedNow, ResultUnknownFence
 from reposync.models import Binding, Run, RunItem
 from reposync.service import handoff as handoff_module
+from reposync.service.context import ServiceContext
 from reposync.service.embedded import SyncRequest, bind, sync
 from reposync.service.handoff import handoff
-from reposync.service.recovery import recover_run
+from reposync.service.recovery import recover_run, redispatch_stalled
 from reposync.service.runs import create_run
 from reposync.sync.canonical import git_ref_hash
 from tests.gitrepo import commit_on, generate, refs
@@ -86,6 +87,51 @@ def test_a_source_change_during_handoff_aborts_and_keeps_the_authority(ctx, pair
         assert forward.report["handoff"]["switched"] is False
     with forge(a) as f:  # thawed again: the authority stays writable
         f.create_label("still-authority", color="000000")
+
+
+def test_a_duplicate_delivery_of_the_handoff_changes_nothing(ctx, pair):
+    """The handoff task delivered twice: the second execution sees the switch and stops,
+    neither flipping the authority back nor freezing the new authority."""
+    a, b, binding_id = pair
+    first = handoff(ctx, binding_id)
+    assert first.switched, first.reason
+
+    again = handoff(ctx, binding_id, forward_run_id=first.forward_run_id)
+
+    assert again.switched
+    assert again.reason.startswith("already settled")
+    binding = binding_row(ctx, binding_id)
+    assert (binding.authority_side, binding.authority_epoch) == ("b", 2)
+    with forge(b) as f:  # still writable: the duplicate did not mark it standby
+        f.create_label("new-authority-edit", color="0e8a16")
+    with forge(a) as f, pytest.raises(Exception, match="is the standby of"):
+        f.create_label("old-authority-edit", color="000000")
+
+
+class RecordingDispatcher:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, int]] = []
+
+    def dispatch(self, step) -> None:
+        self.sent.append(("step", step.run_id))
+
+    def dispatch_handoff(self, binding_id: int, run_id: int) -> None:
+        self.sent.append(("handoff", run_id))
+
+
+def test_a_lost_handoff_message_goes_back_to_the_handoff_task(ctx, pair):
+    """The tick re-dispatches a never-claimed handoff Run as a handoff, not as a plain Run
+    (which would sync forward and never switch)."""
+    _, _, binding_id = pair
+    dispatcher = RecordingDispatcher()
+    ticking = ServiceContext(
+        settings=ctx.settings.with_overrides(dispatch_grace=0.0), db=ctx.db, dispatcher=dispatcher
+    )
+    run = handoff_module.start_handoff(ticking, binding_id)
+    dispatcher.sent.clear()  # ... and that message was lost
+
+    assert redispatch_stalled(ticking) == 1
+    assert dispatcher.sent == [("handoff", run.id)]
 
 
 def plant_unknown(ctx, binding_id, target_ref: str, object_id: str) -> int:

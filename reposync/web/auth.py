@@ -1,0 +1,66 @@
+"""Who is asking: ``Authorization: Bearer <token>`` resolved through the service layer.
+
+The rules, checked here and in the service layer:
+
+- every endpoint except ``/health`` and the OpenAPI document needs a valid token (401);
+- reads show what ``service.users.visible`` lets the user see: admins everything, members
+  the Bindings one of whose repositories they were granted, and those Bindings' Runs; a
+  record the user cannot see answers 404, exactly like one that does not exist;
+- Binding administration (create, change, delete, handoff) needs the admin role (403);
+- Run operations (create, cancel, retry, recover) need the admin role or a grant on the
+  Binding (a member without one cannot see the Binding: 404).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+from flask import current_app, g, request
+
+from reposync.models import User
+from reposync.service.context import ServiceContext
+from reposync.service.users import authenticate, require_admin
+
+SCHEME = "bearer"
+
+
+def service_context() -> ServiceContext:
+    ctx: ServiceContext = current_app.extensions["reposync.ctx"]
+    return ctx
+
+
+def _bearer_token() -> str | None:
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.strip().partition(" ")
+    if scheme.lower() != SCHEME:
+        return None
+    return token.strip() or None
+
+
+def load_user() -> None:
+    """``before_request`` of every protected blueprint: 401 without a valid token."""
+    g.user = authenticate(service_context(), _bearer_token())
+
+
+def current_user() -> User:
+    user: User = g.user
+    return user
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def admin_only(view: F) -> F:
+    """403 unless the current user is an admin, before the request body is even parsed.
+
+    Put it above ``@blueprint.arguments`` so a member learns nothing from validation.
+    """
+
+    @functools.wraps(view)
+    def check_role(*args: Any, **kwargs: Any) -> Any:
+        require_admin(current_user())
+        return view(*args, **kwargs)
+
+    return cast(F, check_role)

@@ -1,0 +1,77 @@
+"""``GET /runs/{id}/events``: a Run's append-only history, as JSON or Server-Sent Events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Response, current_app, request
+from flask.views import MethodView
+from flask_smorest import Blueprint
+
+from reposync.service.queries import get_run_for, run_events
+from reposync.web.auth import current_user, load_user, service_context
+from reposync.web.errors import documents
+from reposync.web.schemas.common import id_rule
+from reposync.web.schemas.events import (
+    RunEventHeadersSchema,
+    RunEventPageSchema,
+    RunEventQueryArgsSchema,
+)
+from reposync.web.sse import HEADERS, event_stream
+
+blueprint = Blueprint("events", __name__, description="What happened during a Run")
+blueprint.before_request(load_user)
+
+EVENT_STREAM = "text/event-stream"
+
+_STREAM_DOC = {
+    "responses": {
+        200: {
+            "content": {
+                EVENT_STREAM: {
+                    "schema": {
+                        "type": "string",
+                        "description": "one message per event (id = seq, data = the event "
+                        "as JSON), then an `end` event once the Run is terminal",
+                    }
+                }
+            }
+        }
+    }
+}
+
+
+def _wants_stream() -> bool:
+    best = request.accept_mimetypes.best_match(["application/json", EVENT_STREAM])
+    return best == EVENT_STREAM
+
+
+@blueprint.route(f"/runs/{id_rule('run_id')}/events")
+class RunEventsView(MethodView):
+    @blueprint.arguments(RunEventQueryArgsSchema, location="query")
+    @blueprint.arguments(RunEventHeadersSchema, location="headers")
+    @blueprint.response(200, RunEventPageSchema)
+    @blueprint.doc(**_STREAM_DOC)
+    @documents(blueprint, 401, 404)
+    def get(self, args: dict[str, Any], headers: dict[str, Any], run_id: int) -> Any:
+        """List a Run's events after a sequence number, or follow them as Server-Sent Events.
+
+        With ``Accept: text/event-stream`` the events after ``Last-Event-ID`` (or
+        ``after_seq``) are streamed as they are appended, until the Run is terminal or
+        the stream's time is up (reconnect with ``Last-Event-ID``).
+        """
+        ctx, user = service_context(), current_user()
+        after_seq = max(args["after_seq"], headers.get("last_event_id") or 0)
+        if _wants_stream():
+            get_run_for(ctx, user, run_id)  # 404 now, as a problem, not inside the stream
+            stream = event_stream(
+                ctx,
+                user,
+                run_id,
+                after_seq,
+                poll=current_app.config["REPOSYNC_SSE_POLL_SECONDS"],
+                max_seconds=current_app.config["REPOSYNC_SSE_MAX_SECONDS"],
+            )
+            return Response(stream, mimetype=EVENT_STREAM, headers=HEADERS)
+        rows = run_events(ctx, user, run_id, after_seq=after_seq, limit=args["limit"])
+        return {"items": rows, "next_after_seq": rows[-1].seq if rows else after_seq}

@@ -1,0 +1,129 @@
+"""``/runs``: create, list and show Runs, their progress; cancel, retry and recover them.
+
+Reads show the Runs of the Bindings the user may see. Creating, cancelling, retrying and
+recovering need the admin role or a grant on the Run's Binding.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import url_for
+from flask.views import MethodView
+from flask_smorest import Blueprint
+
+from reposync.service.queries import (
+    get_binding_for,
+    get_run_for,
+    list_runs,
+    retry_run,
+    run_progress,
+)
+from reposync.service.recovery import recover_run
+from reposync.service.runs import enqueue_run, request_cancel
+from reposync.sync.vocabulary import AuditMode, RunMode
+from reposync.web.auth import current_user, load_user, service_context
+from reposync.web.errors import documents
+from reposync.web.pagination import page
+from reposync.web.schemas.common import id_rule
+from reposync.web.schemas.runs import (
+    RecoverySchema,
+    RunCreateSchema,
+    RunPageSchema,
+    RunProgressSchema,
+    RunQueryArgsSchema,
+    RunSchema,
+)
+
+blueprint = Blueprint("runs", __name__, description="Executions of a Binding")
+blueprint.before_request(load_user)
+
+LOCATION = {"Location": {"schema": {"type": "string"}}}
+
+
+def _accepted(run: Any) -> tuple[Any, int, dict[str, str]]:
+    return run, 202, {"Location": url_for("runs.RunView", run_id=run.id)}
+
+
+@blueprint.route(f"/bindings/{id_rule('binding_id')}/runs")
+class BindingRunsView(MethodView):
+    @blueprint.arguments(RunCreateSchema)
+    @blueprint.response(202, RunSchema, headers=LOCATION)
+    @documents(blueprint, 401, 404, 409)
+    def post(self, args: dict[str, Any], binding_id: int) -> Any:
+        """Queue a Run of the Binding; a worker executes it (admin, or a grant on the Binding).
+
+        409 when the Binding has an active Run or an unresolved unknown write.
+        """
+        ctx = service_context()
+        get_binding_for(ctx, current_user(), binding_id)
+        run = enqueue_run(
+            ctx, binding_id, mode=RunMode(args["mode"]), audit_mode=AuditMode(args["audit_mode"])
+        )
+        return _accepted(run)
+
+
+@blueprint.route("/runs")
+class RunsView(MethodView):
+    @blueprint.arguments(RunQueryArgsSchema, location="query")
+    @blueprint.response(200, RunPageSchema)
+    @documents(blueprint, 401)
+    def get(self, args: dict[str, Any]) -> Any:
+        """List the visible Runs, newest first; ``after_id`` continues below the last id."""
+        rows = list_runs(service_context(), current_user(), **args)
+        return page(rows, args["limit"])
+
+
+@blueprint.route(f"/runs/{id_rule('run_id')}")
+class RunView(MethodView):
+    @blueprint.response(200, RunSchema)
+    @documents(blueprint, 401, 404)
+    def get(self, run_id: int) -> Any:
+        """Show one Run: stage, status, counters and report."""
+        return get_run_for(service_context(), current_user(), run_id)
+
+
+@blueprint.route(f"/runs/{id_rule('run_id')}/progress")
+class ProgressView(MethodView):
+    @blueprint.response(200, RunProgressSchema)
+    @documents(blueprint, 401, 404)
+    def get(self, run_id: int) -> Any:
+        """Item totals and per-type state counts of a Run (no item is loaded)."""
+        return run_progress(service_context(), current_user(), run_id)
+
+
+@blueprint.route(f"/runs/{id_rule('run_id')}/cancel")
+class CancelView(MethodView):
+    @blueprint.response(200, RunSchema)
+    @documents(blueprint, 401, 404)
+    def post(self, run_id: int) -> Any:
+        """Ask an active Run to stop at its next cancellation point (admin, or a grant).
+
+        A Run that already ended is returned unchanged.
+        """
+        ctx = service_context()
+        get_run_for(ctx, current_user(), run_id)
+        return request_cancel(ctx, run_id)
+
+
+@blueprint.route(f"/runs/{id_rule('run_id')}/retry")
+class RetryView(MethodView):
+    @blueprint.response(202, RunSchema, headers=LOCATION)
+    @documents(blueprint, 401, 404, 409)
+    def post(self, run_id: int) -> Any:
+        """Queue a new Run like this one, with it as parent (admin, or a grant on the Binding)."""
+        return _accepted(retry_run(service_context(), current_user(), run_id))
+
+
+@blueprint.route(f"/runs/{id_rule('run_id')}/recover")
+class RecoverView(MethodView):
+    @blueprint.response(200, RecoverySchema)
+    @documents(blueprint, 401, 404, 409)
+    def post(self, run_id: int) -> Any:
+        """Prove the outcome of the Run's unknown writes by read-back (admin, or a grant).
+
+        Recovery never re-sends a write whose outcome it cannot prove.
+        """
+        ctx = service_context()
+        get_run_for(ctx, current_user(), run_id)
+        return {"run_id": run_id, "counts": recover_run(ctx, run_id)}

@@ -1,0 +1,127 @@
+"""Bindings: what the API shows of one, and what creating, changing and listing take."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marshmallow import Schema, fields, pre_dump, validate
+
+from reposync.models import Binding
+from reposync.sync.vocabulary import RefConflictPolicy, Side
+from reposync.web.pagination import PageArgsSchema
+from reposync.web.schemas.common import MAX_ID, no_nul, one_of, record_id, text
+
+POLICIES = [p.value for p in RefConflictPolicy]
+
+
+class EndpointSchema(Schema):
+    """One side of a Binding."""
+
+    provider = fields.String(required=True)
+    repository_id = fields.String(required=True, metadata={"description": "immutable id"})
+    locator = fields.String(required=True, metadata={"description": "follows renames"})
+    visibility = fields.String(allow_none=True)
+
+
+_COLUMNS = (
+    "id",
+    "authority_side",
+    "authority_epoch",
+    "sync_enabled",
+    "ref_conflict_policy",
+    "schedule_cron",
+    "next_run_at",
+    "full_audit_interval",
+    "last_full_apply_at",
+    "created_at",
+    "updated_at",
+)
+
+
+def _endpoint(binding: Binding, side: Side) -> dict[str, str | None]:
+    provider, repository_id, locator, _ = binding.side(side)
+    return {
+        "provider": provider,
+        "repository_id": repository_id,
+        "locator": locator,
+        "visibility": binding.a_visibility if side is Side.A else binding.b_visibility,
+    }
+
+
+def _display(binding: Binding, side: Side) -> str:
+    provider, _, locator, _ = binding.side(side)
+    return f"{provider}:{locator}"
+
+
+class BindingSchema(Schema):
+    """A pair of repositories kept in sync, authority -> standby."""
+
+    id = fields.Integer(required=True)
+    a = fields.Nested(EndpointSchema, required=True)
+    b = fields.Nested(EndpointSchema, required=True)
+    source = fields.String(required=True, metadata={"description": "the authority's locator"})
+    target = fields.String(required=True, metadata={"description": "the standby's locator"})
+    authority_side = fields.String(required=True)
+    authority_epoch = fields.Integer(required=True)
+    sync_enabled = fields.Boolean(required=True)
+    ref_conflict_policy = fields.String(required=True)
+    schedule_cron = fields.String(allow_none=True)
+    next_run_at = fields.DateTime(allow_none=True)
+    full_audit_interval = fields.Integer(required=True, metadata={"description": "seconds"})
+    last_full_apply_at = fields.DateTime(allow_none=True)
+    visibility_confirmed = fields.Boolean(required=True)
+    created_at = fields.DateTime()
+    updated_at = fields.DateTime()
+
+    @pre_dump
+    def _from_model(self, binding: Binding, **_: Any) -> dict[str, Any]:
+        return {
+            **{name: getattr(binding, name) for name in _COLUMNS},
+            "a": _endpoint(binding, Side.A),
+            "b": _endpoint(binding, Side.B),
+            "source": _display(binding, binding.authority),
+            "target": _display(binding, binding.authority.other),
+            "visibility_confirmed": binding.visibility_confirmation is not None,
+        }
+
+
+class BindingCreateSchema(Schema):
+    """POST /bindings: two locators, source first (it becomes the authority)."""
+
+    source = text(1024, required=True, metadata={"example": "local:/srv/forge/app.git"})
+    target = text(1024, required=True, metadata={"example": "github:acme/app"})
+    ref_conflict_policy = one_of(POLICIES, load_default=None)
+    confirm_visibility = fields.Boolean(
+        load_default=False,
+        metadata={"description": "confirm a standby more public than the authority"},
+    )
+
+
+class BindingUpdateSchema(Schema):
+    """PATCH /bindings/{id}: only the fields sent change."""
+
+    schedule_cron = fields.String(
+        allow_none=True,
+        validate=[validate.Length(max=255), no_nul],
+        metadata={"description": "cron expression (UTC); null removes the schedule"},
+    )
+    sync_enabled = fields.Boolean()
+    ref_conflict_policy = one_of(POLICIES)
+    full_audit_interval = fields.Integer(
+        validate=validate.Range(min=3600, max=MAX_ID), metadata={"description": "seconds"}
+    )
+    confirm_visibility = fields.Boolean(
+        metadata={
+            "description": "true stores a confirmation for the current visibilities; "
+            "false withdraws it"
+        }
+    )
+
+
+class BindingQueryArgsSchema(PageArgsSchema):
+    repository_id = text(255, metadata={"description": "either side's repository id"})
+
+
+class BindingPageSchema(Schema):
+    items = fields.List(fields.Nested(BindingSchema), required=True)
+    next_after_id = record_id(allow_none=True, required=True)

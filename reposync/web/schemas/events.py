@@ -1,0 +1,48 @@
+"""RunEvents: the append-only history of a Run, numbered per Run by ``seq``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marshmallow import EXCLUDE, Schema, fields, validate
+
+from reposync.web.schemas.common import MAX_ID, limit
+
+
+class RunEventSchema(Schema):
+    seq = fields.Integer(required=True)
+    type = fields.String(required=True)
+    stage = fields.String(required=True)
+    generation = fields.Integer(allow_none=True)
+    counts = fields.Dict()
+    message = fields.String()
+    created_at = fields.DateTime()
+
+
+def _seq(**kwargs: Any) -> fields.Integer:
+    return fields.Integer(validate=validate.Range(min=0, max=MAX_ID), **kwargs)
+
+
+class RunEventQueryArgsSchema(Schema):
+    after_seq = _seq(load_default=0, metadata={"description": "continue after this seq"})
+    limit = limit()
+
+
+class RunEventHeadersSchema(Schema):
+    """Server-Sent Events: a reconnecting client resumes after ``Last-Event-ID``."""
+
+    class Meta:
+        unknown = EXCLUDE
+
+    last_event_id = _seq(data_key="Last-Event-ID")
+
+
+class RunEventPageSchema(Schema):
+    items = fields.List(fields.Nested(RunEventSchema), required=True)
+    next_after_seq = fields.Integer(
+        required=True,
+        metadata={
+            "description": "the last seq of this page (or the given after_seq when it is "
+            "empty): ask again after it, the history grows while the Run is active"
+        },
+    )

@@ -1,0 +1,97 @@
+"""Fixtures of the API tests: the app on the embedded database, users, a Binding, Runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from werkzeug.test import TestResponse
+
+from reposync.models import Binding, Run
+from reposync.service.context import ServiceContext
+from reposync.service.embedded import SyncRequest, bind, sync
+from reposync.service.runs import create_run
+from reposync.service.users import create_user, grant, issue_token
+from reposync.web.app import API_PREFIX, create_app
+from tests.gitrepo import generate
+
+PROBLEM_KEYS = {"type", "title", "status", "detail", "code"}
+
+
+def url(path: str) -> str:
+    return API_PREFIX + path
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def assert_problem(response: TestResponse, status: int, code: str) -> dict[str, Any]:
+    """The response is the one error shape, with this status and code."""
+    assert response.status_code == status, response.get_data(as_text=True)
+    assert response.mimetype == "application/problem+json"
+    body = response.get_json(force=True)
+    assert body.keys() >= PROBLEM_KEYS
+    assert body["status"] == status
+    assert body["code"] == code
+    assert body["type"].endswith(code)
+    return body
+
+
+@dataclass
+class Tokens:
+    admin: str
+    member: str  # granted the Binding's source repository
+    stranger: str  # a member without any grant
+
+
+@pytest.fixture
+def app(ctx: ServiceContext) -> Flask:
+    app = create_app(ctx.settings, ctx=ctx)
+    app.config.update(REPOSYNC_SSE_POLL_SECONDS=0.05, REPOSYNC_SSE_MAX_SECONDS=0.5)
+    return app
+
+
+@pytest.fixture
+def client(app: Flask) -> FlaskClient:
+    return app.test_client()
+
+
+@pytest.fixture
+def source_repo(tmp_path: Path) -> Path:
+    return generate(tmp_path / "src.git", commits=3, branches=1, tags=1)
+
+
+@pytest.fixture
+def binding(ctx: ServiceContext, source_repo: Path, tmp_path: Path) -> Binding:
+    return bind(ctx, SyncRequest(f"local:{source_repo}", f"local:{tmp_path / 'dst.git'}"))
+
+
+@pytest.fixture
+def tokens(ctx: ServiceContext, binding: Binding) -> Tokens:
+    admin = create_user(ctx, "ada", role="admin")
+    member = create_user(ctx, "mel")
+    grant(ctx, member.id, binding.a_provider, binding.a_repository_id)
+    stranger = create_user(ctx, "sam")
+    return Tokens(
+        admin=issue_token(ctx, admin.id),
+        member=issue_token(ctx, member.id),
+        stranger=issue_token(ctx, stranger.id),
+    )
+
+
+@pytest.fixture
+def finished_run(ctx: ServiceContext, binding: Binding, source_repo: Path, tmp_path: Path) -> Run:
+    """A completed apply Run, with items and events."""
+    run = sync(ctx, SyncRequest(f"local:{source_repo}", f"local:{tmp_path / 'dst.git'}"))
+    assert run.status == "completed"
+    return run
+
+
+@pytest.fixture
+def queued_run(ctx: ServiceContext, binding: Binding) -> Run:
+    return create_run(ctx, binding.id)

@@ -1,0 +1,128 @@
+"""Every endpoint: 401 without a valid token, 403 without the role, 404 without a grant."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from reposync.web.app import API_PREFIX
+from tests.integration.web.conftest import assert_problem, bearer, url
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    method: str
+    path: str  # {binding} and {run} are filled in
+    body: dict[str, Any] | None = None
+    #: "read": anyone who can see it; "grant": admin or a grant; "admin": admin only.
+    access: str = "read"
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.path}"
+
+
+ENDPOINTS = [
+    Endpoint("GET", "/overview"),
+    Endpoint("GET", "/bindings"),
+    Endpoint("POST", "/bindings", {"source": "local:/none", "target": "local:/n"}, "admin"),
+    Endpoint("GET", "/bindings/{binding}"),
+    Endpoint("PATCH", "/bindings/{binding}", {"sync_enabled": False}, "admin"),
+    Endpoint("DELETE", "/bindings/{binding}", None, "admin"),
+    Endpoint("POST", "/bindings/{binding}/handoff", None, "admin"),
+    Endpoint("POST", "/bindings/{binding}/runs", {}, "grant"),
+    Endpoint("GET", "/runs"),
+    Endpoint("GET", "/runs/{run}"),
+    Endpoint("GET", "/runs/{run}/progress"),
+    Endpoint("GET", "/runs/{run}/items"),
+    Endpoint("GET", "/runs/{run}/events"),
+    Endpoint("POST", "/runs/{run}/cancel", None, "grant"),
+    Endpoint("POST", "/runs/{run}/retry", None, "grant"),
+    Endpoint("POST", "/runs/{run}/recover", None, "grant"),
+]
+WITH_ID = [e for e in ENDPOINTS if "{" in e.path]
+ADMIN_ONLY = [e for e in ENDPOINTS if e.access == "admin"]
+
+
+def call(client, endpoint: Endpoint, headers: dict[str, str], binding: Any = 1, run: Any = 1):
+    path = url(endpoint.path.format(binding=binding, run=run))
+    return client.open(path, method=endpoint.method, headers=headers, json=endpoint.body)
+
+
+def test_the_table_covers_every_documented_operation(client):
+    """The access table lists each operation of the OpenAPI document (but /health)."""
+    document = client.get(url("/openapi.json")).json
+    documented = {
+        (method.upper(), path.removeprefix(API_PREFIX))
+        for path, operations in document["paths"].items()
+        for method in operations
+        if method != "parameters" and not path.endswith("/health")
+    }
+    listed = {
+        (e.method, e.path.replace("{binding}", "{binding_id}").replace("{run}", "{run_id}"))
+        for e in ENDPOINTS
+    }
+    assert listed == documented
+
+
+@pytest.mark.parametrize("endpoint", ENDPOINTS, ids=str)
+def test_no_valid_token_is_401(client, endpoint):
+    """Without a valid bearer token every endpoint answers 401 and asks for one."""
+    for authorization in (None, "Bearer", "Bearer rs_unknown", "Basic YWRhOnM=", "rs_no-scheme"):
+        headers = {"Authorization": authorization} if authorization else {}
+        response = call(client, endpoint, headers)
+        assert_problem(response, 401, "unauthenticated")
+        assert response.headers["WWW-Authenticate"] == "Bearer"
+
+
+@pytest.mark.parametrize("endpoint", ADMIN_ONLY, ids=str)
+def test_binding_administration_needs_the_admin_role(client, tokens, binding, endpoint):
+    """A member is refused Binding administration (403), even with a grant on it."""
+    for token in (tokens.member, tokens.stranger):
+        response = call(client, endpoint, bearer(token), binding=binding.id)
+        body = assert_problem(response, 403, "forbidden")
+        assert body["suggested_action"]
+
+
+@pytest.mark.parametrize("endpoint", WITH_ID, ids=str)
+def test_a_member_without_a_grant_sees_no_record(client, tokens, binding, queued_run, endpoint):
+    """Records of Bindings a member was not granted do not exist for it (404, or 403 by role)."""
+    response = call(client, endpoint, bearer(tokens.stranger), binding.id, queued_run.id)
+    if endpoint.access == "admin":
+        assert_problem(response, 403, "forbidden")
+    else:
+        assert_problem(response, 404, "record_not_found")
+
+
+@pytest.mark.parametrize("endpoint", WITH_ID, ids=str)
+def test_unknown_ids_are_404(client, tokens, endpoint):
+    """An id that names no record is 404 record_not_found, for an admin too."""
+    response = call(client, endpoint, bearer(tokens.admin), binding=424242, run=424242)
+    assert_problem(response, 404, "record_not_found")
+
+
+@pytest.mark.parametrize("endpoint", WITH_ID, ids=str)
+def test_malformed_ids_are_404_route_not_found(client, tokens, endpoint):
+    """A path id that is not a positive 32-bit integer matches no route (404, never 500)."""
+    for bad_id in ("abc", "0", "-1", str(2**31), "1.5"):
+        response = call(client, endpoint, bearer(tokens.admin), binding=bad_id, run=bad_id)
+        assert_problem(response, 404, "route_not_found")
+
+
+@pytest.mark.parametrize(
+    ("path", "key"), [("/overview", "bindings"), ("/bindings", "items"), ("/runs", "items")]
+)
+def test_listings_of_a_member_without_grants_are_empty(client, tokens, queued_run, path, key):
+    """Listings answer a member without grants with nothing, not an error."""
+    response = client.get(url(path), headers=bearer(tokens.stranger))
+    assert response.status_code == 200
+    assert response.json[key] == []
+
+
+def test_the_role_is_checked_before_the_body(client, tokens, binding):
+    """A member sending an invalid body to an admin-only endpoint gets 403, not 422."""
+    headers = bearer(tokens.member)
+    assert_problem(client.post(url("/bindings"), headers=headers, json={}), 403, "forbidden")
+    response = client.patch(url(f"/bindings/{binding.id}"), headers=headers, json={"x": 1})
+    assert_problem(response, 403, "forbidden")
