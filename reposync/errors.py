@@ -33,6 +33,7 @@ into this tree at one boundary each, never leaked.
         ├── ObjectNotFound              not_found                (also LookupError)
         ├── ResultUnknown               result_unknown
         ├── Conflict                    conflict
+        ├── WriteRefused                write_refused            (item code in .refusal)
         ├── RepositoryMismatch          repository_mismatch
         └── ProviderUnavailable         provider_unavailable     (retryable)
 """
@@ -237,6 +238,24 @@ class Conflict(ProviderError):
     code = "conflict"
     http_status = 409
     suggested_action = "resolve the conflicting object on the target, or change the conflict policy"
+
+
+class WriteRefused(ProviderError):
+    """The forge refused one write (a 4xx that is not a limit): nothing was written.
+
+    A provider turns it into its item's ``REFUSED`` result with ``refusal`` as the item's
+    error code (``conflict``, ``not_found``, ``dependency_missing``, ``unsupported``,
+    ``invalid``); it only surfaces as itself when a refusal escapes a batch.
+    """
+
+    code = "write_refused"
+    http_status = 422
+    suggested_action = "read the forge's message; the object needs a change on either side"
+
+    def __init__(self, message: str, *, refusal: str = "invalid", status: int = 422) -> None:
+        super().__init__(message)
+        self.refusal = refusal
+        self.status = status
 
 
 class RepositoryMismatch(ProviderError):

@@ -28,11 +28,11 @@ from reposync.errors import (
     Conflict,
     ObjectNotFound,
     PermissionDenied,
-    ProviderError,
     ProviderUnavailable,
     QuotaExceeded,
     RateLimited,
     ResultUnknown,
+    WriteRefused,
 )
 from reposync.providers.base import Clock, WriteBudget
 from reposync.providers.github.auth import TokenSource
@@ -44,15 +44,6 @@ PER_PAGE = 100
 #: Pacing waits up to this long in place; a longer wait defers the Run instead.
 MAX_PACE_WAIT = timedelta(seconds=90)
 _LINK = re.compile(r'<([^>]+)>;\s*rel="([a-z]+)"')
-
-
-class Refused(ProviderError):
-    """The target refused a write (4xx other than limits): nothing was written."""
-
-    def __init__(self, code: str, message: str, status: int) -> None:
-        super().__init__(message)
-        self.refusal = code
-        self.status = status
 
 
 @dataclass(slots=True)
@@ -173,7 +164,7 @@ class GitHubClient:
         headers: Mapping[str, str] | None = None,
         creates_content: bool = True,
     ) -> Any:
-        """One write. Raises ``Refused`` (4xx), ``RateLimited`` (nothing written),
+        """One write. Raises ``WriteRefused`` (4xx), ``RateLimited`` (nothing written),
         ``ResultUnknown`` (sent; the outcome was not observed)."""
         if creates_content:
             self._pace()
@@ -286,8 +277,10 @@ class GitHubClient:
                 if _already_exists(response)
                 else ("not_found" if status == 404 else "invalid")
             )
-            raise Refused(
-                code, f"GitHub refused {method} {_path(url)} ({status}): {message}", status
+            raise WriteRefused(
+                f"GitHub refused {method} {_path(url)} ({status}): {message}",
+                refusal=code,
+                status=status,
             )
         raise ProviderUnavailable(f"GitHub answered {status} to {method} {_path(url)}")
 

@@ -21,11 +21,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from reposync.errors import ObjectNotFound, RateLimited, ResultUnknown
+from reposync.errors import ObjectNotFound, RateLimited, ResultUnknown, WriteRefused
 from reposync.providers.base import ApplyResult, TargetWrite, WriteStatus
 from reposync.providers.github import objects as gh
 from reposync.providers.github.bodies import compose, parse
-from reposync.providers.github.client import GitHubClient, Refused
+from reposync.providers.github.client import GitHubClient
 from reposync.providers.github.reads import PLACEHOLDER_MARKER, read_one
 from reposync.sync.canonical import content_hash
 from reposync.sync.vocabulary import Action, ObjectType, Representation
@@ -116,7 +116,7 @@ class GitHubWriter:
                 break
             except ResultUnknown as unknown:
                 results.append(self._recover(write, unknown))
-            except Refused as refused:
+            except WriteRefused as refused:
                 code = refused.refusal
                 if code == "not_found" and write.action is Action.CREATE:
                     code = "dependency_missing"  # a create 404s only on what it hangs on
@@ -219,7 +219,9 @@ class GitHubWriter:
                 for m in self.client.paginate(self._path("/milestones"), {"state": "all"})
             }
         if title not in self._milestones:
-            raise Refused("dependency_missing", f"milestone {title!r} is not on GitHub", 422)
+            raise WriteRefused(
+                f"milestone {title!r} is not on GitHub", refusal="dependency_missing", status=422
+            )
         return self._milestones[title]
 
     def _issue_fields(self, payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -231,7 +233,9 @@ class GitHubWriter:
 
     def _number(self, ref_identity: str | None) -> int:
         if ref_identity is None:
-            raise Refused("dependency_missing", "the parent is not on GitHub yet", 422)
+            raise WriteRefused(
+                "the parent is not on GitHub yet", refusal="dependency_missing", status=422
+            )
         return int(ref_identity)
 
     def _ref(self, write: TargetWrite, name: str) -> str | None:
@@ -308,7 +312,9 @@ class GitHubWriter:
                 str(lb["id"]): lb["name"] for lb in self.client.paginate(self._path("/labels"))
             }
         if identity not in self._labels:
-            raise Refused("not_found", f"label {identity} is not on GitHub", 404)
+            raise WriteRefused(
+                f"label {identity} is not on GitHub", refusal="not_found", status=404
+            )
         return self._labels[identity]
 
     def _create_label(self, write: TargetWrite) -> tuple[str, None]:
@@ -320,7 +326,7 @@ class GitHubWriter:
         }
         try:
             created = self.client.write("POST", self._path("/labels"), json_body=body)
-        except Refused as refused:
+        except WriteRefused as refused:
             existing = (
                 self._label_by_name(payload["name"]) if refused.refusal == "conflict" else None
             )
@@ -372,7 +378,7 @@ class GitHubWriter:
             created = self.client.write(
                 "POST", self._path("/milestones"), json_body=self._milestone_body(payload)
             )
-        except Refused as refused:
+        except WriteRefused as refused:
             if refused.refusal != "conflict":
                 raise
             for existing in self.client.paginate(self._path("/milestones"), {"state": "all"}):
@@ -388,12 +394,12 @@ class GitHubWriter:
             try:
                 current = self.client.get(self._path(f"/milestones/{write.target_identity}"))
             except ObjectNotFound as exc:
-                raise Refused("not_found", str(exc), 404) from exc
+                raise WriteRefused(str(exc), refusal="not_found", status=404) from exc
             if current.get("due_on"):
-                raise Refused(
-                    "unsupported",
+                raise WriteRefused(
                     "GitHub's API cannot clear a milestone's due date; clear it on GitHub",
-                    422,
+                    refusal="unsupported",
+                    status=422,
                 )
         self.client.write(
             "PATCH",
@@ -632,7 +638,9 @@ class GitHubWriter:
         payload = write.payload or {}
         review = self._parent(write)
         if review is None:
-            raise Refused("dependency_missing", "the review is not on GitHub yet", 422)
+            raise WriteRefused(
+                "the review is not on GitHub yet", refusal="dependency_missing", status=422
+            )
         if review.startswith("comment-"):
             number = self._review_pull(write)
             return (
@@ -645,7 +653,9 @@ class GitHubWriter:
         body = self._body(write, ObjectType.REVIEW_COMMENT)
         reply = self._ref(write, "in_reply_to")
         if write.refs.get("in_reply_to") is not None and reply is None:
-            raise Refused("dependency_missing", "the comment replied to is not on GitHub", 422)
+            raise WriteRefused(
+                "the comment replied to is not on GitHub", refusal="dependency_missing", status=422
+            )
         if reply is not None and not reply.startswith("comment-"):
             created = self.client.write(
                 "POST",
@@ -744,15 +754,17 @@ class GitHubWriter:
         payload = write.payload or {}
         release = self._parent(write)
         if release is None or write.content is None:
-            raise Refused("dependency_missing", "the release (or the bytes) are missing", 422)
+            raise WriteRefused(
+                "the release (or the bytes) are missing", refusal="dependency_missing", status=422
+            )
         existing = self._asset_named(release, payload["name"])
         if existing is not None:
             if str(existing.get("digest")) == f"sha256:{payload['sha256']}":
                 return str(existing["id"]), None  # ours already (a retried upload)
-            raise Refused(
-                "conflict",
+            raise WriteRefused(
                 f"release {release} already has an asset {payload['name']!r} with other content",
-                422,
+                refusal="conflict",
+                status=422,
             )
         url = f"{self.uploads_url}/repos/{self.repo}/releases/{release}/assets"
         with write.content() as stream:
