@@ -45,6 +45,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="for same-named target branches Git cannot prove are behind",
     )
 
+    handoff = commands.add_parser(
+        "handoff", help="make TARGET the authority of the pair, in-process (after a full sync)"
+    )
+    handoff.add_argument("source", metavar="SOURCE", help="the current authority")
+    handoff.add_argument("target", metavar="TARGET", help="the standby that takes over")
+    handoff.add_argument("--json", action="store_true", help="print the outcome as JSON")
+
     commands.add_parser("worker", help="run a Celery worker (distributed mode)")
     commands.add_parser("beat", help="run celery beat: the recovery and schedule tick")
     api = commands.add_parser("api", help="serve the HTTP API with gunicorn")
@@ -81,6 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _sync(settings, args)
         if args.command == "db":
             return _db_upgrade(settings)
+        if args.command == "handoff":
+            return _handoff(settings, args)
         if args.command == "user":
             return _user(settings, args)
         if args.command == "worker":
@@ -146,6 +155,35 @@ def _sync(settings: Settings, args: argparse.Namespace) -> int:
     else:
         print(render_report(run.report, args.source, args.target))
     return 0 if run.status == "completed" else 1
+
+
+def _handoff(settings: Settings, args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from reposync.models.db import Database
+    from reposync.service.context import ServiceContext
+    from reposync.service.embedded import SyncRequest, bind
+    from reposync.service.handoff import handoff
+
+    db = Database(settings.effective_database_url)
+    try:
+        ctx = ServiceContext(settings=settings, db=db)
+        outcome = handoff(ctx, bind(ctx, SyncRequest(args.source, args.target)).id)
+    finally:
+        db.dispose()
+    if args.json:
+        print(json.dumps(asdict(outcome), sort_keys=True))
+    elif outcome.switched:
+        print(
+            f"{args.target} is now the authority (epoch {outcome.authority_epoch}); "
+            f"sync with `reposync sync {args.target} {args.source}`"
+        )
+    else:
+        print(
+            f"handoff aborted, {args.source} stays the authority: {outcome.reason} "
+            f"(run {outcome.forward_run_id})"
+        )
+    return 0 if outcome.switched else 1
 
 
 def _user(settings: Settings, args: argparse.Namespace) -> int:

@@ -210,3 +210,50 @@ def test_user_commands_issue_tokens_that_authenticate(capsys, data_dir):
         assert {authenticate(ctx, token).login for token in tokens} == {"alice"}
     finally:
         db.dispose()
+
+
+def test_handoff_makes_the_standby_the_authority(capsys, tmp_path, data_dir, source):
+    """``handoff`` switches the pair; afterwards only the new direction is accepted."""
+    target = tmp_path / "dst.git"
+    old, new = f"local:{source}", f"local:{target}"
+    assert run_cli(capsys, "sync", old, new)[0] == 0
+
+    status, out, _ = run_cli(capsys, "handoff", old, new, "--json")
+    outcome = json.loads(out)
+    assert status == 0
+    assert (outcome["switched"], outcome["authority_side"], outcome["authority_epoch"]) == (
+        True,
+        "b",
+        2,  # epochs start at 1
+    )
+
+    status, _, err = run_cli(capsys, "handoff", old, new)
+    assert_refused(status, err, "is the standby of binding")
+    status, _, err = run_cli(capsys, "sync", old, new)
+    assert_refused(status, err, "is the standby of binding")
+
+    set_ref(target, "refs/heads/after-handoff", refs(target)["refs/heads/main"])
+    status, out, _ = run_cli(capsys, "sync", new, old, "--json")
+    assert status == 0
+    assert json.loads(out)["counters"]["created"] == 1
+    assert refs(source) == refs(target)
+
+
+def test_an_aborted_handoff_exits_1_and_keeps_the_authority(capsys, tmp_path, data_dir, source):
+    """A forward Run that ends in a conflict aborts the handoff; the old direction stands."""
+    from tests.gitrepo import commit_on
+
+    target = tmp_path / "dst.git"
+    old, new = f"local:{source}", f"local:{target}"
+    assert run_cli(capsys, "sync", old, new)[0] == 0
+    set_ref(source, "refs/heads/feature", refs(source)["refs/heads/main"])
+    set_ref(target, "refs/heads/feature", refs(target)["refs/heads/main"])
+    diverged = commit_on(target, "refs/heads/feature", "standby-only work")  # unmanaged
+
+    status, out, _ = run_cli(capsys, "handoff", old, new)
+    assert status == 1
+    assert out.startswith(f"handoff aborted, {old} stays the authority")
+    assert "requires_attention" in out
+    assert refs(target)["refs/heads/feature"] == diverged
+    status, out, _ = run_cli(capsys, "sync", old, new, "--json")  # still the accepted direction
+    assert json.loads(out)["status"] == "requires_attention"
