@@ -12,6 +12,11 @@ from reposync.config import Settings
 from reposync.errors import ReposyncError
 from reposync.sync.vocabulary import RefConflictPolicy
 
+CONFIRM_HELP = (
+    "confirm that TARGET may be more public than SOURCE (a later visibility change "
+    "withdraws the confirmation)"
+)
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -44,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=[p.value for p in RefConflictPolicy],
         help="for same-named target branches Git cannot prove are behind",
     )
+    sync.add_argument("--confirm-visibility", action="store_true", help=CONFIRM_HELP)
 
     handoff = commands.add_parser(
         "handoff", help="make TARGET the authority of the pair, in-process (after a full sync)"
@@ -51,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     handoff.add_argument("source", metavar="SOURCE", help="the current authority")
     handoff.add_argument("target", metavar="TARGET", help="the standby that takes over")
     handoff.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    handoff.add_argument("--confirm-visibility", action="store_true", help=CONFIRM_HELP)
 
     commands.add_parser("worker", help="run a Celery worker (distributed mode)")
     commands.add_parser("beat", help="run celery beat: the recovery and schedule tick")
@@ -127,6 +134,7 @@ def _sync(settings: Settings, args: argparse.Namespace) -> int:
         dry_run=args.dry_run,
         full_audit=args.full_audit,
         conflict_policy=RefConflictPolicy(args.conflict_policy) if args.conflict_policy else None,
+        confirm_visibility=args.confirm_visibility,
     )
     db = Database(settings.effective_database_url)
     progress = None if args.json else ProgressLine()
@@ -168,7 +176,8 @@ def _handoff(settings: Settings, args: argparse.Namespace) -> int:
     db = Database(settings.effective_database_url)
     try:
         ctx = ServiceContext(settings=settings, db=db)
-        outcome = handoff(ctx, bind(ctx, SyncRequest(args.source, args.target)).id)
+        request = SyncRequest(args.source, args.target, confirm_visibility=args.confirm_visibility)
+        outcome = handoff(ctx, bind(ctx, request).id)
     finally:
         db.dispose()
     if args.json:

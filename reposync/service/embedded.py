@@ -23,6 +23,7 @@ from reposync.service.context import ProviderPool, ServiceContext, Step
 from reposync.service.leases import database_now
 from reposync.service.pipeline import run_until_done
 from reposync.service.runs import active_run, create_run
+from reposync.service.visibility import confirm_visibility
 from reposync.sync.vocabulary import AuditMode, RefConflictPolicy, RunMode, Stage, Trigger
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,8 @@ class SyncRequest:
     dry_run: bool = False
     full_audit: bool = False
     conflict_policy: RefConflictPolicy | None = None
+    #: The operator's yes to a standby more public than the authority (see visibility).
+    confirm_visibility: bool = False
 
 
 def validate(
@@ -69,7 +72,10 @@ def validate(
 
 def bind(ctx: ServiceContext, request: SyncRequest) -> Binding:
     """Validate the pair, create a missing target, and create or reuse its Binding."""
-    return bind_pair(ctx, request)[0]
+    binding = bind_pair(ctx, request)[0]
+    if request.confirm_visibility:
+        binding = confirm_visibility(ctx, binding.id)
+    return binding
 
 
 def bind_pair(ctx: ServiceContext, request: SyncRequest) -> tuple[Binding, bool]:

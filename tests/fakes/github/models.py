@@ -174,6 +174,8 @@ class Repo:
     updated_at: datetime
     pushed_at: datetime | None = None
     description: str | None = None
+    #: GitHub Enterprise's "internal" (visible to the enterprise); empty: from ``private``.
+    internal: bool = False
     collaborators: set[str] = field(default_factory=set)
     old_names: list[str] = field(default_factory=list)
     next_number: int = 1

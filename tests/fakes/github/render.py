@@ -167,7 +167,7 @@ def repository(urls: Urls, repo: Repo, *, permissions: Json | None = None) -> Js
         "has_discussions": False,
         "archived": False,
         "disabled": False,
-        "visibility": "private" if repo.private else "public",
+        "visibility": "internal" if repo.internal else "private" if repo.private else "public",
         "pushed_at": iso(repo.pushed_at or repo.created_at),
         "created_at": iso(repo.created_at),
         "updated_at": iso(repo.updated_at),
