@@ -97,25 +97,14 @@ def handoff(
     planned = reverse.report.get("planned_actions", {})
     writes = {action: planned[action] for action in WRITE_ACTIONS if planned.get(action)}
     if reverse.status != "completed" or writes:
-        _mark(ctx, binding, old, authority=None)
-        return _abort(
-            ctx,
-            binding_id,
-            forward,
-            reverse.id,
-            f"the reverse dry-run was not empty ({reverse.status}, would {writes})",
-        )
-
-    digest = _digest(ctx, binding, old)
-    if digest != forward.source_digest:
-        _mark(ctx, binding, old, authority=None)
-        return _abort(
-            ctx,
-            binding_id,
-            forward,
-            reverse.id,
-            "the authority changed during the handoff (its digest moved)",
-        )
+        reason = f"the reverse dry-run was not empty ({reverse.status}, would {writes})"
+    elif _digest(ctx, binding, old) != forward.source_digest:
+        reason = "the authority changed during the handoff (its digest moved)"
+    else:
+        reason = ""
+    if reason:
+        _mark(ctx, binding, old, authority=None)  # thaw the old authority
+        return _abort(ctx, binding_id, forward, reverse.id, reason)
 
     switched = _switch(ctx, binding_id, forward, reverse.id)
     if not switched:

@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import ColumnElement, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from reposync.errors import LeaseLost
@@ -130,17 +130,9 @@ def claim(
                     (Binding.lease_run_id == run_id)
                     & (Binding.lease_generation == dispatched_generation)
                 )
-            generation = session.execute(
-                update(Binding)
-                .where(Binding.id == binding_id, or_(*allowed))
-                .values(
-                    lease_generation=Binding.lease_generation + 1,
-                    lease_owner=owner,
-                    lease_run_id=run_id,
-                    lease_expires_at=now + timedelta(seconds=ttl),
-                )
-                .returning(Binding.lease_generation)
-            ).scalar_one_or_none()
+            generation = _take(
+                session, binding_id, or_(*allowed), run_id, owner, now + timedelta(seconds=ttl)
+            )
             if generation is None:
                 raise _Refuse(f"binding {binding_id} is leased by another execution")
             run = session.execute(
@@ -274,22 +266,32 @@ def claim_binding(
     started = time.monotonic()
     with db.transaction() as session:
         now = database_now(session)
-        generation = session.execute(
-            update(Binding)
-            .where(
-                Binding.id == binding_id,
-                or_(Binding.lease_run_id.is_(None), Binding.lease_expires_at < now),
-            )
-            .values(
-                lease_generation=Binding.lease_generation + 1,
-                lease_owner=owner,
-                lease_run_id=run_id,
-                lease_expires_at=now + timedelta(seconds=ttl),
-            )
-            .returning(Binding.lease_generation)
-        ).scalar_one_or_none()
+        free = or_(Binding.lease_run_id.is_(None), Binding.lease_expires_at < now)
+        generation = _take(session, binding_id, free, run_id, owner, now + timedelta(seconds=ttl))
     if generation is None:
         return ClaimRefused(f"binding {binding_id} is leased by a running execution")
     lease = Lease(binding_id, run_id, owner, generation, ttl, deadline=0.0)
     lease.extend_from(started)
     return lease
+
+
+def _take(
+    session: Session,
+    binding_id: int,
+    allowed: ColumnElement[bool],
+    run_id: int,
+    owner: str,
+    expires_at: datetime,
+) -> int | None:
+    """The one guarded UPDATE every claim is: next generation, or None when not allowed."""
+    return session.execute(
+        update(Binding)
+        .where(Binding.id == binding_id, allowed)
+        .values(
+            lease_generation=Binding.lease_generation + 1,
+            lease_owner=owner,
+            lease_run_id=run_id,
+            lease_expires_at=expires_at,
+        )
+        .returning(Binding.lease_generation)
+    ).scalar_one_or_none()
