@@ -139,7 +139,13 @@ def push(
     return outcome
 
 
-def fetch_mirror(mirror: Path, url: str, *, env: Mapping[str, str] | None = None) -> Path:
+def fetch_mirror(
+    mirror: Path,
+    url: str,
+    *,
+    env: Mapping[str, str] | None = None,
+    extra_refspecs: Sequence[str] = (),
+) -> Path:
     """Bring a local mirror of a remote's branches and tags up to date; its object store.
 
     Incremental after the first time; ``--prune`` keeps it an exact copy, so planned
@@ -161,6 +167,7 @@ def fetch_mirror(mirror: Path, url: str, *, env: Mapping[str, str] | None = None
             url,
             "+refs/heads/*:refs/heads/*",
             "+refs/tags/*:refs/tags/*",
+            *extra_refspecs,
         ],
         env=env,
     )

@@ -127,6 +127,9 @@ class GitRemote:
     objects_dir: str | None = None
     #: Extra environment for ``git`` (credentials helpers); never logged.
     env: Mapping[str, str] = field(default_factory=dict)
+    #: What a mirror of a remote repository fetches beside branches and tags: where the
+    #: commits of shadow branches live (GitHub: ``refs/pull/*/head``).
+    extra_fetch: tuple[str, ...] = ()
 
     @property
     def is_local(self) -> bool:

@@ -152,7 +152,12 @@ class GitRefApplier:
         if objects_dir is None:  # a remote source: one fetch into this Binding's mirror
             mirror = ex.ctx.settings.data_dir / "git" / f"binding-{ex.binding.id}-source.git"
             objects_dir = str(
-                transport.fetch_mirror(mirror, source_remote.url, env=dict(source_remote.env))
+                transport.fetch_mirror(
+                    mirror,
+                    source_remote.url,
+                    env=dict(source_remote.env),
+                    extra_refspecs=source_remote.extra_fetch,
+                )
             )
             ex.count_io("fetches")
         workspace = PushWorkspace(

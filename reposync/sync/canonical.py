@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -140,6 +140,53 @@ def git_ref(name: str, object_id: str) -> CanonicalObject:
 
 def git_ref_hash(object_id: str) -> str:
     return content_hash({"target": object_id})
+
+
+# -- shadow branches of pull requests -----------------------------------------------------
+
+#: Where an open pull request's head lives when it is not a branch of the repository
+#: (a fork, a deleted branch): forges such as GitHub need a branch to open a pull
+#: request on, and a backup needs the head's commits.
+SHADOW_PREFIX = BRANCH_PREFIX + "reposync/pr/"
+
+
+def shadow_ref(number: int) -> str:
+    return f"{SHADOW_PREFIX}{number}/head"
+
+
+def is_shadow_ref(name: str) -> bool:
+    return name.startswith(SHADOW_PREFIX)
+
+
+@dataclass(frozen=True, slots=True)
+class PullHead:
+    """What a shadow needs of an open pull request."""
+
+    number: int
+    head_ref: str
+    head_sha: str
+
+
+def shadow_refs(
+    heads: Iterable[PullHead],
+    refs: Mapping[str, str],
+    has_commit: Callable[[str], bool] = lambda _sha: True,
+) -> dict[str, str]:
+    """Shadow branches (name -> sha) for open pull requests whose head is not a branch here.
+
+    A head that is a branch at the head commit needs none; neither does one whose
+    commit this repository does not have (nothing could be pushed). A real ref of the
+    shadow's name wins: after a handoff the shadow *is* a branch of the new authority.
+    """
+    shadows: dict[str, str] = {}
+    for head in heads:
+        if refs.get(BRANCH_PREFIX + head.head_ref) == head.head_sha:
+            continue
+        name = shadow_ref(head.number)
+        if name in refs or not has_commit(head.head_sha):
+            continue
+        shadows[name] = head.head_sha
+    return shadows
 
 
 def inventory_digest(entries: Iterable[IndexEntry]) -> str:

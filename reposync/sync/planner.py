@@ -21,7 +21,13 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from reposync.sync.canonical import BRANCH_PREFIX, MAPPER_VERSION, IndexEntry, ref_object_key
+from reposync.sync.canonical import (
+    BRANCH_PREFIX,
+    MAPPER_VERSION,
+    IndexEntry,
+    is_shadow_ref,
+    ref_object_key,
+)
 from reposync.sync.vocabulary import Action, ObjectType, Phase, RefConflictPolicy, Representation
 
 
@@ -342,7 +348,7 @@ def _item(
     if target is not None and action in (Action.CONFLICT, Action.REPORT):
         intent["target_revision"] = target.revision
     return PlannedItem(
-        phase=candidate.object_type.phase,
+        phase=_phase(candidate.object_type, action, target_identity),
         object_type=candidate.object_type,
         object_key=object_key,
         action=action,
@@ -364,6 +370,18 @@ def _item(
             else ""
         ),
     )
+
+
+def _phase(object_type: ObjectType, action: Action, target_identity: str | None) -> Phase:
+    """A shadow branch goes after its pull request has closed, as on a forge: until then
+    the open pull request still needs it (and a forge still shows it)."""
+    if (
+        object_type is ObjectType.GIT_REF
+        and action is Action.DELETE
+        and is_shadow_ref(target_identity or "")
+    ):
+        return Phase.ARCHIVE
+    return object_type.phase
 
 
 def _key_from_link(link: LinkState | None) -> str:

@@ -161,7 +161,10 @@ def test_everything_a_forge_holds_is_synced_then_nothing_is_read_again(ctx, pair
         assert reply.refs["in_reply_to"].identity == parent.identity
     assert first.report["data_gaps"]["projected"] == {"review_request": 1}
     assert first.report["data_gaps"]["archive_only"] == {"reaction": 1}
-    assert first.counters["created"] == len(ids) - 1 + 3  # - the reaction, + 3 refs
+    # - the reaction, + 3 refs, + the shadow branch of the open pull request (its head
+    # branch "fix" is not in the repository, its commit is)
+    assert first.counters["created"] == len(ids) - 1 + 3 + 1
+    assert refs(target)["refs/heads/reposync/pr/2/head"] == refs(source)["refs/heads/main"]
     assert first.counters["unchanged"] == 1  # the reaction, archived
 
     second = sync(ctx, request)

@@ -20,10 +20,11 @@ from reposync.providers.local import LocalProvider
 from reposync.service.embedded import SyncRequest, sync
 from reposync.sync.vocabulary import ObjectType
 from tests.github_env import github_context
-from tests.gitrepo import generate, refs
+from tests.gitrepo import commit_on, delete_refs, generate, refs, set_ref
 from tests.integration.test_forge_sync import WHEN, forge, populate
 
 REPO = "acme/widgets"
+SHADOW = "refs/heads/reposync/pr/2/head"
 #: Types whose canonical content must be equal after a round trip through GitHub.
 KEPT = [
     t
@@ -68,13 +69,15 @@ def test_local_to_github_converges_then_a_rerun_costs_nothing(tmp_path, world):
     first = sync(ctx, request)
 
     assert first.status == "completed", first.report["problems"]
-    assert first.counters["created"] == len(ids) - 1 + 3  # the reaction is archived
+    # The reaction is archived; + 3 refs and the open pull request's shadow branch (its
+    # head "fix" is no branch; it has no commits over main, so GitHub gets a carrier).
+    assert first.counters["created"] == len(ids) - 1 + 3 + 1
     gaps = first.report["data_gaps"]
     assert gaps["archive_only"] == {"reaction": 1}
     assert gaps["projected"]["review_request"] == 1
     assert gaps["attributed"]["issue"] == 2  # GitHub cannot set authors: headers
     github_refs = {name for name in _git_refs(fake) if name.startswith("refs/heads/")}
-    assert github_refs == {n for n in refs(source) if n.startswith("refs/heads/")}
+    assert github_refs == {n for n in refs(source) if n.startswith("refs/heads/")} | {SHADOW}
     issues = {i.number: i for i in fake.state.issues(REPO)}
     assert {1, 2, 3} <= set(issues)  # numbers kept
 
@@ -117,7 +120,7 @@ def test_github_to_local_then_round_trip_keeps_every_object(tmp_path, world):
         ["me too", "LGTM?", "Review requested from @dave (projected by reposync)."]
     )
     # GitHub creates a release's tag when it does not exist: it comes back as a ref.
-    assert set(refs(back)) == set(refs(source)) | {"refs/tags/v1.0"}
+    assert set(refs(back)) == set(refs(source)) | {"refs/tags/v1.0", SHADOW}
 
     before = len(fake.requests_log)
     again = sync(ctx, SyncRequest(f"github:{REPO}", f"local:{back}"))
@@ -149,3 +152,71 @@ def test_github_data_made_in_the_ui_reaches_the_local_forge(tmp_path, world):
         ["triage"],
     )
     assert comment.payload["author"] == "hubot"
+
+
+def test_an_open_pull_request_without_its_head_branch_opens_on_a_shadow_branch(tmp_path, world):
+    """local -> GitHub: the head branch is gone, its commit is not; GitHub gets a native
+    pull request on ``reposync/pr/<N>/head``, and closing it retires the shadow."""
+    ctx, _, fake = world
+    source = generate(tmp_path / "src.git", commits=3, branches=0, tags=0)
+    base = refs(source)["refs/heads/main"]
+    set_ref(source, "refs/heads/feature", base)
+    head = commit_on(source, "refs/heads/feature", "work under review")
+    with forge(source) as f:
+        pull = f.create_pull_request(
+            "Review me",
+            author="bob",
+            created_at=WHEN,
+            base_ref="main",
+            base_sha=base,
+            head_ref="feature",
+            head_sha=head,
+        )
+    delete_refs(source, ["refs/heads/feature"])  # merged elsewhere, or a fork's branch
+    request = SyncRequest(f"local:{source}", f"github:{REPO}")
+
+    first = sync(ctx, request)
+
+    assert first.status == "completed", first.report["problems"]
+    shadow = "refs/heads/reposync/pr/1/head"
+    assert _git_refs(fake)[shadow] == head
+    [native] = fake.state.pulls(REPO)
+    assert native.pull is not None
+    assert (native.number, native.pull.head_ref, native.pull.head_sha) == (
+        1,
+        "reposync/pr/1/head",
+        head,
+    )
+    assert "pull_request" not in first.report["data_gaps"].get("projected", {})
+    again = sync(ctx, request)  # read back as head "feature": nothing to do
+    assert (again.status, items(ctx, again.id)) == ("completed", [])
+
+    with forge(source) as f:
+        f.update(ObjectType.PULL_REQUEST, pull, state="closed", closed_at=WHEN)
+    closed = sync(ctx, request)
+
+    assert closed.status == "completed", closed.report["problems"]
+    assert shadow not in _git_refs(fake)
+    assert fake.state.issue(REPO, 1).state == "closed"
+    assert closed.counters["deleted"] == 1
+
+
+def test_a_fork_pull_request_on_github_brings_its_commits_to_the_local_forge(tmp_path, world):
+    """GitHub -> local: a fork's head lives only in ``refs/pull/N/head``; the standby
+    keeps the commits on a shadow branch and the pull request keeps the fork's branch."""
+    ctx, _, fake = world
+    forked = "acme/upstream"
+    fake.state.create_repo(forked, auto_init=True)
+    git_dir = Path(fake.state.git_dir(forked))
+    head = commit_on(git_dir, "refs/heads/patch-1", "a contributor's fix")
+    number = fake.state.add_pull(forked, "Fix from a fork", head="patch-1", author="contrib").number
+    delete_refs(git_dir, ["refs/heads/patch-1"])  # the branch lives in the fork, not here
+    local = tmp_path / "local.git"
+
+    run = sync(ctx, SyncRequest(f"github:{forked}", f"local:{local}"))
+
+    assert run.status == "completed", run.report["problems"]
+    assert refs(local)[f"refs/heads/reposync/pr/{number}/head"] == head
+    with forge(local) as f:
+        [pr] = f.list(ObjectType.PULL_REQUEST)
+    assert (pr.payload["head_ref"], pr.payload["head_sha"]) == ("patch-1", head)

@@ -14,7 +14,7 @@ from reposync.service.handoff import handoff
 from reposync.service.recovery import recover_run, redispatch_stalled
 from reposync.service.runs import create_run
 from reposync.sync.canonical import git_ref_hash
-from tests.gitrepo import commit_on, generate, refs
+from tests.gitrepo import commit_on, generate, refs, set_ref
 from tests.integration.test_forge_sync import WHEN, forge
 
 
@@ -206,3 +206,31 @@ def test_an_active_run_is_not_recovered(ctx, pair):
     _, _, binding_id = pair
     with pytest.raises(NotAllowedNow, match="still queued"):
         recover_run(ctx, create_run(ctx, binding_id).id)
+
+
+def test_handoff_with_a_shadow_branch_sees_no_difference(ctx, tmp_path):
+    """An open pull request whose head is no branch: the standby gets a real shadow
+    branch, the authority only derives it, and the reverse dry-run finds them equal."""
+    a = generate(tmp_path / "sa.git", commits=3, branches=0, tags=0)
+    main = refs(a)["refs/heads/main"]
+    head = commit_on(a, "refs/heads/main", "reviewed work")
+    set_ref(a, "refs/heads/main", main)  # the head commit is on no branch any more
+    with forge(a) as f:
+        f.create_pull_request(
+            "Orphaned head",
+            author="bob",
+            created_at=WHEN,
+            base_ref="main",
+            base_sha=main,
+            head_ref="gone",
+            head_sha=head,
+        )
+    b = tmp_path / "sb.git"
+    request = SyncRequest(f"local:{a}", f"local:{b}")
+    assert sync(ctx, request).status == "completed"
+    assert refs(b)["refs/heads/reposync/pr/1/head"] == head
+    assert "refs/heads/reposync/pr/1/head" not in refs(a)
+
+    outcome = handoff(ctx, bind(ctx, request).id)
+
+    assert outcome.switched, outcome.reason

@@ -45,6 +45,7 @@ from reposync.sync.canonical import (
     git_ref,
     is_supported_ref,
     ref_namespace,
+    shadow_refs,
 )
 from reposync.sync.vocabulary import ObjectType
 
@@ -152,14 +153,8 @@ class GitHubProvider(Provider):
         assert self._inventory is not None
         for object_type in types:
             if object_type is ObjectType.GIT_REF:
-                refs = []
-                for name, oid in self._remote_refs():
-                    if is_supported_ref(name):
-                        refs.append(git_ref(name, oid).index_entry())
-                    else:
-                        namespace = ref_namespace(name)
-                        listing.unsupported[namespace] = listing.unsupported.get(namespace, 0) + 1
-                yield from sorted(refs, key=lambda e: e.identity)
+                refs = self._git_refs(self._inventory, listing.unsupported)
+                yield from (git_ref(name, refs[name]).index_entry() for name in sorted(refs))
                 continue
             if object_type is ObjectType.REACTION:
                 continue  # GitHub's reactions are not read (archive-only everywhere)
@@ -174,7 +169,7 @@ class GitHubProvider(Provider):
     ) -> dict[str, CanonicalObject | None]:
         self.stats.object_reads += len(identities)
         if object_type is ObjectType.GIT_REF:
-            refs = dict(self._remote_refs())
+            refs = self._git_refs(Inventory(self.client, self._repo), {})  # fresh: a re-read
             return {i: git_ref(i, refs[i]) if i in refs else None for i in identities}
         return read_many(self.client, self._repo, object_type, identities)
 
@@ -215,6 +210,7 @@ class GitHubProvider(Provider):
                 "GIT_CONFIG_KEY_0": "http.extraHeader",
                 "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}",
             },
+            extra_fetch=("+refs/pull/*/head:refs/pull/*/head",),
         )
 
     def apply_batch(self, writes: Sequence[TargetWrite]) -> list[ApplyResult]:
@@ -245,6 +241,28 @@ class GitHubProvider(Provider):
 
     # -- git ----------------------------------------------------------------------------
 
+    def _git_refs(self, inventory: Inventory, unsupported: dict[str, int]) -> dict[str, str]:
+        """Branches and tags, plus shadow branches of open fork pull requests.
+
+        A shadow's commit is what GitHub keeps in ``refs/pull/N/head`` (which a mirror
+        fetches); refs outside branches and tags are counted in ``unsupported``.
+        """
+        supported: dict[str, str] = {}
+        pull_heads: set[str] = set()
+        for name, oid in self._remote_refs():
+            if is_supported_ref(name):
+                supported[name] = oid
+                continue
+            namespace = ref_namespace(name)
+            unsupported[namespace] = unsupported.get(namespace, 0) + 1
+            if _PULL_HEAD.fullmatch(name):
+                pull_heads.add(oid)
+        if pull_heads:  # no pull request ever: no listing
+            supported.update(
+                shadow_refs(inventory.open_pull_heads(), supported, pull_heads.__contains__)
+            )
+        return supported
+
     def _remote_refs(self) -> list[tuple[str, str]]:
         remote = self.git_remote(write=False)
         result = run_git(["git", "ls-remote", remote.url], env=remote.env, check=False)
@@ -258,6 +276,9 @@ class GitHubProvider(Provider):
             if name.startswith("refs/") and not name.endswith("^{}"):
                 refs.append((name, oid))
         return refs
+
+
+_PULL_HEAD = re.compile(r"refs/pull/[0-9]+/head")
 
 
 def mirror_path(data_dir: Path, binding_id: int) -> Path:

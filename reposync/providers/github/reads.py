@@ -15,7 +15,7 @@ from reposync.errors import ObjectNotFound
 from reposync.providers.github import objects as gh
 from reposync.providers.github.bodies import marker_of
 from reposync.providers.github.client import GitHubClient
-from reposync.sync.canonical import CanonicalObject
+from reposync.sync.canonical import CanonicalObject, PullHead
 from reposync.sync.vocabulary import ObjectType
 
 
@@ -43,6 +43,15 @@ class Inventory:
                 p["number"]: p for p in self.client.paginate(self._path("/pulls"), {"state": "all"})
             }
         return self._pulls
+
+    def open_pull_heads(self) -> list[PullHead]:
+        """Open pull requests' heads as the source knows them (a header keeps a fork's)."""
+        heads = []
+        for data in self.pulls().values():
+            if data["state"] == "open":
+                payload = gh.pull_request(data).payload
+                heads.append(PullHead(data["number"], payload["head_ref"], payload["head_sha"]))
+        return heads
 
     def kinds(self) -> dict[int, ObjectType]:
         return {

@@ -21,13 +21,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from reposync.errors import ObjectNotFound, RateLimited, ResultUnknown, WriteRefused
+from reposync.errors import Conflict, ObjectNotFound, RateLimited, ResultUnknown, WriteRefused
 from reposync.providers.base import ApplyResult, TargetWrite, WriteStatus
 from reposync.providers.github import objects as gh
 from reposync.providers.github.bodies import compose, parse
 from reposync.providers.github.client import GitHubClient
 from reposync.providers.github.reads import PLACEHOLDER_MARKER, read_one
-from reposync.sync.canonical import content_hash
+from reposync.sync.canonical import BRANCH_PREFIX, content_hash, shadow_ref
 from reposync.sync.vocabulary import Action, ObjectType, Representation
 
 log = logging.getLogger(__name__)
@@ -47,6 +47,7 @@ ATTRIBUTED_FIELDS: dict[ObjectType, tuple[str, ...]] = {
         "closed_at",
         "assignees",
         "base_sha",
+        "head_ref",  # a pull request on a shadow branch keeps its fork's branch name
         "head_sha",
         "merged",
         "merged_at",
@@ -454,29 +455,42 @@ class GitHubWriter:
 
     # -- pull requests ------------------------------------------------------------------
 
-    def _can_be_native(self, payload: Mapping[str, Any]) -> bool:
+    def _native_head(self, write: TargetWrite) -> str | None:
+        """The branch an open pull request can be opened on: its head, or its shadow.
+
+        ``None`` when GitHub cannot hold it as a pull request (merged, closed, or its
+        head commit is on no branch here): it becomes a carrier.
+        """
+        payload = write.payload or {}
         if payload.get("state") != "open" or payload.get("merged"):
-            return False
-        try:
-            refs = self.client.get(
-                self._path(f"/git/matching-refs/heads/{quote(payload['head_ref'], safe='/')}")
-            )
-        except Exception:
-            return False
-        wanted = f"refs/heads/{payload['head_ref']}"
-        return any(
-            r.get("ref") == wanted and r.get("object", {}).get("sha") == payload["head_sha"]
-            for r in refs
-        )
+            return None
+        candidates = [payload["head_ref"]]
+        if write.number is not None:  # the source's shadow branch, pushed in the refs phase
+            candidates.append(shadow_ref(write.number).removeprefix(BRANCH_PREFIX))
+        for branch in candidates:
+            try:
+                refs = self.client.get(
+                    self._path(f"/git/matching-refs/heads/{quote(branch, safe='/')}")
+                )
+            except (ObjectNotFound, Conflict):  # no such ref, an empty repository
+                continue
+            wanted = BRANCH_PREFIX + branch
+            if any(
+                r.get("ref") == wanted and r.get("object", {}).get("sha") == payload["head_sha"]
+                for r in refs
+            ):
+                return branch
+        return None
 
     def _create_pull_request(self, write: TargetWrite) -> tuple[str, Representation]:
         payload = write.payload or {}
-        if not self._can_be_native(payload):
+        head = self._native_head(write)
+        if head is None:
             return self._create_carrier(write)
         slot = self._numbered_slot(write.number)
         body = self._body(write, ObjectType.PULL_REQUEST)
         request: dict[str, Any] = {
-            "head": payload["head_ref"],
+            "head": head,
             "base": payload["base_ref"],
             "draft": bool(payload.get("draft")),
         }
@@ -484,7 +498,15 @@ class GitHubWriter:
             request["issue"] = slot
         else:
             request.update(title=payload["title"], body=body)
-        created = self.client.write("POST", self._path("/pulls"), json_body=request)
+        try:
+            created = self.client.write("POST", self._path("/pulls"), json_body=request)
+        except WriteRefused as refused:
+            if refused.status != 422:
+                raise
+            # GitHub validates what the branch check cannot see ("No commits between",
+            # a pull request already open on the head); nothing was created: carry it.
+            log.info("pull request #%s cannot be opened natively: %s", write.number, refused)
+            return self._create_carrier(write)
         number = int(created["number"])
         self._created_number(number)
         if slot is not None:

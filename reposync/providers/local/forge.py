@@ -56,6 +56,7 @@ from reposync.sync.canonical import (
     CanonicalObject,
     IndexEntry,
     ObjectRef,
+    PullHead,
     canonical_json,
 )
 from reposync.sync.objects import BUILDERS, MalformedObject
@@ -686,6 +687,24 @@ class LocalForge:
                     row = _Row.from_sql(sql_row)
                     found[row.id] = self._object(row)
         return found
+
+    def open_pull_heads(self) -> builtins.list[PullHead]:
+        """Number, head branch and head commit of every open pull request.
+
+        The shadow branches of the Git inventory need them on every index; one query over
+        the pull request rows, reading two payload fields in SQLite.
+        """
+        with self._lock, self._guard("list open pull request heads"):
+            conn = self._reader()
+            if conn is None:
+                return []
+            rows = conn.execute(
+                "SELECT number, json_extract(payload, '$.head_ref'), "
+                "json_extract(payload, '$.head_sha') FROM objects "
+                "WHERE object_type = 'pull_request' "
+                "AND json_extract(payload, '$.state') = 'open' ORDER BY number"
+            ).fetchall()
+        return [PullHead(int(number), str(ref), str(sha)) for number, ref, sha in rows]
 
     def get(self, object_type: ObjectType | str, identity: str) -> CanonicalObject | None:
         """One object, or ``None``."""

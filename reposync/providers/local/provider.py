@@ -41,9 +41,11 @@ from reposync.sync.canonical import (
     IndexEntry,
     git_ref,
     git_ref_hash,
+    is_shadow_ref,
     is_supported_ref,
     ref_namespace,
     ref_object_key,
+    shadow_refs,
 )
 from reposync.sync.vocabulary import ObjectType
 
@@ -155,60 +157,75 @@ class LocalProvider(Provider):
                 yield from self._forge.index([object_type])
 
     def _ref_entries(self, listing: InventoryListing) -> list[IndexEntry]:
-        entries: list[IndexEntry] = []
+        supported: dict[str, str] = {}
         for name, object_id in self._refs():
             if not is_supported_ref(name):
                 namespace = ref_namespace(name)
                 listing.unsupported[namespace] = listing.unsupported.get(namespace, 0) + 1
                 continue
-            entries.append(
-                IndexEntry(
-                    ObjectType.GIT_REF,
-                    name,
-                    ref_object_key(name),
-                    name,
-                    object_id,
-                    git_ref_hash(object_id),
-                )
-            )
+            supported[name] = object_id
+        supported.update(self._shadows(supported))
+        entries = [
+            IndexEntry(ObjectType.GIT_REF, name, ref_object_key(name), name, oid, git_ref_hash(oid))
+            for name, oid in supported.items()
+        ]
         entries.sort(key=lambda e: e.identity)
         return entries
 
+    def _shadows(self, refs: dict[str, str]) -> dict[str, str]:
+        """Shadow branches of open pull requests whose head is no branch here (a fork's)."""
+        return shadow_refs(self._forge.open_pull_heads(), refs, self._has_commit)
+
+    def _has_commit(self, sha: str) -> bool:
+        try:
+            return isinstance(self._repo.get(sha), pygit2.Commit)
+        except (ValueError, pygit2.GitError):
+            return False
+
+    def _ref_targets(self, identities: Sequence[str]) -> dict[str, str | None]:
+        """Refs' object ids, shadow branches' included (the refs the index lists).
+
+        Shadows are derived once per call, and only when a missing ref could be one.
+        """
+        found: dict[str, str | None] = {}
+        for identity in identities:
+            ref = self._repo.references.get(identity)
+            found[identity] = None if ref is None else str(ref.resolve().target)
+        if any(target is None and is_shadow_ref(name) for name, target in found.items()):
+            shadows = self._shadows({n: o for n, o in self._refs() if is_supported_ref(n)})
+            for name, target in found.items():
+                if target is None:
+                    found[name] = shadows.get(name)
+        return found
+
     def read(self, object_type: ObjectType, identity: str) -> CanonicalObject | None:
-        self.stats.object_reads += 1
-        if object_type in FORGE_TYPES:
-            return self._forge.get(object_type, identity)
-        if object_type is not ObjectType.GIT_REF:
-            return None
-        ref = self._repo.references.get(identity)
-        if ref is None:
-            return None
-        ref = ref.resolve()
-        return git_ref(identity, str(ref.target))
+        return self.read_batch(object_type, [identity])[identity]
 
     def read_batch(
         self, object_type: ObjectType, identities: Sequence[str]
     ) -> dict[str, CanonicalObject | None]:
-        """Forge objects in one query per chunk; Git refs one by one (they are cheap)."""
-        if object_type not in FORGE_TYPES:
-            return super().read_batch(object_type, identities)
+        """Forge objects in one query per chunk; Git refs from the repository."""
         self.stats.object_reads += len(identities)
-        return self._forge.read_batch(object_type, identities)
+        if object_type in FORGE_TYPES:
+            return self._forge.read_batch(object_type, identities)
+        if object_type is not ObjectType.GIT_REF:
+            return dict.fromkeys(identities)
+        return {
+            name: None if target is None else git_ref(name, target)
+            for name, target in self._ref_targets(identities).items()
+        }
 
     def read_index_batch(
         self, object_type: ObjectType, identities: Sequence[str]
     ) -> dict[str, IndexEntry | None]:
         """Hashes without payloads (``IndexReader``): forge rows, or refs' object ids."""
-        self.stats.object_reads += len(identities)
         if object_type in FORGE_TYPES:
+            self.stats.object_reads += len(identities)
             return self._forge.read_index_batch(object_type, identities)
-        found: dict[str, IndexEntry | None] = {}
-        for identity in identities:
-            ref = self._repo.references.get(identity) if object_type is ObjectType.GIT_REF else None
-            found[identity] = (
-                None if ref is None else git_ref(identity, str(ref.resolve().target)).index_entry()
-            )
-        return found
+        return {
+            name: None if obj is None else obj.index_entry()
+            for name, obj in self.read_batch(object_type, identities).items()
+        }
 
     def close(self) -> None:
         if self._closed:

@@ -13,14 +13,18 @@ from reposync.sync.canonical import (
     CanonicalObject,
     DigestBuilder,
     IndexEntry,
+    PullHead,
     canonical_json,
     content_hash,
     git_ref,
     git_ref_hash,
     inventory_digest,
+    is_shadow_ref,
     is_supported_ref,
     ref_namespace,
     ref_object_key,
+    shadow_ref,
+    shadow_refs,
 )
 from reposync.sync.vocabulary import ObjectType
 from tests.unit.sync.factories import branch, oid, ref, tag
@@ -285,3 +289,29 @@ def test_digest_builder_raises_on_duplicate_entry():
     with pytest.raises(ValueError, match="out of order"):
         builder.add(branch("main", "c2"))
     assert builder.count == 1
+
+
+# -- shadow branches -----------------------------------------------------------------------
+
+
+def test_shadow_refs_cover_only_heads_that_are_not_branches_at_their_commit():
+    """A head branch at the head commit needs no shadow; a fork or a deleted head does."""
+    refs = {"refs/heads/main": "a" * 40, "refs/heads/feature": "b" * 40}
+    heads = [
+        PullHead(1, "feature", "b" * 40),  # the branch is here, at the head: native
+        PullHead(2, "feature", "c" * 40),  # same name, other commit: a fork's branch
+        PullHead(3, "gone", "d" * 40),  # deleted after the pull request was opened
+    ]
+    assert shadow_refs(heads, refs) == {
+        "refs/heads/reposync/pr/2/head": "c" * 40,
+        "refs/heads/reposync/pr/3/head": "d" * 40,
+    }
+
+
+def test_shadow_refs_skip_missing_commits_and_yield_to_real_refs():
+    """Nothing to push without the commit; a real branch of the shadow's name wins."""
+    refs = {"refs/heads/reposync/pr/4/head": "e" * 40}
+    heads = [PullHead(4, "fork-branch", "e" * 40), PullHead(5, "x", "f" * 40)]
+    assert shadow_refs(heads, refs, has_commit=lambda sha: sha != "f" * 40) == {}
+    assert is_shadow_ref(shadow_ref(4))
+    assert not is_shadow_ref("refs/heads/reposync/x")

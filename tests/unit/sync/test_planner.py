@@ -801,3 +801,31 @@ def test_split_checkpoint_keeps_only_candidates_and_agrees_with_select_candidate
     restricted = {k: v for k, v in links.items() if k[1] != "refs/heads/main"}
     again = select_candidates(PlanMode.CHECKPOINT, split.changed, restricted)
     assert [(c.source.identity if c.source else None, c.reason) for c in again.candidates] == kept
+
+
+# -- shadow branches -----------------------------------------------------------------------
+
+
+def test_a_gone_shadow_branch_is_deleted_after_its_pull_request_closed():
+    """Shadow deletes run in the last phase (after the PR closes); other deletes in GIT."""
+    shadow = branch("reposync/pr/7/head", "c1")
+    plain = branch("topic", "c1")
+    items = {
+        entry.identity: decide(
+            deleted_candidate(link_to(entry)),
+            Observation(entry),
+            policy=RefConflictPolicy.KEEP_TARGET,
+        )
+        for entry in (shadow, plain)
+    }
+    assert {name: (i.action, i.phase) for name, i in items.items() if i is not None} == {
+        "refs/heads/reposync/pr/7/head": (Action.DELETE, Phase.ARCHIVE),
+        "refs/heads/topic": (Action.DELETE, Phase.GIT),
+    }
+
+
+def test_a_new_shadow_branch_is_created_with_the_refs():
+    """Creates go first, like any ref: the pull request is opened on it later."""
+    item = decide(new_candidate(branch("reposync/pr/7/head", "c1")), None)
+    assert item is not None
+    assert (item.action, item.phase) == (Action.CREATE, Phase.GIT)
