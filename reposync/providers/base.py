@@ -145,6 +145,9 @@ class Provider(ABC):
 
     #: Registry name and locator prefix (``local``, ``github``, ...).
     name: str = ""
+    #: Most ref updates one push to this forge may carry (``None``: no limit of its own;
+    #: the ``GIT_BATCH_MAX_ITEMS`` setting still applies).
+    max_ref_updates_per_push: int | None = None
 
     def __init__(self) -> None:
         self.stats = ProviderStats()

@@ -20,6 +20,7 @@ from sqlalchemy import delete
 from reposync.models import RunItem, utcnow
 from reposync.models.db import driver_datetime, executemany
 from reposync.providers.base import AncestryChecker, read_index
+from reposync.providers.registry import provider_class
 from reposync.service.execution import StageExecution
 from reposync.service.inventory import load_snapshot
 from reposync.service.link_states import load_links
@@ -84,10 +85,14 @@ def plan(ex: StageExecution) -> Stage:
     items.sort(key=lambda item: item.sort_key)
 
     settings = ex.ctx.settings
+    refs_per_push = settings.git_batch_max_items
+    forge_limit = provider_class(ex.spec("target").provider).max_ref_updates_per_push
+    if forge_limit is not None:
+        refs_per_push = min(refs_per_push, forge_limit)
     limits = BatchLimits(
         settings.batch_max_items,
         settings.batch_max_bytes,
-        per_type_items={ObjectType.GIT_REF.value: settings.git_batch_max_items},
+        per_type_items={ObjectType.GIT_REF.value: refs_per_push},
     )
     written = _write_items(ex, assign_batches(items, limits))
     actions: dict[str, int] = defaultdict(int)

@@ -73,6 +73,9 @@ def _client(env: ProviderEnvironment | None) -> tuple[GitHubClient, Settings]:
 
 class GitHubProvider(Provider):
     name = "github"
+    #: github.com does not publish its limit; pushes of thousands of refs are reported to
+    #: fail with HTTP 500 and to work in chunks of about 500 (notes/github-api.md).
+    max_ref_updates_per_push = 500
 
     def __init__(self, client: GitHubClient, settings: Settings, data: dict[str, Any]) -> None:
         super().__init__()
