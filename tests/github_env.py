@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import requests
@@ -49,3 +51,19 @@ def github_context(
         settings=settings, budget=DatabaseWriteBudget(db), http_session=checked_sessions(recorder)
     )
     return ServiceContext(settings=settings, db=db, environment=environment), recorder
+
+
+@contextmanager
+def embedded_world(
+    fake: GitHubFake, tmp_path: Path, owner: str = "acme"
+) -> Iterator[tuple[ServiceContext, RecordingValidator]]:
+    """An embedded-mode context (SQLite) with a token for ``owner``; on exit, no request
+    or response may have broken the contract."""
+    db = Database(f"sqlite:///{tmp_path / 'reposync.db'}")
+    db.upgrade()
+    ctx, recorder = github_context(fake, db, tmp_path / "data", fake.add_token(owner))
+    try:
+        yield ctx, recorder
+    finally:
+        db.dispose()
+    assert recorder.violations == []

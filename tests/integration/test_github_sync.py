@@ -14,12 +14,11 @@ import pytest
 from sqlalchemy import select
 
 from reposync.models import RunItem
-from reposync.models.db import Database
 from reposync.providers.base import EndpointSpec
 from reposync.providers.local import LocalProvider
 from reposync.service.embedded import SyncRequest, sync
 from reposync.sync.vocabulary import ObjectType
-from tests.github_env import github_context
+from tests.github_env import embedded_world
 from tests.gitrepo import commit_on, delete_refs, generate, refs, set_ref
 from tests.integration.test_forge_sync import WHEN, forge, populate
 
@@ -36,13 +35,8 @@ KEPT = [
 @pytest.fixture
 def world(tmp_path: Path, github_fake):
     github_fake.state.create_repo(REPO, private=True)
-    token = github_fake.add_token("acme")
-    db = Database(f"sqlite:///{tmp_path / 'reposync.db'}")
-    db.upgrade()
-    ctx, recorder = github_context(github_fake, db, tmp_path / "data", token)
-    yield ctx, recorder, github_fake
-    db.dispose()
-    assert recorder.violations == []
+    with embedded_world(github_fake, tmp_path) as (ctx, recorder):
+        yield ctx, recorder, github_fake
 
 
 def local_state(path: Path, types: list[ObjectType]) -> dict[str, Counter[str]]:

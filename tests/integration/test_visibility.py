@@ -12,10 +12,9 @@ import pytest
 from sqlalchemy import update
 
 from reposync.models import Binding
-from reposync.models.db import Database
 from reposync.service.bindings import get_binding
 from reposync.service.embedded import SyncRequest, sync
-from tests.github_env import github_context
+from tests.github_env import embedded_world
 from tests.gitrepo import generate, refs, set_ref
 
 REPO = "acme/public-mirror"
@@ -24,13 +23,8 @@ REPO = "acme/public-mirror"
 @pytest.fixture
 def world(tmp_path: Path, github_fake):
     repo = github_fake.state.create_repo(REPO, private=False)
-    token = github_fake.add_token("acme")
-    db = Database(f"sqlite:///{tmp_path / 'reposync.db'}")
-    db.upgrade()
-    ctx, recorder = github_context(github_fake, db, tmp_path / "data", token)
-    yield ctx, repo, github_fake
-    db.dispose()
-    assert recorder.violations == []
+    with embedded_world(github_fake, tmp_path) as (ctx, _):
+        yield ctx, repo, github_fake
 
 
 def github_refs(fake) -> dict[str, str]:
