@@ -78,17 +78,17 @@ def test_stream_resumes_after_last_event_id(client, tokens, finished_run):
 
 
 def test_stream_of_an_active_run_ends_after_its_time(client, app, tokens, queued_run):
-    """An active Run's stream sends what exists, keeps polling, and ends when time is up."""
+    """An active Run's stream sends what exists and ends quietly (no ``end``) when its
+    time is up; the keep-alive cadence is tested with a fake clock (tests/unit/web)."""
     started = time.monotonic()
     response = client.get(
         url(f"/runs/{queued_run.id}/events"), headers={**bearer(tokens.admin), **STREAM}
     )
     text = response.get_data(as_text=True)
-    elapsed = time.monotonic() - started
-    assert app.config["REPOSYNC_SSE_MAX_SECONDS"] <= elapsed < 5
+    assert time.monotonic() - started >= app.config["REPOSYNC_SSE_MAX_SECONDS"]
     messages = parse_stream(text)
     assert [json.loads(m["data"])["type"] for m in messages] == ["run_created"]
-    assert ": waiting" in text  # keep-alive comments while polling
+    assert "event: end" not in text  # the Run is still active: the client reconnects
 
 
 def test_stream_rejects_a_bad_last_event_id(client, tokens, finished_run):

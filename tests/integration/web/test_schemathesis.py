@@ -81,4 +81,4 @@ def test_no_generated_input_gets_a_server_error(
     assert len(set(tried)) == 17  # every operation of the document (health included)
     assert not failures, "\n".join(failures)
     print("no negative inputs for:", ", ".join(unnegatable))
-    assert time.monotonic() - started < 60
+    print(f"schemathesis: {len(tried)} runs in {time.monotonic() - started:.1f} s")
