@@ -10,7 +10,7 @@ from sqlalchemy import delete, tuple_, update
 from sqlalchemy.orm import Session
 
 from reposync.models import ObjectLink, utcnow
-from reposync.models.db import driver_datetime, executemany
+from reposync.models.db import driver_datetime, execute, executemany
 from reposync.sync.canonical import MAPPER_VERSION
 from reposync.sync.vocabulary import Representation, Side
 
@@ -125,12 +125,12 @@ def _delete_claiming(
         a_ids.append(a_id)
         b_ids.append(b_id)
     for object_type, (a_ids, b_ids) in by_type.items():
-        for column, ids in ((ObjectLink.a_identity, a_ids), (ObjectLink.b_identity, b_ids)):
+        for column, ids in (("a_identity", a_ids), ("b_identity", b_ids)):
             for start in range(0, len(ids), 500):
-                session.execute(
-                    delete(ObjectLink).where(
-                        ObjectLink.binding_id == binding_id,
-                        ObjectLink.object_type == object_type,
-                        column.in_(ids[start : start + 500]),
-                    )
+                chunk = ids[start : start + 500]
+                execute(
+                    session,
+                    "DELETE FROM object_links WHERE binding_id = ? AND object_type = ? "
+                    f"AND {column} IN ({','.join('?' * len(chunk))})",
+                    (binding_id, object_type, *chunk),
                 )
