@@ -8,6 +8,7 @@ hold the write lock together; PostgreSQL gets that from ``SELECT … FOR SHARE``
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -177,9 +178,16 @@ def fetch(
     tuples, no per-row result processing.
     """
     connection = session.connection()
+    dbapi = connection.connection.dbapi_connection
     if connection.dialect.name == "postgresql":
         sql = sql.replace("?", "%s")
-    cursor = connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    if connection.dialect.name == "postgresql" and sql.lstrip()[:6].upper() == "SELECT":
+        # A server-side cursor: psycopg's client cursor would hold every row at once
+        # (a DML statement's RETURNING rows cannot come from one; they are few anyway).
+        cursor = dbapi.cursor(name=f"reposync_fetch_{uuid.uuid4().hex}")  # type: ignore[union-attr]
+        cursor.itersize = chunk
+    else:
+        cursor = dbapi.cursor()  # type: ignore[union-attr]
     try:
         cursor.execute(sql, tuple(params))
         while rows := cursor.fetchmany(chunk):

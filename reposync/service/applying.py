@@ -61,12 +61,16 @@ def _json(value: Any) -> dict[str, Any]:
     return dict(json.loads(value)) if isinstance(value, str | bytes) else dict(value)
 
 
+_TYPES = {t.value: t for t in ObjectType}
+_ACTIONS = {a.value: a for a in Action}
+
+
 def _to_item(row: Sequence[Any]) -> ApplyItem:
     return ApplyItem(
         id=row[0],
-        object_type=ObjectType(row[1]),
+        object_type=_TYPES[row[1]],
         object_key=row[2],
-        action=Action(row[3]),
+        action=_ACTIONS[row[3]],
         reason=row[4],
         source_identity=row[5],
         target_identity=row[6],

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from itertools import islice
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete
 
 from reposync.models import InventoryEntry
-from reposync.models.db import executemany
+from reposync.models.db import executemany, fetch
 from reposync.providers.base import EmptyChecker
 from reposync.service.execution import StageExecution
 from reposync.service.link_states import has_links, load_links
@@ -131,26 +131,20 @@ def store_snapshot(
     return counts, digest.hexdigest()
 
 
+_SELECT_ENTRIES = (
+    "SELECT object_type, identity, object_key, unique_key, revision, content_hash, size, "
+    "order_key FROM inventory_entries WHERE run_id = ? AND side = ? "
+    "ORDER BY object_type, identity"
+)
+_TYPES = {t.value: t for t in ObjectType}
+
+
 def load_snapshot(ex: StageExecution, side: str) -> Iterator[IndexEntry]:
-    """Stream a snapshot back in inventory order."""
+    """Stream a snapshot back in inventory order (straight from the driver, in chunks:
+    a bootstrap reads every entry once, and per-row result processing showed)."""
     with ex.ctx.db.session() as session:
-        rows = session.execute(
-            select(
-                InventoryEntry.object_type,
-                InventoryEntry.identity,
-                InventoryEntry.object_key,
-                InventoryEntry.unique_key,
-                InventoryEntry.revision,
-                InventoryEntry.content_hash,
-                InventoryEntry.size,
-                InventoryEntry.order_key,
-            )
-            .where(InventoryEntry.run_id == ex.run_id, InventoryEntry.side == side)
-            .order_by(InventoryEntry.object_type, InventoryEntry.identity)
-            .execution_options(yield_per=CHUNK)
-        )
-        for row in rows:
-            yield IndexEntry(ObjectType(row[0]), *row[1:])
+        for row in fetch(session, _SELECT_ENTRIES, (ex.run_id, side), chunk=CHUNK):
+            yield IndexEntry(_TYPES[row[0]], *row[1:])
 
 
 def drop_snapshots(ex: StageExecution) -> None:

@@ -1112,18 +1112,69 @@ class LocalForge:
         stored = _Stored.of(obj)
         if expect is not None and stored.content_hash != expect_hash:
             _require_canonical(obj, expect, stored.raw)
-        if explicit_number and number is not None:
+        scope = _unique_scope(object_type, parent)
+        kept_number = number if explicit_number else None
+        asset_sha256 = None
+        if object_type is ObjectType.RELEASE_ASSET:  # refuse before the bytes are stored
+            self._check_free(conn, obj, scope, kept_number)
+            asset_sha256 = self._store_content(content, obj.payload)
+        now = self._stamp or _now()
+        try:
+            self._insert(
+                conn,
+                obj,
+                identity,
+                number,
+                scope,
+                parent,
+                in_reply_to,
+                stored,
+                marker,
+                asset_sha256,
+                now,
+            )
+        except sqlite3.IntegrityError:
+            # The unique indexes refused the row (the statement wrote nothing): name the
+            # key that is taken, as a check before the insert would have. Checking after
+            # the fact spares two queries per create on the common path.
+            self._check_free(conn, obj, scope, kept_number)
+            raise
+        sequences.take(object_type.value, int(identity))
+        if number is not None:
+            sequences.take("number", number)
+        return identity
+
+    def _check_free(
+        self,
+        conn: sqlite3.Connection,
+        obj: CanonicalObject,
+        scope: str | None,
+        number: int | None,
+    ) -> None:
+        """Refuse a create whose explicit number or unique key another object holds."""
+        if number is not None:
             taken = conn.execute(
                 "SELECT object_type, id FROM objects WHERE number = ?", (number,)
             ).fetchone()
             if taken is not None:
                 raise _Refused("conflict", f"number #{number} is taken by {taken[0]} {taken[1]}")
-        scope = _unique_scope(object_type, parent)
         self._check_unique(conn, obj, scope, None)
-        asset_sha256 = None
-        if object_type is ObjectType.RELEASE_ASSET:
-            asset_sha256 = self._store_content(content, obj.payload)
-        now = self._stamp or _now()
+
+    def _insert(
+        self,
+        conn: sqlite3.Connection,
+        obj: CanonicalObject,
+        identity: str,
+        number: int | None,
+        scope: str | None,
+        parent: _Parent | None,
+        in_reply_to: str | None,
+        stored: _Stored,
+        marker: str | None,
+        asset_sha256: str | None,
+        now: str,
+    ) -> None:
+        object_type = obj.object_type
         conn.execute(
             "INSERT INTO objects (object_type, id, number, unique_key, unique_scope, "
             "object_key, parent_type, parent_id, parent_key, in_reply_to, payload, "
@@ -1150,10 +1201,6 @@ class LocalForge:
                 now,
             ),
         )
-        sequences.take(object_type.value, int(identity))
-        if number is not None:
-            sequences.take("number", number)
-        return identity
 
     def _update(
         self,
