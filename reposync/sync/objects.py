@@ -335,15 +335,15 @@ def issue_comment(
         "author": _text("author", author, allow_empty=False),
         "created_at": timestamp(created_at),
     }
-    return _build(
+    return _child(
         ObjectType.ISSUE_COMMENT,
         identity,
         revision,
         payload,
+        parent=parent,
         object_key=f"comment {identity} on {parent_key or parent.identity}",
         unique_key=nested_unique_key(parent_key, payload),
-        refs={"parent": parent},
-        order_key=_order(created_at=payload["created_at"], identity=identity),
+        created_at=payload["created_at"],
     )
 
 
@@ -367,15 +367,15 @@ def review(
         "author": _text("author", author, allow_empty=False),
         "submitted_at": timestamp(submitted_at),
     }
-    return _build(
+    return _child(
         ObjectType.REVIEW,
         identity,
         revision,
         payload,
+        parent=parent,
         object_key=f"review {identity} on {parent_key or parent.identity}",
         unique_key=nested_unique_key(parent_key, payload),
-        refs={"parent": parent},
-        order_key=_order(created_at=payload["submitted_at"], identity=identity),
+        created_at=payload["submitted_at"],
     )
 
 
@@ -407,19 +407,18 @@ def review_comment(
         "created_at": timestamp(created_at),
         "is_reply": in_reply_to is not None,
     }
-    refs = {"parent": parent}
     if in_reply_to is not None:
         _parent_of(in_reply_to, (ObjectType.REVIEW_COMMENT,))
-        refs["in_reply_to"] = in_reply_to
-    return _build(
+    return _child(
         ObjectType.REVIEW_COMMENT,
         identity,
         revision,
         payload,
+        parent=parent,
         object_key=f"review comment {identity} on {parent_key or parent.identity}",
         unique_key=nested_unique_key(parent_key, payload),
-        refs=refs,
-        order_key=_order(created_at=payload["created_at"], identity=identity),
+        created_at=payload["created_at"],
+        in_reply_to=in_reply_to,
     )
 
 
@@ -435,15 +434,15 @@ def review_request(
     _parent_of(parent, (ObjectType.PULL_REQUEST,))
     reviewer = _text("reviewer", reviewer, allow_empty=False)
     payload = {"reviewer": reviewer, "requested_at": timestamp(requested_at)}
-    return _build(
+    return _child(
         ObjectType.REVIEW_REQUEST,
         identity,
         revision,
         payload,
+        parent=parent,
         object_key=f"review request {reviewer} on {parent_key or parent.identity}",
         unique_key=child_key(parent_key, f"reviewer {reviewer}"),
-        refs={"parent": parent},
-        order_key=_order(created_at=payload["requested_at"], identity=identity),
+        created_at=payload["requested_at"],
     )
 
 
@@ -470,14 +469,15 @@ def release_asset(
         "size": size,
         "sha256": sha256,
     }
-    return _build(
+    return _child(
         ObjectType.RELEASE_ASSET,
         identity,
         revision,
         payload,
+        parent=parent,
         object_key=f"asset {name} of {parent_key or parent.identity}",
         unique_key=child_key(parent_key, name),
-        refs={"parent": parent},
+        timed=False,
     )
 
 
@@ -497,14 +497,45 @@ def reaction(
         "user": _text("user", user, allow_empty=False),
         "created_at": timestamp(created_at),
     }
-    return _build(
+    return _child(
         ObjectType.REACTION,
         identity,
         revision,
         payload,
+        parent=parent,
         object_key=f"reaction {content} by {user} on {parent_key or parent.identity}",
         unique_key=child_key(parent_key, f"{user} {content}"),
-        refs={"parent": parent},
+        timed=False,
+    )
+
+
+def _child(
+    object_type: ObjectType,
+    identity: str,
+    revision: str,
+    payload: dict[str, Any],
+    *,
+    parent: ObjectRef,
+    object_key: str,
+    unique_key: str | None,
+    timed: bool = True,
+    created_at: str | None = None,
+    in_reply_to: ObjectRef | None = None,
+) -> CanonicalObject:
+    """A nested object: its parent is a structural ref; a ``timed`` one is ordered by its
+    time, so replies and later comments are created after what they follow."""
+    refs = {"parent": parent}
+    if in_reply_to is not None:
+        refs["in_reply_to"] = in_reply_to
+    return _build(
+        object_type,
+        identity,
+        revision,
+        payload,
+        object_key=object_key,
+        unique_key=unique_key,
+        refs=refs,
+        order_key=_order(created_at=created_at, identity=identity) if timed else "",
     )
 
 

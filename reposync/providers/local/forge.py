@@ -634,33 +634,13 @@ class LocalForge:
         """Index entries (hash, revision, number) of these objects, never their payloads."""
         object_type = ObjectType(object_type)
         found: dict[str, IndexEntry | None] = dict.fromkeys(ids)
-        if object_type not in FORGE_TYPES or not found:
-            return found
-        with self._lock, self._guard(f"read {object_type} hashes"):
-            conn = self._reader()
-            if conn is None:
-                return found
-            wanted = builtins.list(found)
-            for start in range(0, len(wanted), IN_CHUNK):
-                chunk = wanted[start : start + IN_CHUNK]
-                rows = conn.execute(
-                    "SELECT id, object_key, unique_key, revision, content_hash, size, "
-                    "order_key, number FROM objects WHERE object_type = ? "
-                    f"AND id IN ({','.join('?' * len(chunk))})",
-                    (object_type.value, *chunk),
-                ).fetchall()
-                for identity, key, unique_key, revision, chash, size, order, number in rows:
-                    found[identity] = IndexEntry(
-                        object_type,
-                        identity,
-                        key,
-                        unique_key,
-                        str(revision),
-                        chash,
-                        size,
-                        order,
-                        number,
-                    )
+        columns = "id, object_key, unique_key, revision, content_hash, size, order_key, number"
+        for identity, key, unique_key, revision, chash, size, order, number in self._by_ids(
+            object_type, builtins.list(found), columns, "hashes"
+        ):
+            found[identity] = IndexEntry(
+                object_type, identity, key, unique_key, str(revision), chash, size, order, number
+            )
         return found
 
     def read_batch(
@@ -669,24 +649,32 @@ class LocalForge:
         """Objects in full, ``None`` for those that do not exist."""
         object_type = ObjectType(object_type)
         found: dict[str, CanonicalObject | None] = dict.fromkeys(ids)
-        if object_type not in FORGE_TYPES or not found:
-            return found
-        with self._lock, self._guard(f"read {object_type} objects"):
+        for sql_row in self._by_ids(object_type, builtins.list(found), _ROW_COLUMNS, "objects"):
+            row = _Row.from_sql(sql_row)
+            found[row.id] = self._object(row)
+        return found
+
+    def _by_ids(
+        self, object_type: ObjectType, ids: Sequence[str], columns: str, what: str
+    ) -> builtins.list[tuple[Any, ...]]:
+        """Rows of these objects, one query per ``IN_CHUNK`` identities."""
+        rows: builtins.list[tuple[Any, ...]] = []
+        if object_type not in FORGE_TYPES or not ids:
+            return rows
+        with self._lock, self._guard(f"read {object_type} {what}"):
             conn = self._reader()
             if conn is None:
-                return found
-            wanted = builtins.list(found)
-            for start in range(0, len(wanted), IN_CHUNK):
-                chunk = wanted[start : start + IN_CHUNK]
-                rows = conn.execute(
-                    f"SELECT {_ROW_COLUMNS} FROM objects WHERE object_type = ? "
-                    f"AND id IN ({','.join('?' * len(chunk))})",
-                    (object_type.value, *chunk),
-                ).fetchall()
-                for sql_row in rows:
-                    row = _Row.from_sql(sql_row)
-                    found[row.id] = self._object(row)
-        return found
+                return rows
+            for start in range(0, len(ids), IN_CHUNK):
+                chunk = ids[start : start + IN_CHUNK]
+                rows.extend(
+                    conn.execute(
+                        f"SELECT {columns} FROM objects WHERE object_type = ? "
+                        f"AND id IN ({','.join('?' * len(chunk))})",
+                        (object_type.value, *chunk),
+                    ).fetchall()
+                )
+        return rows
 
     def open_pull_heads(self) -> builtins.list[PullHead]:
         """Number, head branch and head commit of every open pull request.
