@@ -70,22 +70,29 @@ def is_carrier(issue: dict[str, Any]) -> bool:
     return attribution.get(CARRIED_TYPE) == ObjectType.PULL_REQUEST.value
 
 
+def _conversation(data: dict[str, Any], parsed: Parsed) -> dict[str, Any]:
+    """The fields issues and pull requests share, the header's where GitHub has none."""
+    return {
+        "number": data["number"],
+        "title": data["title"],
+        "body": parsed.body,
+        "state": data["state"],
+        "labels": [item["name"] for item in data.get("labels") or []],
+        "milestone": (data.get("milestone") or {}).get("title"),
+        "assignees": _attr(parsed, "assignees", [_login(a) for a in data.get("assignees") or []]),
+        "author": _attr(parsed, "author", _login(data.get("user"))),
+        "created_at": _attr(parsed, "created_at", data["created_at"]),
+        "closed_at": _attr(parsed, "closed_at", data.get("closed_at")),
+    }
+
+
 def issue(data: dict[str, Any]) -> CanonicalObject:
     parsed = parse(data.get("body"))
     return objects.issue(
         str(data["number"]),
         data.get("updated_at") or "",
-        number=data["number"],
-        title=data["title"],
-        body=parsed.body,
-        state=data["state"],
         state_reason=_attr(parsed, "state_reason", STATE_REASONS.get(data.get("state_reason"))),
-        labels=[item["name"] for item in data.get("labels") or []],
-        milestone=(data.get("milestone") or {}).get("title"),
-        assignees=_attr(parsed, "assignees", [_login(a) for a in data.get("assignees") or []]),
-        author=_attr(parsed, "author", _login(data.get("user"))),
-        created_at=_attr(parsed, "created_at", data["created_at"]),
-        closed_at=_attr(parsed, "closed_at", data.get("closed_at")),
+        **_conversation(data, parsed),
         locked=_attr(parsed, "locked", bool(data.get("locked"))),
     )
 
@@ -105,10 +112,6 @@ def pull_request(data: dict[str, Any], *, carrier: bool = False) -> CanonicalObj
     return objects.pull_request(
         str(data["number"]),
         data.get("updated_at") or "",
-        number=data["number"],
-        title=data["title"],
-        body=parsed.body,
-        state=data["state"],
         merged=_attr(parsed, "merged", merged_at is not None),
         merged_at=_attr(parsed, "merged_at", merged_at),
         draft=draft,
@@ -116,12 +119,7 @@ def pull_request(data: dict[str, Any], *, carrier: bool = False) -> CanonicalObj
         base_sha=_attr(parsed, "base_sha", base["sha"]),
         head_ref=_attr(parsed, "head_ref", head["ref"]),
         head_sha=_attr(parsed, "head_sha", head["sha"]),
-        labels=[item["name"] for item in data.get("labels") or []],
-        milestone=(data.get("milestone") or {}).get("title"),
-        assignees=_attr(parsed, "assignees", [_login(a) for a in data.get("assignees") or []]),
-        author=_attr(parsed, "author", _login(data.get("user"))),
-        created_at=_attr(parsed, "created_at", data["created_at"]),
-        closed_at=_attr(parsed, "closed_at", data.get("closed_at")),
+        **_conversation(data, parsed),
     )
 
 

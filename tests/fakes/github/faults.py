@@ -19,6 +19,7 @@ import random
 import re
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -88,93 +89,21 @@ class Faults:
             self._rules.append(rule)
         return rule
 
-    def latency(
-        self,
-        method: str,
-        path: str,
-        seconds: float,
-        *,
-        host: str | None = None,
-        count: int | None = 1,
-        probability: float = 1.0,
-        seed: int | None = 0,
-    ) -> FaultRule:
-        return self.add(
-            "latency",
-            method,
-            path,
-            seconds=seconds,
-            host=host,
-            count=count,
-            probability=probability,
-            seed=seed,
-        )
+    # Shorthands; ``where`` takes add()'s selectors (host, count, probability, seed).
 
-    def error(
-        self,
-        method: str,
-        path: str,
-        status: int = 502,
-        *,
-        host: str | None = None,
-        count: int | None = 1,
-        probability: float = 1.0,
-        seed: int | None = 0,
-    ) -> FaultRule:
-        return self.add(
-            "error",
-            method,
-            path,
-            status=status,
-            host=host,
-            count=count,
-            probability=probability,
-            seed=seed,
-        )
+    def latency(self, method: str, path: str, seconds: float, **where: Any) -> FaultRule:
+        return self.add("latency", method, path, seconds=seconds, **where)
+
+    def error(self, method: str, path: str, status: int = 502, **where: Any) -> FaultRule:
+        return self.add("error", method, path, status=status, **where)
 
     def commit_then_drop(
-        self,
-        method: str,
-        path: str,
-        drop: str = "502",
-        *,
-        host: str | None = None,
-        count: int | None = 1,
-        probability: float = 1.0,
-        seed: int | None = 0,
+        self, method: str, path: str, drop: str = "502", **where: Any
     ) -> FaultRule:
-        return self.add(
-            "commit_then_drop",
-            method,
-            path,
-            drop=drop,
-            host=host,
-            count=count,
-            probability=probability,
-            seed=seed,
-        )
+        return self.add("commit_then_drop", method, path, drop=drop, **where)
 
-    def timeout(
-        self,
-        method: str,
-        path: str,
-        seconds: float,
-        *,
-        host: str | None = None,
-        count: int | None = 1,
-        probability: float = 1.0,
-        seed: int | None = 0,
-    ) -> FaultRule:
-        return self.add(
-            "timeout",
-            method,
-            path,
-            seconds=seconds,
-            host=host,
-            count=count,
-            probability=probability,
-            seed=seed,
-        )
+    def timeout(self, method: str, path: str, seconds: float, **where: Any) -> FaultRule:
+        return self.add("timeout", method, path, seconds=seconds, **where)
 
     def clear(self) -> None:
         with self._lock:
