@@ -156,6 +156,8 @@ class GitHubProvider(Provider):
         assert self._inventory is not None
         for object_type in types:
             if object_type is ObjectType.GIT_REF:
+                if ObjectType.PULL_REQUEST in types:  # listed anyway: shadows reuse it
+                    self._inventory.pulls()
                 refs = self._git_refs(self._inventory, listing.unsupported)
                 yield from (git_ref(name, refs[name]).index_entry() for name in sorted(refs))
                 continue

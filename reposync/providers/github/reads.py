@@ -45,9 +45,18 @@ class Inventory:
         return self._pulls
 
     def open_pull_heads(self) -> list[PullHead]:
-        """Open pull requests' heads as the source knows them (a header keeps a fork's)."""
+        """Open pull requests' heads as the source knows them (a header keeps a fork's).
+
+        From the listing of every pull request when this Inventory has it; otherwise (a
+        re-read) only the open ones are listed.
+        """
+        pulls = (
+            self._pulls.values()
+            if self._pulls is not None
+            else self.client.paginate(self._path("/pulls"), {"state": "open"})
+        )
         heads = []
-        for data in self.pulls().values():
+        for data in pulls:
             if data["state"] == "open":
                 payload = gh.pull_request(data).payload
                 heads.append(PullHead(data["number"], payload["head_ref"], payload["head_sha"]))
