@@ -18,7 +18,6 @@ Each measurement is repeated (--repeat, default 3) and the median is reported.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import statistics
 import subprocess
@@ -30,7 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.gitrepo import generate, refs  # noqa: E402  (after the path tweak)
+from bench.runner import timed_sync  # noqa: E402  (after the path tweak)
+from tests.gitrepo import generate, refs  # noqa: E402
 
 
 def timed(argv: list[str], **kwargs: object) -> float:
@@ -48,26 +48,6 @@ def native(source: Path, work: Path) -> float:
     elapsed = time.perf_counter() - started
     assert refs(target) == refs(source)
     return elapsed
-
-
-def reposync(source: Path, target: Path, data_dir: Path) -> tuple[float, dict]:
-    argv = [
-        sys.executable,
-        "-m",
-        "reposync",
-        "--data-dir",
-        str(data_dir),
-        "sync",
-        f"local:{source}",
-        f"local:{target}",
-        "--json",
-    ]
-    started = time.perf_counter()
-    result = subprocess.run(argv, check=False, capture_output=True, text=True)
-    elapsed = time.perf_counter() - started
-    if result.returncode != 0:
-        raise SystemExit(f"reposync failed ({result.returncode}): {result.stderr}{result.stdout}")
-    return elapsed, json.loads(result.stdout)
 
 
 def main() -> int:
@@ -105,13 +85,13 @@ def main() -> int:
             work.mkdir()
             native_times.append(native(source, work))
             target, data = work / "reposync-target.git", work / "data"
-            elapsed, report = reposync(source, target, data)
+            elapsed, _, report = timed_sync(source, target, data)
             assert report["status"] == "completed", report
             assert report["counters"]["created"] == len(
                 [r for r in source_refs if r.startswith(("refs/heads/", "refs/tags/"))]
             )
             sync_times.append(elapsed)
-            elapsed, report = reposync(source, target, data)
+            elapsed, _, report = timed_sync(source, target, data)
             assert report["counters"]["checkpoint_skipped"] == report["counters"]["scanned"]
             assert "target" not in report["io"], report["io"]
             nochange_times.append(elapsed)

@@ -18,11 +18,8 @@ Each sync is a separate ``python -m reposync`` process, measured with ``wait4``.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,6 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.runner import timed_sync  # noqa: E402
 from reposync.providers.base import EndpointSpec  # noqa: E402
 from reposync.providers.local import LocalProvider  # noqa: E402
 from tests.gitrepo import generate  # noqa: E402
@@ -88,32 +86,6 @@ def build_forge(
         )
     provider.close()
     return time.perf_counter() - started
-
-
-def timed_sync(source: Path, target: Path, data_dir: Path) -> tuple[float, int, dict]:
-    """(wall seconds, peak RSS in bytes, report) of one ``reposync sync`` process."""
-    argv = [
-        sys.executable,
-        "-m",
-        "reposync",
-        "--data-dir",
-        str(data_dir),
-        "sync",
-        f"local:{source}",
-        f"local:{target}",
-        "--json",
-    ]
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        started = time.perf_counter()
-        process = subprocess.Popen(argv, stdout=out, stderr=err, cwd=ROOT)
-        _, status, usage = os.wait4(process.pid, 0)
-        elapsed = time.perf_counter() - started
-        out.seek(0)
-        err.seek(0)
-        text = out.read().decode()
-        if os.waitstatus_to_exitcode(status) != 0:
-            raise SystemExit(f"sync failed: {err.read().decode()}{text}")
-    return elapsed, usage.ru_maxrss * 1024, json.loads(text)
 
 
 def main() -> int:
