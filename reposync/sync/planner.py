@@ -205,7 +205,9 @@ class CheckpointSplit:
     """A source index split against the links without keeping what needs no look.
 
     ``changed`` holds only entries that are candidates; ``gone`` the links whose source
-    object disappeared. A no-change checkpoint therefore keeps nothing at all.
+    object disappeared, in inventory order (type, then identity as text) like
+    ``changed``, whatever order the links came in. A no-change checkpoint therefore
+    keeps nothing at all.
     """
 
     changed: list[IndexEntry] = field(default_factory=list)
@@ -232,7 +234,9 @@ def split_checkpoint(
                 skipped[type_name] = skipped.get(type_name, 0) + 1
                 continue
         split.changed.append(entry)
-    split.gone = [key for key in links if key not in seen]
+    split.gone = sorted(
+        (key for key in links if key not in seen), key=lambda key: (key[0].value, key[1])
+    )
     return split
 
 

@@ -272,3 +272,30 @@ def test_dry_run_writes_no_forge_object(ctx, pair):
     assert dry.report["planned_actions"]["create"] >= 14
     with forge(target) as f:
         assert f.count() == 0
+
+
+def test_several_linked_objects_gone_from_the_source_are_deleted_in_one_checkpoint(ctx, pair):
+    """Issue 9 #1: the "gone" list followed the links' row order, and the snapshot's
+    digest wants sorted keys: two deletes in one checkpoint crashed inventory_source."""
+    source, target, request = pair
+    with forge(source) as f:
+        issue = f.create_issue("Chatty", author="ann", created_at=WHEN)
+        comments = [
+            f.add_comment("issue", issue, f"comment {n}", author="bob", created_at=WHEN)
+            for n in range(1, 13)
+        ]
+    assert sync(ctx, request).status == "completed"
+    gone = [comments[1], comments[9]]
+    with forge(source) as f:
+        for identity in gone:
+            f.delete("issue_comment", identity)
+    # Comment identities count up ("2" before "10") as the links' rows do; the
+    # inventory's order is the identities' text order ("10" before "2").
+
+    run = sync(ctx, request)
+
+    assert run.status == "completed", run.report["problems"]
+    assert run.counters["deleted"] == 2
+    with forge(target) as f:
+        bodies = sorted(c.payload["body"] for c in f.list(ObjectType.ISSUE_COMMENT))
+    assert bodies == sorted(f"comment {n}" for n in range(1, 13) if n not in (2, 10))

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from reposync.sync.batching import BatchLimits, assign_batches
-from reposync.sync.canonical import MAPPER_VERSION, IndexEntry, git_ref_hash
+from reposync.sync.canonical import MAPPER_VERSION, DigestBuilder, IndexEntry, git_ref_hash
 from reposync.sync.planner import (
     ACTION_ORDER,
     Candidate,
@@ -801,6 +803,31 @@ def test_split_checkpoint_keeps_only_candidates_and_agrees_with_select_candidate
     restricted = {k: v for k, v in links.items() if k[1] != "refs/heads/main"}
     again = select_candidates(PlanMode.CHECKPOINT, split.changed, restricted)
     assert [(c.source.identity if c.source else None, c.reason) for c in again.candidates] == kept
+
+
+@given(
+    names=st.lists(
+        st.text(alphabet="0123456789abcXYZ/-é", min_size=1, max_size=6), unique=True, max_size=20
+    ),
+    data=st.data(),
+)
+def test_split_checkpoint_lists_gone_links_in_inventory_order_whatever_the_links_order(names, data):
+    """Issue 9 #1: links arrive in the database's row order ("2" before "10"); the gone
+    list must come out in inventory order, which the snapshot's digest insists on."""
+    gone_entries = [
+        *(branch(name, "c1") for name in names),
+        *(
+            IndexEntry(ObjectType.ISSUE_COMMENT, name, f"comment {name}", None, "1", "sha256:c")
+            for name in names[:3]
+        ),
+    ]
+    order = data.draw(st.permutations(gone_entries))
+    split = split_checkpoint([], links_of(*(link_to(entry) for entry in order)))
+    expected = sorted((e.object_type.value, e.identity) for e in gone_entries)
+    assert [(t.value, identity) for t, identity in split.gone] == expected
+    digest = DigestBuilder()
+    for object_type, identity in split.gone:  # raises when out of order
+        digest.add(IndexEntry(object_type, identity, "", None, "", ""))
 
 
 # -- shadow branches -----------------------------------------------------------------------
