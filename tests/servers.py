@@ -184,6 +184,30 @@ class RedisServer:
                     raise
                 time.sleep(0.05)
 
+    def crash(self) -> None:
+        """SIGKILL redis-server, like a machine dying; its directory (the AOF) stays
+        for ``restart``. Only for a server these tests started."""
+        if self.process is None:
+            raise RuntimeError("cannot crash an external Redis (REPOSYNC_TEST_REDIS_URL)")
+        self.process.kill()
+        self.process.wait()
+
+    def restart(self) -> None:
+        """Start redis-server again on the same port and directory, so it replays its
+        append-only file: what a restart policy does after a crash."""
+        if self.process is None or self.directory is None:
+            raise RuntimeError("cannot restart an external Redis (REPOSYNC_TEST_REDIS_URL)")
+        if self.process.poll() is None:
+            self.crash()
+        binary = shutil.which("redis-server")
+        assert binary is not None  # start() found it
+        self.process = subprocess.Popen(
+            self._argv(binary),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        self.wait_ready()
+
     def stop(self) -> None:
         if self.process is not None:
             self.process.kill()

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from reposync.config import Settings
+from reposync.tasks.broker import transport_for
 
 QUEUE = "reposync"
 TICK_TASK = "reposync.recovery.tick"
@@ -25,6 +26,9 @@ def celery_settings(settings: Settings) -> dict[str, Any]:
     }
     return {
         "broker_url": settings.broker_url,
+        # kombu's Redis transport with the workaround that keeps a busy worker alive
+        # through a broker restart (reposync.tasks.broker says why).
+        "broker_transport": transport_for(settings.broker_url),
         "broker_transport_options": transport,
         "result_backend_transport_options": {"visibility_timeout": visibility},
         "visibility_timeout": visibility,
