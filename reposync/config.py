@@ -46,6 +46,10 @@ class Settings:
     git_batch_max_items: int = 5000
     #: How often one stage may be (re)started before the Run fails; caps redelivery loops.
     max_stage_attempts: int = 5
+    #: Seconds before a stage that failed for a retryable reason (a forge or database
+    #: briefly away) is tried again; doubled at each attempt, at most ``retry_backoff_max``.
+    retry_backoff: float = 10.0
+    retry_backoff_max: float = 300.0
     #: How often one item may be attempted before it fails.
     max_item_attempts: int = 3
     #: Celery timing. Invariant: soft < hard < visibility timeout (checked below).
@@ -74,6 +78,9 @@ class Settings:
     #: ``reposync sync`` waits in place for a rate limit that lifts within this many
     #: seconds; a longer one leaves the Run deferred for the next invocation.
     embedded_max_wait: float = 900.0
+    #: Seconds a local forge waits for another writer's lock before the write fails
+    #: (retryably: see ``retry_backoff``).
+    local_busy_timeout: float = 10.0
     #: Seconds between two writes to GitHub (its best practices ask for at least one).
     github_write_interval: float = 1.0
     #: Seconds an HTTP request to a forge may take before its outcome counts as unknown.
@@ -146,6 +153,8 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "git_batch_max_items": int,
     "max_stage_attempts": int,
     "max_item_attempts": int,
+    "retry_backoff": float,
+    "retry_backoff_max": float,
     "task_soft_time_limit": float,
     "task_time_limit": float,
     "visibility_timeout": float,
@@ -162,6 +171,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "github_installation_id": str,
     "github_token": str,
     "github_write_interval": float,
+    "local_busy_timeout": float,
     "embedded_max_wait": float,
     "http_timeout": float,
 }

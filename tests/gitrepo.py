@@ -86,6 +86,7 @@ def refs(path: Path) -> dict[str, str]:
         check=True,
         capture_output=True,
         text=True,
+        errors="surrogateescape",  # ref names are bytes: keep what is not UTF-8
     ).stdout
     result = {}
     for line in out.splitlines():

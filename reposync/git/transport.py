@@ -201,6 +201,8 @@ def run_git(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # Ref names are bytes, not always UTF-8: kept as surrogates, never a crash.
+        errors="surrogateescape",
         env=git_env(env),
     )
     try:

@@ -62,6 +62,9 @@ class Run(Base):
     target_digest: Mapped[str | None] = mapped_column(String(80))
     #: What the inventories found that reposync cannot sync (counted, never dropped).
     unsupported: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    #: Objects the source inventory refused for what they are, by code:
+    #: ``{"invalid_ref_name": {"count": 2, "examples": [...]}}``.
+    rejected: Mapped[dict[str, Any]] = mapped_column(default=dict, server_default="{}")
     #: Reads and writes per side, for "every Run explains itself".
     io: Mapped[dict[str, Any]] = mapped_column(default=dict)
     counters: Mapped[dict[str, Any]] = mapped_column(default=dict)

@@ -96,6 +96,28 @@ class InventoryListing:
 
     entries: Iterable[IndexEntry]
     unsupported: dict[str, int] = field(default_factory=dict)
+    #: Objects that cannot be synced for what they are (a ref name Git would refuse),
+    #: by stable code: how many, and the first few names.
+    rejected: dict[str, Rejected] = field(default_factory=dict)
+
+    def reject(self, code: str, name: str) -> None:
+        self.rejected.setdefault(code, Rejected()).add(name)
+
+
+@dataclass(slots=True)
+class Rejected:
+    """How many objects one reason kept out of a listing, with a few printable names."""
+
+    count: int = 0
+    examples: list[str] = field(default_factory=list)
+
+    def add(self, name: str) -> None:
+        self.count += 1
+        if len(self.examples) < 5:
+            self.examples.append(name)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"count": self.count, "examples": list(self.examples)}
 
 
 @dataclass(slots=True)
@@ -151,6 +173,11 @@ class Provider(ABC):
 
     def __init__(self) -> None:
         self.stats = ProviderStats()
+        #: Whether ref listings and reads include shadow branches derived from open pull
+        #: requests (``sync.canonical.shadow_refs``). The service turns it off on a
+        #: Binding's standby: there they are real branches the sync pushed, and a derived
+        #: one would hide a push that failed.
+        self.derive_shadows = True
 
     @classmethod
     @abstractmethod
@@ -236,6 +263,13 @@ class StandbyMarker(Protocol):
     def mark_standby(self, authority: str | None) -> None:
         """Record that this repository is a standby of ``authority`` (``None``: it is not):
         edits outside the sync are then refused."""
+
+
+@runtime_checkable
+class LockRecoverer(Protocol):
+    def remove_stale_locks(self, older_than: float) -> list[str]:
+        """Remove ref lock files older than ``older_than`` seconds that a killed writer
+        left (the caller holds the Binding's lease); returns their names."""
 
 
 @runtime_checkable

@@ -7,18 +7,20 @@ an item succeeded from a write's response alone.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
 from reposync.errors import ProviderError
 from reposync.git import transport
+from reposync.git.locks import remove_stale_locks
 from reposync.git.workspace import PushWorkspace
 from reposync.providers.base import (
     AssetSource,
     GitRemote,
     GitRemoteSource,
+    LockRecoverer,
     ObjectWriter,
     Provider,
     TargetWrite,
@@ -151,6 +153,7 @@ class GitRefApplier:
         objects_dir = source_remote.objects_dir
         if objects_dir is None:  # a remote source: one fetch into this Binding's mirror
             mirror = ex.ctx.settings.data_dir / "git" / f"binding-{ex.binding.id}-source.git"
+            _clear_stale_locks(ex, "mirror", lambda ttl: remove_stale_locks(mirror, ttl))
             objects_dir = str(
                 transport.fetch_mirror(
                     mirror,
@@ -160,6 +163,9 @@ class GitRefApplier:
                 )
             )
             ex.count_io("fetches")
+        target = ex.target()
+        if isinstance(target, LockRecoverer):
+            _clear_stale_locks(ex, "target", target.remove_stale_locks)
         workspace = PushWorkspace(
             ex.ctx.settings.data_dir / "git" / f"binding-{ex.binding.id}.git", objects_dir
         )
@@ -208,6 +214,26 @@ class GitRefApplier:
                 )
             )
         return outcomes
+
+
+def _clear_stale_locks(
+    ex: StageExecution, where: str, remove: Callable[[float], list[str]]
+) -> None:
+    """Ref locks a killed ``git`` left (older than the lease TTL; we hold the lease) would
+    fail every later push of their refs: removed, counted and named in the Run's events."""
+    removed = remove(ex.ctx.settings.lease_ttl)
+    if not removed:
+        return
+    ex.count_io("stale_locks_removed", len(removed))
+    with ex.fenced() as session:
+        ex.event(
+            session,
+            "stale_locks_removed",
+            f"{where}: removed {', '.join(removed[:20])}"
+            + (f" and {len(removed) - 20} more" if len(removed) > 20 else "")
+            + " (left by a git process that was killed)",
+            count=len(removed),
+        )
 
 
 def _remote(provider: Provider, *, write: bool) -> GitRemote:

@@ -24,7 +24,7 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from reposync.errors import RateLimited
+from reposync.errors import RateLimited, ReposyncError
 from reposync.models import Run, RunItem, utcnow
 from reposync.models.db import driver_datetime, executemany, fetch
 from reposync.service.appliers import ApplyItem, ItemOutcome, applier_for
@@ -92,7 +92,12 @@ def apply_next_batch(ex: StageExecution) -> Stage:
         return ex.advance_now(Stage.VERIFYING, "every batch settled")
     items = claim_batch(ex, batch_no)
     if items:
-        outcomes, retry_at = apply_items(ex, items)
+        try:
+            outcomes, retry_at = apply_items(ex, items)
+        except ReposyncError as error:
+            if error.retryable:  # the forge's trouble, not the items': the retry is free
+                refund_attempts(ex, items)
+            raise
         record(ex, outcomes, batch_no=batch_no)
         if retry_at is not None:  # the rest of the batch waits for the forge's limit
             raise RateLimited("the target's rate limit stopped the batch", retry_at=retry_at)
@@ -238,6 +243,42 @@ def settle_unfinished(ex: StageExecution) -> int:
     return len(outcomes)
 
 
+def refund_attempts(ex: StageExecution, items: Sequence[ApplyItem]) -> None:
+    """Give back the attempt a batch cost when a retryable error stopped it.
+
+    The per-item cap stops poison items (a write that kills its worker every time);
+    a forge that is briefly away is the stage's retry budget's business.
+    """
+    with ex.fenced() as session:
+        session.execute(
+            update(ITEMS)
+            .where(
+                ITEMS.c.id.in_([item.id for item in items]),
+                ITEMS.c.applied_generation == ex.lease.generation,
+                ITEMS.c.attempt_count > 0,
+            )
+            .values(attempt_count=ITEMS.c.attempt_count - 1)
+        )
+
+
+def block_unfinished(ex: StageExecution, message: str) -> int:
+    """Items left mid-write whose outcome nobody could prove: ``blocked result_unknown``
+    (the Binding waits for recovery, which proves each by read-back)."""
+    with ex.fenced() as session:
+        return int(
+            session.execute(
+                update(ITEMS)
+                .where(ITEMS.c.run_id == ex.run_id, ITEMS.c.state.in_(_UNFINISHED))
+                .values(
+                    state=ItemState.BLOCKED.value,
+                    error_code="result_unknown",
+                    error_message=message,
+                    applied_generation=ex.lease.generation,
+                )
+            ).rowcount
+        )
+
+
 def mark_verifying(ex: StageExecution, items: Sequence[ApplyItem]) -> None:
     """The write returned: its items now wait for read-back (one statement per batch).
 
@@ -325,8 +366,11 @@ def record(
             settled=settled,
             **dict(counts),
         )
-        # Progress: the stage's attempt counter starts over.
-        session.execute(update(Run).where(Run.id == ex.run_id).values(stage_attempts=0))
+        if any(outcome.state is not ItemState.PLANNED for outcome in outcomes):
+            # Progress: the stage's attempt counter starts over. (Read-back that only
+            # re-plans what an earlier attempt left is none: a stage failing the same
+            # way each time must still reach its cap.)
+            session.execute(update(Run).where(Run.id == ex.run_id).values(stage_attempts=0))
 
 
 def _write_outcome_links(

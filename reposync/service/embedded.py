@@ -24,7 +24,15 @@ from reposync.service.leases import database_now
 from reposync.service.pipeline import run_until_done
 from reposync.service.runs import active_run, create_run
 from reposync.service.visibility import confirm_visibility
-from reposync.sync.vocabulary import AuditMode, RefConflictPolicy, RunMode, Stage, Trigger
+from reposync.sync.vocabulary import (
+    AuditMode,
+    RefConflictPolicy,
+    RunKind,
+    RunMode,
+    RunStatus,
+    Stage,
+    Trigger,
+)
 
 log = logging.getLogger(__name__)
 
@@ -108,9 +116,17 @@ def bind_pair(ctx: ServiceContext, request: SyncRequest) -> tuple[Binding, bool]
 def sync(
     ctx: ServiceContext, request: SyncRequest, progress: ProgressCallback | None = None
 ) -> Run:
-    """Run one Run for the pair to its end in this process and return it."""
+    """Run one Run for the pair to its end in this process and return it.
+
+    A Run an earlier invocation left unfinished (interrupted, or its process died) is
+    finished first; when it is the kind of Run asked for, it is the answer.
+    """
     binding = bind(ctx, request)
-    resume_stalled(ctx, binding.id, progress)
+    resumed = resume_stalled(ctx, binding.id, progress)
+    if resumed is not None:
+        finished = _conclude(ctx, resumed, progress)
+        if _answers(finished, request):
+            return finished
     run = create_run(
         ctx,
         binding.id,
@@ -119,16 +135,29 @@ def sync(
         trigger=Trigger.MANUAL,
     )
     execute(ctx, Step(run.id, Stage.CHECKING_ACCESS, None), progress)
-    finished = _wait_out_limits(ctx, _load(ctx, run.id), progress)
-    # The source moved during the Run: its follow-up Runs are executed here as well (a
-    # few at most, so a source that never stops changing cannot keep us forever).
-    for _ in range(MAX_FOLLOW_UPS):
-        follow_up = _follow_up_of(ctx, finished.id)
-        if follow_up is None:
-            break
+    return _conclude(ctx, run.id, progress)
+
+
+def _conclude(ctx: ServiceContext, run_id: int, progress: ProgressCallback | None) -> Run:
+    """Wait out short deferrals, then run the follow-ups a moving source asked for (a
+    few at most: finalizing stops queueing them after ``MAX_FOLLOW_UPS``)."""
+    finished = _wait_out_limits(ctx, _load(ctx, run_id), progress)
+    while (follow_up := _follow_up_of(ctx, finished.id)) is not None:
         execute(ctx, Step(follow_up, Stage.CHECKING_ACCESS, None), progress)
         finished = _wait_out_limits(ctx, _load(ctx, follow_up), progress)
     return finished
+
+
+def _answers(run: Run, request: SyncRequest) -> bool:
+    """Whether a resumed Run is what ``request`` asks for (a full audit answers a
+    checkpoint request too, never the other way round)."""
+    mode = RunMode.DRY_RUN if request.dry_run else RunMode.APPLY
+    full = run.audit_mode == AuditMode.FULL.value
+    return (
+        run.kind == RunKind.NORMAL.value
+        and run.mode == mode.value
+        and (full or not request.full_audit)
+    )
 
 
 def _wait_out_limits(ctx: ServiceContext, run: Run, progress: ProgressCallback | None) -> Run:
@@ -144,9 +173,6 @@ def _wait_out_limits(ctx: ServiceContext, run: Run, progress: ProgressCallback |
         execute(ctx, Step(run.id, None, None), progress)
         run = _load(ctx, run.id)
     return run
-
-
-MAX_FOLLOW_UPS = 3
 
 
 def _load(ctx: ServiceContext, run_id: int) -> Run:
@@ -168,7 +194,8 @@ def _follow_up_of(ctx: ServiceContext, run_id: int) -> int | None:
 def resume_stalled(
     ctx: ServiceContext, binding_id: int, progress: ProgressCallback | None = None
 ) -> int | None:
-    """Finish a Run a dead process left behind (its lease expired), if there is one."""
+    """Resume a Run an earlier process left behind (its lease expired or was given up),
+    if there is one; a Run deferred to a later time is left for the caller to wait on."""
     with ctx.db.session() as session:
         run = active_run(session, binding_id)
         if run is None:
@@ -185,8 +212,10 @@ def resume_stalled(
                 f"({binding.lease_owner}); wait for it or cancel it"
             )
         run_id = run.id
-    log.warning("resuming run %s left unfinished by an earlier process", run_id)
-    execute(ctx, Step(run_id, None, None), progress)
+        deferred = run.retry_at is not None and run.status == RunStatus.QUEUED.value
+    if not deferred:
+        log.warning("resuming run %s left unfinished by an earlier process", run_id)
+        execute(ctx, Step(run_id, None, None), progress)
     return run_id
 
 

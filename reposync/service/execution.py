@@ -63,7 +63,12 @@ class StageExecution:
             spec = self.spec(role)
             opener = self.ctx.open_provider
             assert opener is not None
-            self._providers[role] = pool.get(spec) if pool else opener(spec)
+            provider = pool.get(spec) if pool else opener(spec)
+            # The Binding's standby holds real shadow branches; only the authority derives
+            # them (also in a handoff's reverse dry-run, where the authority is the target).
+            side = self.source_side if role == "source" else self.source_side.other
+            provider.derive_shadows = side is self.binding.authority
+            self._providers[role] = provider
         return self._providers[role]
 
     def source(self) -> Provider:

@@ -6,12 +6,16 @@ resumable) or finished with its report, its status and a free Binding.
 
 from __future__ import annotations
 
+import logging
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
 
-from reposync.errors import RateLimited, ReposyncError
+from reposync.errors import LeaseLost, RateLimited, ReposyncError
 from reposync.models import Binding, InventoryEntry, Run, RunItem, utcnow
+from reposync.service.applying import block_unfinished, settle_unfinished
 from reposync.service.context import Step
 from reposync.service.execution import StageExecution
 from reposync.service.leases import release
@@ -34,7 +38,12 @@ from reposync.sync.vocabulary import (
     Trigger,
 )
 
+log = logging.getLogger(__name__)
+
 EXAMPLES = 5
+#: A source that keeps changing under a Run gets this many follow-up Runs in a row;
+#: then the next scheduled or manual Run takes over (no endless chain of Runs).
+MAX_FOLLOW_UPS = 3
 #: Plans that compared every object (a schedule may start after one of these).
 FULL_PLANS = ("empty_target", "baseline", "full_audit")
 
@@ -54,13 +63,17 @@ def finish(
         assert fresh is not None
         planning = PlanningCounters.from_dict(fresh.planning_counters)
         unsupported = dict(fresh.unsupported or {})
+        rejected = dict(fresh.rejected or {})
         plan_complete = fresh.plan_complete
+    if error is not None and plan_complete:
+        _settle_interrupted_writes(ex)
     # Items of an unfinished plan never count (the completion marker rule).
     rows = aggregate_items(ex) if plan_complete else []
     gaps = data_gaps(ex) if plan_complete else {}
     counters, per_type, planned = build_counters(rows, planning)
     problems = item_problems(rows)
     problems.extend(_unsupported_problems(unsupported))
+    problems.extend(_rejected_problems(rejected))
     if error is not None:
         problems.insert(0, _error_problem(error))
     status = final_status(
@@ -96,14 +109,50 @@ def finish(
         release(session, ex.lease)
         follow_up = None
         if status is RunStatus.COMPLETED_WITH_PENDING_CHANGES and run.mode == RunMode.APPLY:
-            follow_up = new_run(
-                session, ex.binding, trigger=Trigger.FOLLOW_UP, parent_run_id=run.id
-            )
-            ex.event(session, "follow_up_queued", f"run {follow_up.id}")
+            if _follow_ups_before(session, fresh) < MAX_FOLLOW_UPS:
+                follow_up = new_run(
+                    session, ex.binding, trigger=Trigger.FOLLOW_UP, parent_run_id=run.id
+                )
+                ex.event(session, "follow_up_queued", f"run {follow_up.id}")
+            else:
+                ex.event(
+                    session,
+                    "follow_ups_stopped",
+                    f"the source kept changing through {MAX_FOLLOW_UPS} follow-up Runs; the "
+                    "next scheduled or manual Run takes the rest",
+                )
     ex.run.status = status.value
     if follow_up is not None:
         ex.ctx.dispatcher.dispatch(Step(follow_up.id, Stage.CHECKING_ACCESS, None))
     return status
+
+
+def _settle_interrupted_writes(ex: StageExecution) -> None:
+    """Writes the error interrupted are proven by read-back before the Run ends; what
+    cannot be proven is blocked ``result_unknown``, so no later Run writes it again
+    blindly (a create that did land would otherwise be created twice)."""
+    try:
+        settle_unfinished(ex)
+    except LeaseLost:
+        raise
+    except Exception:
+        log.exception("run %s: read-back of interrupted writes failed", ex.run_id)
+        block_unfinished(ex, "the Run ended while this write was in flight, and read-back failed")
+
+
+def _follow_ups_before(session: Session, run: Run) -> int:
+    """How many follow-up Runs lead to ``run`` (it included), at most ``MAX_FOLLOW_UPS``."""
+    depth = 0
+    current: Run | None = run
+    while (
+        current is not None
+        and current.trigger == Trigger.FOLLOW_UP.value
+        and current.parent_run_id is not None
+        and depth < MAX_FOLLOW_UPS
+    ):
+        depth += 1
+        current = session.get(Run, current.parent_run_id)
+    return depth
 
 
 def defer(ex: StageExecution, limited: RateLimited) -> None:
@@ -111,17 +160,58 @@ def defer(ex: StageExecution, limited: RateLimited) -> None:
 
     It resumes from its persisted stage and RunItems: the recovery tick dispatches it
     once ``retry_at`` has passed, and ``reposync sync`` waits for it or picks it up.
+    Waiting for a limit is no failed attempt: the stage's attempt counter starts over.
     """
+    _wait(ex, limited.retry_at, f"{limited.message}; resumes at {limited.retry_at.isoformat()}")
+
+
+def retry_or_finish(ex: StageExecution, error: ReposyncError) -> RunStatus | None:
+    """A retryable error retries the stage later, each time waiting twice as long; an
+    error retrying cannot help, or one on the stage's last allowed attempt, finishes
+    the Run with the error in its report (returns its status then)."""
+    settings = ex.ctx.settings
+    with ex.ctx.db.session() as session:
+        attempts = session.execute(
+            select(Run.stage_attempts).where(Run.id == ex.run_id)
+        ).scalar_one()
+    if not error.retryable or attempts >= settings.max_stage_attempts:
+        if error.retryable:
+            error.message += f" (stage {ex.run.stage}, gave up after {attempts} attempts)"
+        return finish(ex, error=error)
+    delay = min(settings.retry_backoff * 2 ** max(attempts - 1, 0), settings.retry_backoff_max)
+    # The providers' clock, as for rate limits: what ``reposync sync`` waits on.
+    assert ex.ctx.environment is not None
+    retry_at = ex.ctx.environment.clock.now() + timedelta(seconds=delay)
+    _wait(
+        ex,
+        retry_at,
+        f"{error.code}: {error.message}; attempt {attempts} of {settings.max_stage_attempts}, "
+        f"retries at {retry_at.isoformat()}",
+        keep_attempts=True,
+        error_code=error.code,
+    )
+    return None
+
+
+def _wait(
+    ex: StageExecution,
+    retry_at: datetime,
+    message: str,
+    *,
+    keep_attempts: bool = False,
+    error_code: str | None = None,
+) -> None:
+    """Queue the Run again for ``retry_at`` and give the Binding back."""
+    values: dict[str, Any] = {"status": RunStatus.QUEUED.value, "retry_at": retry_at}
+    if not keep_attempts:
+        values["stage_attempts"] = 0
     with ex.fenced() as session:
         ex.flush_io(session)
-        session.execute(
-            update(Run)
-            .where(Run.id == ex.run_id)
-            .values(status=RunStatus.QUEUED.value, retry_at=limited.retry_at, stage_attempts=0)
-        )
-        ex.event(
-            session, "deferred", f"{limited.message}; resumes at {limited.retry_at.isoformat()}"
-        )
+        session.execute(update(Run).where(Run.id == ex.run_id).values(**values))
+        if error_code is None:
+            ex.event(session, "deferred", message)
+        else:
+            ex.event(session, "retry_scheduled", message, error_code=error_code)
         release(session, ex.lease)
 
 
@@ -220,6 +310,7 @@ def build_report(
         "planned_actions": planned,
         "problems": [p.to_dict() for p in problems],
         "unsupported": dict(run.unsupported or {}),
+        "rejected": dict(run.rejected or {}),
         "io": dict(run.io or {}),
         "digests": {"source": run.source_digest, "target": run.target_digest},
         "started_at": started.isoformat() if started else None,
@@ -242,6 +333,36 @@ def _unsupported_problems(unsupported: dict[str, int]) -> list[Problem]:
             examples=[namespace],
         )
         for namespace, count in sorted(unsupported.items())
+    ]
+
+
+#: Why a ref name cannot be synced, what to do about it.
+_REJECTED = {
+    "invalid_ref_name": (
+        "ref(s) with a name Git refuses (not UTF-8, or against git check-ref-format) are "
+        "not synced",
+        "rename or delete them on the source (git update-ref -d, or fix packed-refs)",
+    ),
+    "ref_name_too_long": (
+        "ref(s) with a name longer than 1023 bytes are not synced",
+        "rename them on the source",
+    ),
+}
+
+
+def _rejected_problems(rejected: dict[str, Any]) -> list[Problem]:
+    return [
+        Problem(
+            error_code=code,
+            problem_type="data_gap",
+            message=f"{found['count']} {_REJECTED.get(code, ('objects are not synced', ''))[0]}",
+            suggested_action=_REJECTED.get(code, ("", "inspect the source"))[1],
+            retryable=False,
+            count=found["count"],
+            object_type="git_ref",
+            examples=list(found["examples"]),
+        )
+        for code, found in sorted(rejected.items())
     ]
 
 

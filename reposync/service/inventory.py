@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from itertools import islice
+from typing import Any
 
 from sqlalchemy import delete
 
 from reposync.models import InventoryEntry
 from reposync.models.db import executemany, fetch
-from reposync.providers.base import EmptyChecker
+from reposync.providers.base import EmptyChecker, InventoryListing
 from reposync.service.execution import StageExecution
 from reposync.service.link_states import has_links, load_links
 from reposync.sync.canonical import DigestBuilder, IndexEntry
@@ -41,6 +42,7 @@ def inventory_source(ex: StageExecution) -> Stage:
             f"{sum(counts.values())} source objects indexed",
             source_digest=digest,
             unsupported=dict(listing.unsupported),
+            rejected=_rejected(listing),
             planning_counters={"scanned": counts},
         )
     whole = DigestBuilder()
@@ -54,9 +56,14 @@ def inventory_source(ex: StageExecution) -> Stage:
         f"{len(split.gone)} gone",
         source_digest=whole.hexdigest(),
         unsupported=dict(listing.unsupported),
+        rejected=_rejected(listing),
         planning_counters=counters.to_dict(),
         plan_mode=PlanMode.CHECKPOINT.value,
     )
+
+
+def _rejected(listing: InventoryListing) -> dict[str, Any]:
+    return {code: rejected.to_dict() for code, rejected in sorted(listing.rejected.items())}
 
 
 def _digested(entries: Iterable[IndexEntry], digest: DigestBuilder) -> Iterator[IndexEntry]:

@@ -37,6 +37,7 @@ from sqlalchemy.orm import Session
 from reposync.errors import LeaseLost
 from reposync.models import Binding, Run
 from reposync.models.db import Database
+from reposync.service.events import emit
 from reposync.sync.vocabulary import ACTIVE_RUN_STATUSES, RunStatus, Stage
 
 log = logging.getLogger(__name__)
@@ -124,6 +125,11 @@ def claim(
                 raise _Refuse(f"run {run_id} does not exist")
             # Lock order everywhere: the Binding row first, then the Run row.
             now = database_now(session)
+            previous = session.execute(
+                select(Binding.lease_owner, Binding.lease_run_id, Binding.lease_generation).where(
+                    Binding.id == binding_id
+                )
+            ).one()
             allowed = [Binding.lease_run_id.is_(None), Binding.lease_expires_at < now]
             if dispatched_generation is not None:
                 allowed.append(
@@ -149,6 +155,20 @@ def claim(
             run.lease_generation = generation
             run.stage_attempts += 1
             session.flush()
+            if previous.lease_run_id == run_id and previous.lease_generation != (
+                dispatched_generation
+            ):
+                # Not the hand-over along the chain: whoever held this Run stopped.
+                emit(
+                    session,
+                    run_id,
+                    "lease_reclaimed",
+                    run.stage,
+                    generation=generation,
+                    counts={"previous_generation": previous.lease_generation},
+                    message=f"{owner} took over from {previous.lease_owner}, whose lease "
+                    f"(generation {previous.lease_generation}) had expired or was given up",
+                )
             session.expunge(run)
     except _Refuse as refused:  # the transaction rolled back: the generation is untouched
         return ClaimRefused(str(refused))
@@ -207,6 +227,27 @@ def fenced(db: Database, lease: Lease) -> Iterator[Session]:
     with db.transaction() as session:
         fence(session, lease)
         yield session
+
+
+def give_up(db: Database, run_id: int, generation: int, reason: str) -> bool:
+    """End the lease of ``generation`` now, keeping the Run as it is, so the next
+    execution claims at once: for an execution that stops without finishing its stage
+    (Ctrl-C, a shutdown), where waiting out the TTL would only delay the resume.
+    Whatever it left mid-write is settled by read-back when the Run resumes.
+    """
+    with db.transaction() as session:
+        now = database_now(session)
+        ended = session.execute(
+            update(Binding)
+            .where(Binding.lease_run_id == run_id, Binding.lease_generation == generation)
+            .values(lease_expires_at=now)
+            .returning(Binding.id)
+        ).scalar_one_or_none()
+        if ended is None:
+            return False
+        stage = session.execute(select(Run.stage).where(Run.id == run_id)).scalar_one()
+        emit(session, run_id, "interrupted", stage, generation=generation, message=reason)
+    return True
 
 
 def release(session: Session, lease: Lease) -> None:

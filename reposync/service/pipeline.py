@@ -9,12 +9,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from reposync.errors import AttemptsExhausted, LeaseLost, RateLimited, ReposyncError
+from sqlalchemy.exc import InterfaceError, OperationalError
+
+from reposync.errors import (
+    AttemptsExhausted,
+    DatabaseUnavailable,
+    LeaseLost,
+    RateLimited,
+    ReposyncError,
+)
 from reposync.service import access, applying, finalizing, inventory, planning, verifying
 from reposync.service.bindings import get_binding
 from reposync.service.context import ServiceContext, Step
 from reposync.service.execution import StageExecution
-from reposync.service.leases import ClaimRefused, Heartbeat, claim, new_owner
+from reposync.service.leases import ClaimRefused, Heartbeat, claim, give_up, new_owner
 from reposync.sync.vocabulary import Stage
 
 log = logging.getLogger(__name__)
@@ -36,8 +44,11 @@ def execute_step(ctx: ServiceContext, step: Step, *, owner: str | None = None) -
 
     A refused claim (duplicate delivery, stale generation, finished Run) returns
     ``None`` without any write. ``LeaseLost`` mid-stage stops the execution before its
-    next external write. Errors of the tree finish the Run with a report; anything
-    else propagates and leaves the Run resumable once its lease expires.
+    next external write. A rate limit defers the Run; a retryable error (a forge or
+    database that is briefly away) retries the stage later with a growing backoff, and
+    only an error that retrying cannot help, or the last allowed attempt, finishes the
+    Run with the error in its report. An interrupted execution (Ctrl-C, shutdown) gives
+    its lease up so the Run resumes at once on the next invocation.
     """
     owner = owner or new_owner(step.stage.value if step.stage else "resume")
     claimed = claim(
@@ -75,18 +86,53 @@ def execute_step(ctx: ServiceContext, step: Step, *, owner: str | None = None) -
                 log.warning("run %s deferred until %s: %s", run.id, limited.retry_at, limited)
                 finalizing.defer(ex, limited)
                 return None
+            except (OperationalError, InterfaceError) as exc:
+                # The database went away mid-stage. Saying so needs the database: if it
+                # is still away, the lease expires and the tick re-dispatches the Run.
+                unavailable = DatabaseUnavailable(f"the database went away: {_first_line(exc)}")
+                finalizing.retry_or_finish(ex, unavailable)
+                return None
             except ReposyncError as error:
-                log.warning("run %s failed in %s: %s", run.id, run.stage, error)
-                finalizing.finish(ex, error=error)
+                log.warning("run %s: %s in %s: %s", run.id, error.code, run.stage, error)
+                finalizing.retry_or_finish(ex, error)
+                return None
+            except Exception as exc:  # a bug: say it in the report, free the Binding
+                log.exception("run %s: unexpected error in %s", run.id, run.stage)
+                finalizing.finish(
+                    ex,
+                    error=ReposyncError(
+                        f"unexpected {type(exc).__name__} in stage {run.stage}: {exc}"
+                    ),
+                )
                 return None
     except LeaseLost as lost:
         log.warning("run %s: %s; stopping", run.id, lost)
         return None
+    except (KeyboardInterrupt, SystemExit):
+        lease.lost.set()  # no write of this execution may follow
+        _give_up(run.id, lease.generation, ctx)
+        raise
     finally:
         ex.close()
     if next_stage is None:
         return None
     return Step(run.id, next_stage, lease.generation)
+
+
+def _give_up(run_id: int, generation: int | None, ctx: ServiceContext) -> None:
+    """An interrupted execution lets the next one claim at once (best effort: when the
+    database is away too, the lease's TTL decides)."""
+    if generation is None:
+        return
+    try:
+        give_up(ctx.db, run_id, generation, "interrupted; the Run resumes where it stopped")
+    except Exception:
+        log.exception("run %s: could not give the lease up", run_id)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def run_until_done(
@@ -98,6 +144,10 @@ def run_until_done(
     """The embedded mode: execute steps in this process until the Run stops."""
     step: Step | None = first
     while step is not None:
-        if on_step is not None:
-            on_step(step)
+        try:
+            if on_step is not None:
+                on_step(step)
+        except (KeyboardInterrupt, SystemExit):  # between two steps: the lease is held
+            _give_up(step.run_id, step.generation, ctx)
+            raise
         step = execute_step(ctx, step)

@@ -5,12 +5,14 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy import and_, or_, select
 
 from reposync.errors import NotAllowedNow, RecordNotFound
-from reposync.models import Binding, Run
+from reposync.models import Binding, Run, RunEvent
 from reposync.service.context import ServiceContext, Step
+from reposync.service.events import emit
 from reposync.service.leases import ClaimRefused, claim_binding, database_now, new_owner
 from reposync.sync.vocabulary import (
     ACTIVE_RUN_STATUSES,
@@ -29,28 +31,72 @@ def stalled_runs(ctx: ServiceContext, limit: int = 100) -> list[Step]:
     Dispatching a resume step for each is safe even when two ticks do it: the claim
     lets exactly one execution through.
     """
-    return [Step(run_id, None, None) for run_id, _, _ in _stalled(ctx, limit)]
+    return [Step(stalled.run_id, None, None) for stalled in _stalled(ctx, limit)]
 
 
 def redispatch_stalled(ctx: ServiceContext, limit: int = 100) -> int:
     """Hand every stalled Run to a worker again; a handoff's forward Run goes back to
-    the handoff task, which resumes it and then still performs the switch."""
+    the handoff task, which resumes it and then still performs the switch.
+
+    Each re-dispatch is a Run event saying why (whose lease expired, or since when it
+    waits), so a Run whose worker died does not just look alive: once per stall, not
+    once per tick.
+    """
     rows = _stalled(ctx, limit)
-    for run_id, binding_id, kind in rows:
-        log.warning("run %s stalled; re-dispatching", run_id)
-        if kind == RunKind.HANDOFF.value:
-            ctx.dispatcher.dispatch_handoff(binding_id, run_id)
+    if rows:
+        _tell(ctx, rows)
+    for stalled in rows:
+        log.warning("run %s stalled (%s); re-dispatching", stalled.run_id, stalled.why)
+        if stalled.kind == RunKind.HANDOFF.value:
+            ctx.dispatcher.dispatch_handoff(stalled.binding_id, stalled.run_id)
         else:
-            ctx.dispatcher.dispatch(Step(run_id, None, None))
+            ctx.dispatcher.dispatch(Step(stalled.run_id, None, None))
     return len(rows)
 
 
-def _stalled(ctx: ServiceContext, limit: int) -> list[tuple[int, int, str]]:
+@dataclass(frozen=True, slots=True)
+class _Stalled:
+    run_id: int
+    binding_id: int
+    kind: str
+    stage: str
+    why: str
+
+
+def _tell(ctx: ServiceContext, rows: list[_Stalled]) -> None:
+    """One ``redispatched`` event per stall: skipped when the Run's latest event
+    already is one (nobody claimed the Run since the last tick)."""
+    with ctx.db.transaction() as session:
+        latest = dict(
+            session.execute(
+                select(RunEvent.run_id, RunEvent.type)
+                .join(Run, (Run.id == RunEvent.run_id) & (Run.event_seq == RunEvent.seq))
+                .where(RunEvent.run_id.in_([row.run_id for row in rows]))
+            ).all()
+        )
+        for row in rows:
+            if latest.get(row.run_id) != "redispatched":
+                emit(session, row.run_id, "redispatched", row.stage, message=row.why)
+
+
+def _stalled(ctx: ServiceContext, limit: int) -> list[_Stalled]:
     with ctx.db.session() as session:
         now = database_now(session)
         grace = now - timedelta(seconds=ctx.settings.dispatch_grace)
         rows = session.execute(
-            select(Run.id, Run.binding_id, Run.kind)
+            select(
+                Run.id,
+                Run.binding_id,
+                Run.kind,
+                Run.stage,
+                Run.status,
+                Run.retry_at,
+                Run.created_at,
+                Binding.lease_run_id,
+                Binding.lease_owner,
+                Binding.lease_generation,
+                Binding.lease_expires_at,
+            )
             .join(Binding, Binding.id == Run.binding_id)
             .where(
                 Run.status.in_([s.value for s in ACTIVE_RUN_STATUSES]),
@@ -73,7 +119,24 @@ def _stalled(ctx: ServiceContext, limit: int) -> list[tuple[int, int, str]]:
             .order_by(Run.id)
             .limit(limit)
         )
-        return [(run_id, binding_id, kind) for run_id, binding_id, kind in rows]
+        return [_Stalled(r.id, r.binding_id, r.kind, r.stage, _why(r)) for r in rows]
+
+
+def _why(row: Any) -> str:
+    if row.lease_run_id == row.id:
+        expired = row.lease_expires_at.isoformat() if row.lease_expires_at else "?"
+        return (
+            f"the lease of {row.lease_owner} (generation {row.lease_generation}) expired at "
+            f"{expired} without a heartbeat; re-dispatched to a worker"
+        )
+    if row.status == RunStatus.QUEUED.value and row.retry_at is not None:
+        return f"deferred until {row.retry_at.isoformat()}; re-dispatched to a worker"
+    if row.status == RunStatus.QUEUED.value:
+        return (
+            f"queued since {row.created_at.isoformat()} and never claimed (its message "
+            "may be lost); re-dispatched to a worker"
+        )
+    return "running without a lease; re-dispatched to a worker"
 
 
 @dataclass(frozen=True, slots=True)

@@ -112,6 +112,50 @@ def is_supported_ref(name: str) -> bool:
     return name.startswith(SUPPORTED_REF_PREFIXES)
 
 
+#: Longest ref name reposync syncs, in bytes: libgit2 cannot read longer ones (its
+#: ``GIT_REFNAME_MAX`` is 1024 with the terminator), and every store keeps 1024 characters.
+MAX_REF_NAME_BYTES = 1023
+
+#: Characters ``git check-ref-format`` refuses anywhere in a ref name.
+_FORBIDDEN_REF_CHARS = frozenset(" ~^:?*[\\\x7f") | {chr(c) for c in range(32)}
+
+
+def ref_name_problem(name: str) -> str | None:
+    """Why a listed ref cannot be synced, as a stable code, or ``None`` when it can.
+
+    A repository can hold names Git itself would never create: bytes that are not UTF-8
+    (read as surrogates), a broken ``packed-refs`` line, names too long for libgit2.
+    Such refs are counted and named in the report, never synced and never fatal.
+    ``invalid_ref_name`` follows ``git check-ref-format``; ``ref_name_too_long`` is
+    ``MAX_REF_NAME_BYTES``.
+    """
+    try:
+        size = len(name.encode("utf-8"))
+    except UnicodeEncodeError:
+        return "invalid_ref_name"
+    if (
+        name.endswith(("/", ".", ".lock"))
+        or ".." in name
+        or "//" in name
+        or "@{" in name
+        or name == "@"
+        or any(part.startswith(".") or part.endswith(".lock") for part in name.split("/"))
+        or any(char in _FORBIDDEN_REF_CHARS for char in name)
+    ):
+        return "invalid_ref_name"
+    if size > MAX_REF_NAME_BYTES:
+        return "ref_name_too_long"
+    return None
+
+
+def printable_ref_name(name: str) -> str:
+    """A ref name fit for a report: undecodable bytes as ``\\xNN``, control characters
+    escaped, at most 200 characters."""
+    text = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    text = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
 def ref_namespace(name: str) -> str:
     """``refs/notes/commits`` -> ``refs/notes``: how unsupported refs are counted."""
     parts = name.split("/")

@@ -257,3 +257,60 @@ def test_an_aborted_handoff_exits_1_and_keeps_the_authority(capsys, tmp_path, da
     assert refs(target)["refs/heads/feature"] == diverged
     status, out, _ = run_cli(capsys, "sync", old, new, "--json")  # still the accepted direction
     assert json.loads(out)["status"] == "requires_attention"
+
+
+def _applying_forge_items(database: Path) -> int:
+    import sqlite3
+
+    if not database.exists():
+        return 0
+    with sqlite3.connect(database) as conn:
+        try:
+            return conn.execute(
+                "SELECT count(*) FROM run_items WHERE state = 'applying' "
+                "AND object_type != 'git_ref'"
+            ).fetchone()[0]
+        except sqlite3.OperationalError:
+            return 0
+
+
+def test_ctrl_c_then_the_next_invocation_resumes_and_reports_that_run(tmp_path, data_dir, source):
+    """Issue 9 #6, as an operator meets it: SIGINT while a batch is being written; the
+    very next ``reposync sync`` resumes the Run (no ``binding_busy`` for a lease TTL)
+    and prints that Run's report."""
+    import os
+    import signal
+    import sys
+    import time
+
+    from reposync.providers.base import EndpointSpec
+    from reposync.providers.local import LocalProvider
+
+    provider = LocalProvider.open(EndpointSpec("local", str(source)))
+    try:
+        for n in range(5):
+            provider.forge.create_label(f"label-{n}", color="ededed")
+    finally:
+        provider.close()
+    target = tmp_path / "dst.git"
+    argv = [sys.executable, "-m", "reposync", "sync", f"local:{source}", f"local:{target}"]
+    env = {**os.environ, "REPOSYNC_FAULTS": "local_forge.before_commit:sleep=60:times=1"}
+    interrupted = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while _applying_forge_items(data_dir / "reposync.db") == 0:
+        assert interrupted.poll() is None, interrupted.communicate()
+        assert time.monotonic() < deadline, "the sync never reached the labels batch"
+        time.sleep(0.1)
+    time.sleep(0.5)  # inside the target's write transaction, sleeping at the fault point
+    interrupted.send_signal(signal.SIGINT)
+    _, err = interrupted.communicate(timeout=30)
+    assert interrupted.returncode == 130
+    assert "resumes on the next invocation" in err
+
+    again = subprocess.run([*argv, "--json"], capture_output=True, text=True, timeout=120)
+
+    assert again.returncode == 0, again.stderr
+    report = json.loads(again.stdout)
+    assert (report["run_id"], report["status"]) == (1, "completed")
+    assert report["object_types"]["label"]["created"] == 5
+    assert refs(target) == {k: v for k, v in refs(source).items() if k in refs(target)}

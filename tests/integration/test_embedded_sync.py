@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -9,7 +10,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select, update
 
-from reposync.models import Binding, ObjectLink, Run, RunItem
+from reposync.models import Binding, ObjectLink, Run, RunEvent, RunItem
+from reposync.service import applying
 from reposync.service.context import ServiceContext, Step
 from reposync.service.embedded import SyncRequest, bind, sync
 from reposync.service.pipeline import execute_step
@@ -280,7 +282,9 @@ def test_cancel_of_a_run_without_differences_still_ends_cancelled(pair, ctx):
 
 
 def test_a_run_left_by_a_dead_process_is_resumed_by_the_next_sync(pair, ctx):
-    """The embedded process died mid-run: the next invocation finishes that Run first."""
+    """The embedded process died mid-run: the next invocation finishes that Run and
+    reports it (issue 9 #6: it used to report a second Run instead); the Run after
+    that takes what changed since."""
     source, target, request = pair
     commit_on(source, "refs/heads/branch-00005", "in flight")
     run = create_run(ctx, bind(ctx, request).id)
@@ -291,8 +295,126 @@ def test_a_run_left_by_a_dead_process_is_resumed_by_the_next_sync(pair, ctx):
         )
     commit_on(source, "refs/heads/branch-00000", "next change")
     later = sync(ctx, request)
-    first = load_run(ctx, run.id)
-    assert first.status in ("completed", "completed_with_pending_changes")
+    assert later.id == run.id
     assert later.status == "completed"
-    assert later.id > first.id
+    assert refs(target)["refs/heads/branch-00005"] == refs(source)["refs/heads/branch-00005"]
+    assert sync(ctx, request).id > run.id
+    assert synced_refs(target) == synced_refs(source)
+
+
+def lease_expired(ctx: ServiceContext, binding_id: int) -> bool:
+    with ctx.db.session() as session:
+        binding = session.get(Binding, binding_id)
+        assert binding is not None
+        expires = binding.lease_expires_at
+        return expires is not None and expires.replace(tzinfo=UTC) <= datetime.now(UTC)
+
+
+def event_types(ctx: ServiceContext, run_id: int) -> list[str]:
+    with ctx.db.session() as session:
+        return list(
+            session.execute(
+                select(RunEvent.type).where(RunEvent.run_id == run_id).order_by(RunEvent.seq)
+            ).scalars()
+        )
+
+
+def test_ctrl_c_inside_a_stage_gives_the_lease_up_and_the_next_sync_reports_that_run(
+    pair, ctx, monkeypatch
+):
+    """Issue 9 #6: an interrupted in-process Run left its lease held for the TTL (every
+    invocation failed ``binding_busy``); now it gives the lease up, and the next
+    invocation resumes it at once and reports it."""
+    source, target, request = pair
+    commit_on(source, "refs/heads/branch-00003", "interrupted")
+    real_apply = applying.apply_items
+
+    def interrupted(*args, **kwargs):
+        monkeypatch.setattr(applying, "apply_items", real_apply)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(applying, "apply_items", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        sync(ctx, request)
+    with ctx.db.session() as session:
+        [run] = session.execute(select(Run).order_by(Run.id.desc()).limit(1)).scalars()
+    assert run.status == "running"
+    assert lease_expired(ctx, run.binding_id)
+    assert event_types(ctx, run.id)[-1] == "interrupted"
+
+    resumed = sync(ctx, request)
+
+    assert resumed.id == run.id
+    assert resumed.status == "completed"
+    assert "lease_reclaimed" in event_types(ctx, run.id)
+    assert synced_refs(target) == synced_refs(source)
+
+
+def test_ctrl_c_between_two_steps_gives_the_lease_up_too(pair, ctx):
+    """Between two steps the lease is still held for the hand-over: given up as well."""
+    source, target, request = pair
+    commit_on(source, "refs/heads/branch-00004", "interrupted between steps")
+
+    def progress(step):
+        if step.stage == Stage.APPLYING.value:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        sync(ctx, request, progress)
+    with ctx.db.session() as session:
+        [run] = session.execute(select(Run).order_by(Run.id.desc()).limit(1)).scalars()
+    assert lease_expired(ctx, run.binding_id)
+
+    resumed = sync(ctx, request)
+
+    assert (resumed.id, resumed.status) == (run.id, "completed")
+    assert synced_refs(target) == synced_refs(source)
+
+
+def lock_ref(repo: Path, ref: str, age: float) -> Path:
+    """A ``<ref>.lock`` as a killed ``receive-pack`` leaves it, ``age`` seconds old."""
+    lock = repo / f"{ref}.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text("0" * 40 + "\n")
+    stamp = datetime.now(UTC).timestamp() - age
+    os.utime(lock, (stamp, stamp))
+    return lock
+
+
+def test_a_ref_lock_left_by_a_killed_push_is_removed_and_reported(pair, ctx):
+    """Issue 9 #4: a worker killed while ``receive-pack`` held ref locks left
+    ``refs/…/*.lock`` behind and every later push of those refs failed. A lock older
+    than the lease TTL, found by the lease holder, is stale: removed and reported."""
+    source, target, request = pair
+    commit_on(source, "refs/heads/branch-00001", "after the crash")
+    lock = lock_ref(target, "refs/heads/branch-00001", age=ctx.settings.lease_ttl + 60)
+
+    run = sync(ctx, request)
+
+    assert run.status == "completed", run.report["problems"]
+    assert not lock.exists()
+    assert synced_refs(target) == synced_refs(source)
+    assert run.report["io"]["git"]["stale_locks_removed"] == 1
+    with ctx.db.session() as session:
+        [event] = session.execute(
+            select(RunEvent).where(
+                RunEvent.run_id == run.id, RunEvent.type == "stale_locks_removed"
+            )
+        ).scalars()
+    assert "refs/heads/branch-00001.lock" in event.message
+
+
+def test_a_fresh_ref_lock_is_left_to_its_writer(pair, ctx):
+    """A lock younger than the lease TTL may belong to a live push: never removed."""
+    source, target, request = pair
+    commit_on(source, "refs/heads/branch-00002", "while someone pushes")
+    lock = lock_ref(target, "refs/heads/branch-00002", age=1)
+
+    run = sync(ctx, request)
+
+    assert lock.exists()
+    assert run.status != "completed"
+    assert refs(target)["refs/heads/branch-00002"] != refs(source)["refs/heads/branch-00002"]
+    lock.unlink()
+    assert sync(ctx, request).status == "completed"
     assert synced_refs(target) == synced_refs(source)

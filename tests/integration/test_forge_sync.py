@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -18,7 +19,7 @@ from reposync.providers.local import LocalProvider
 from reposync.service.context import ServiceContext
 from reposync.service.embedded import SyncRequest, sync
 from reposync.sync.vocabulary import ObjectType
-from tests.gitrepo import generate, init_bare, refs
+from tests.gitrepo import commit_on, delete_refs, generate, init_bare, refs, set_ref
 
 WHEN = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 FORGE_TYPES = [t for t in ObjectType if t is not ObjectType.GIT_REF]
@@ -299,3 +300,71 @@ def test_several_linked_objects_gone_from_the_source_are_deleted_in_one_checkpoi
     with forge(target) as f:
         bodies = sorted(c.payload["body"] for c in f.list(ObjectType.ISSUE_COMMENT))
     assert bodies == sorted(f"comment {n}" for n in range(1, 13) if n not in (2, 10))
+
+
+def fork_pull_request(path: Path) -> str:
+    """An open pull request whose head is a fork's branch: its commit is here, no branch."""
+    set_ref(path, "refs/heads/fork-tip", refs(path)["refs/heads/main"])
+    head = commit_on(path, "refs/heads/fork-tip", "a fork's work")
+    delete_refs(path, ["refs/heads/fork-tip"])
+    with forge(path) as f:
+        f.create_pull_request(
+            "From a fork",
+            author="eve",
+            base_ref="main",
+            base_sha=refs(path)["refs/heads/main"],
+            head_ref="eve:feature",
+            head_sha=head,
+        )
+    return head
+
+
+SHADOW = "refs/heads/reposync/pr/1/head"
+
+
+def test_a_shadow_branch_missing_on_a_local_standby_is_found_and_pushed_again(ctx, pair):
+    """Issue 9 #5: a local standby derived shadow branches from its own pull request
+    rows, so read-back and audits saw shadows that Git did not have. A standby's refs
+    are what its Git holds."""
+    source, target, request = pair
+    head = fork_pull_request(source)
+    assert sync(ctx, request).status == "completed"
+    assert refs(target)[SHADOW] == head
+    delete_refs(target, [SHADOW])  # lost on the standby (a failed push, a human)
+
+    audit = sync(ctx, SyncRequest(request.source, request.target, full_audit=True))
+
+    assert audit.status == "completed", audit.report["problems"]
+    assert audit.counters["created"] == 1
+    assert refs(target)[SHADOW] == head
+
+
+def test_a_shadow_branch_that_did_not_arrive_is_not_counted_created(ctx, pair):
+    """Read-back of a shadow branch on a local standby checks Git, not PR rows: once
+    the pull request reached the standby, a shadow push that failed again read back
+    as created (from the PR row) and was never retried."""
+    source, target, request = pair
+    assert sync(ctx, request).status == "completed"
+    head = fork_pull_request(source)
+    hook = target / "hooks" / "pre-receive"
+    hook.write_text('#!/bin/sh\ngrep -q "refs/heads/reposync/pr/" && exit 1\nexit 0\n')
+    hook.chmod(0o755)
+    sync(ctx, request)  # the shadow is refused; the pull request reaches the standby
+    # As when receive-pack took the pack but could not lock the ref: the commit is
+    # there, the branch is not.
+    subprocess.run(
+        ["git", "-C", str(target), "fetch", "-q", str(source), f"{head}:refs/tmp/x"], check=True
+    )
+    delete_refs(target, ["refs/tmp/x"])
+
+    again = sync(ctx, request)
+
+    assert SHADOW not in refs(target)
+    with ctx.db.session() as session:
+        [shadow] = session.execute(
+            select(RunItem).where(RunItem.run_id == again.id, RunItem.target_identity == SHADOW)
+        ).scalars()
+    assert shadow.state == "failed", (shadow.state, shadow.error_code)
+    hook.unlink()
+    assert sync(ctx, request).status == "completed"
+    assert refs(target)[SHADOW] == head

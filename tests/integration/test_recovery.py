@@ -5,17 +5,21 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import select, update
 
-from reposync.errors import ProviderUnavailable
-from reposync.models import Binding, Run
+from reposync.errors import PermissionDenied, ProviderUnavailable
+from reposync.models import Binding, Run, RunEvent
 from reposync.service.context import ServiceContext, Step
 from reposync.service.embedded import SyncRequest, bind
 from reposync.service.pipeline import execute_step
-from reposync.service.recovery import stalled_runs
+from reposync.service.recovery import redispatch_stalled, stalled_runs
 from reposync.service.runs import create_run
 from reposync.sync.vocabulary import Stage
 from tests.gitrepo import generate
+
+
+class WorkerDied(BaseException):
+    """What a SIGKILL looks like to the code after it: nothing runs."""
 
 
 @pytest.fixture
@@ -53,12 +57,12 @@ def test_a_stage_that_never_progresses_is_given_up(ctx, binding_id):
     def broken_open(spec):
         nonlocal calls
         calls += 1
-        raise RuntimeError("provider crashed the worker")  # not a reposync error: a bug
+        raise WorkerDied  # no handler runs: as if the worker were SIGKILLed here
 
     broken = ServiceContext(settings=ctx.settings, db=ctx.db, open_provider=broken_open)
     run = create_run(broken, binding_id)
     for _ in range(ctx.settings.max_stage_attempts):
-        with pytest.raises(RuntimeError):
+        with pytest.raises(WorkerDied):
             execute_step(broken, Step(run.id, None, None))
         expire_lease(ctx)  # the worker "died"; the lease runs out
     assert execute_step(broken, Step(run.id, None, None)) is None
@@ -73,22 +77,78 @@ def test_a_stage_that_never_progresses_is_given_up(ctx, binding_id):
 
 
 def test_a_provider_error_finishes_the_run_with_a_report(ctx, binding_id):
-    """Errors of the tree end the Run at once, blocked or failed, with a problem entry."""
+    """Errors retrying cannot help end the Run at once, with a problem entry."""
+
+    def revoked(spec):
+        raise PermissionDenied("the token was revoked")
+
+    down = ServiceContext(settings=ctx.settings, db=ctx.db, open_provider=revoked)
+    run = create_run(down, binding_id)
+    assert execute_step(down, Step(run.id, Stage.CHECKING_ACCESS, None)) is None
+    with ctx.db.session() as session:
+        done = session.get(Run, run.id)
+        assert done is not None
+    assert done.status == "blocked"
+    assert done.stage == "checking_access"  # where it stopped
+    problem = done.report["problems"][0]
+    assert problem["error_code"] == "permission_denied"
+    assert problem["retryable"] is False
+
+
+def test_a_retryable_error_queues_the_stage_again_with_a_growing_backoff(ctx, binding_id):
+    """A forge that is briefly away: the Run waits (queued, Binding free), then the
+    stage is tried again, each wait twice the last; the last attempt fails the Run."""
 
     def unavailable(spec):
         raise ProviderUnavailable("the forge is down for maintenance")
 
     down = ServiceContext(settings=ctx.settings, db=ctx.db, open_provider=unavailable)
     run = create_run(down, binding_id)
-    assert execute_step(down, Step(run.id, Stage.CHECKING_ACCESS, None)) is None
+    waits = []
+    for _ in range(ctx.settings.max_stage_attempts - 1):
+        before = datetime.now(UTC)
+        assert execute_step(down, Step(run.id, None, None)) is None
+        with ctx.db.session() as session:
+            queued = session.get(Run, run.id)
+            assert queued is not None
+            binding = session.get(Binding, binding_id)
+            assert binding is not None
+        assert (queued.status, queued.stage) == ("queued", "checking_access")
+        assert binding.lease_run_id is None
+        waits.append((queued.retry_at.replace(tzinfo=UTC) - before).total_seconds())
+    backoff = ctx.settings.retry_backoff
+    assert [round(w / backoff) for w in waits] == [1, 2, 4, 8][: len(waits)]
+    assert execute_step(down, Step(run.id, None, None)) is None
     with ctx.db.session() as session:
         done = session.get(Run, run.id)
         assert done is not None
-    assert done.status == "failed"
-    assert done.stage == "checking_access"  # where it stopped
-    problem = done.report["problems"][0]
-    assert problem["error_code"] == "provider_unavailable"
-    assert problem["retryable"] is True
+    assert (done.status, done.error_code) == ("failed", "provider_unavailable")
+    assert "gave up after" in done.error_message
+
+
+def test_a_stalled_run_says_so_in_its_events_naming_the_worker(ctx, binding_id):
+    """Issue 9 #7: a Run whose worker died looked alive with no event. The re-dispatch
+    and the takeover are events, naming whose lease expired and who took over."""
+    run = create_run(ctx, binding_id)
+    step = execute_step(ctx, Step(run.id, Stage.CHECKING_ACCESS, None), owner="w1@host/41/t1")
+    assert step is not None  # ... and the worker holding the lease dies here
+    expire_lease(ctx)
+    assert redispatch_stalled(ctx) == 1
+    assert redispatch_stalled(ctx) == 1  # the next tick, nobody claimed it yet
+    execute_step(ctx, Step(run.id, None, None), owner="w2@host/42/t2")
+    with ctx.db.session() as session:
+        events = list(
+            session.execute(
+                select(RunEvent).where(RunEvent.run_id == run.id).order_by(RunEvent.seq)
+            ).scalars()
+        )
+    redispatched = [e for e in events if e.type == "redispatched"]
+    assert len(redispatched) == 1  # once per stall, not once per tick
+    assert "w1@host/41/t1" in redispatched[0].message
+    assert "expired" in redispatched[0].message
+    [reclaimed] = [e for e in events if e.type == "lease_reclaimed"]
+    assert "w2@host/42/t2 took over from w1@host/41/t1" in reclaimed.message
+    assert events.index(redispatched[0]) < events.index(reclaimed)
 
 
 def test_a_half_written_plan_is_discarded_and_planned_again(ctx, binding_id):

@@ -44,6 +44,8 @@ from reposync.sync.canonical import (
     IndexEntry,
     git_ref,
     is_supported_ref,
+    printable_ref_name,
+    ref_name_problem,
     ref_namespace,
     shadow_refs,
 )
@@ -158,7 +160,7 @@ class GitHubProvider(Provider):
             if object_type is ObjectType.GIT_REF:
                 if ObjectType.PULL_REQUEST in types:  # listed anyway: shadows reuse it
                     self._inventory.pulls()
-                refs = self._git_refs(self._inventory, listing.unsupported)
+                refs = self._git_refs(self._inventory, listing)
                 yield from (git_ref(name, refs[name]).index_entry() for name in sorted(refs))
                 continue
             if object_type is ObjectType.REACTION:
@@ -174,7 +176,8 @@ class GitHubProvider(Provider):
     ) -> dict[str, CanonicalObject | None]:
         self.stats.object_reads += len(identities)
         if object_type is ObjectType.GIT_REF:
-            refs = self._git_refs(Inventory(self.client, self._repo), {})  # fresh: a re-read
+            # A fresh listing: this is a re-read.
+            refs = self._git_refs(Inventory(self.client, self._repo), InventoryListing([]))
             return {i: git_ref(i, refs[i]) if i in refs else None for i in identities}
         return read_many(self.client, self._repo, object_type, identities)
 
@@ -246,23 +249,28 @@ class GitHubProvider(Provider):
 
     # -- git ----------------------------------------------------------------------------
 
-    def _git_refs(self, inventory: Inventory, unsupported: dict[str, int]) -> dict[str, str]:
+    def _git_refs(self, inventory: Inventory, listing: InventoryListing) -> dict[str, str]:
         """Branches and tags, plus shadow branches of open fork pull requests.
 
         A shadow's commit is what GitHub keeps in ``refs/pull/N/head`` (which a mirror
-        fetches); refs outside branches and tags are counted in ``unsupported``.
+        fetches); refs outside branches and tags are counted in ``listing.unsupported``,
+        names reposync cannot sync in ``listing.rejected``.
         """
         supported: dict[str, str] = {}
         pull_heads: set[str] = set()
         for name, oid in self._remote_refs():
+            problem = ref_name_problem(name)
+            if problem is not None:
+                listing.reject(problem, printable_ref_name(name))
+                continue
             if is_supported_ref(name):
                 supported[name] = oid
                 continue
             namespace = ref_namespace(name)
-            unsupported[namespace] = unsupported.get(namespace, 0) + 1
+            listing.unsupported[namespace] = listing.unsupported.get(namespace, 0) + 1
             if _PULL_HEAD.fullmatch(name):
                 pull_heads.add(oid)
-        if pull_heads:  # no pull request ever: no listing
+        if pull_heads and self.derive_shadows:  # no pull request ever: no listing
             supported.update(
                 shadow_refs(inventory.open_pull_heads(), supported, pull_heads.__contains__)
             )

@@ -25,6 +25,7 @@ from reposync.errors import (
     RepositoryMismatch,
     RepositoryNotFound,
 )
+from reposync.git.locks import remove_stale_locks
 from reposync.providers.base import (
     ApplyResult,
     EndpointInfo,
@@ -43,6 +44,8 @@ from reposync.sync.canonical import (
     git_ref_hash,
     is_shadow_ref,
     is_supported_ref,
+    printable_ref_name,
+    ref_name_problem,
     ref_namespace,
     ref_object_key,
     shadow_refs,
@@ -58,13 +61,17 @@ class LocalProvider(Provider):
     #: Markers are looked up in the store itself: "not found" proves "never written".
     markers_exhaustive = True
 
-    def __init__(self, repo: pygit2.Repository, locator: str) -> None:
+    def __init__(
+        self, repo: pygit2.Repository, locator: str, *, busy_timeout: float = 10.0
+    ) -> None:
         super().__init__()
         self._repo = repo
         self._locator = locator
         self._git_dir = str(Path(repo.path).resolve())
         self._repository_id = _ensure_repository_id(repo)
-        self._forge = LocalForge(self._git_dir, standby_of=self.standby_of)
+        self._forge = LocalForge(
+            self._git_dir, busy_timeout=busy_timeout, standby_of=self.standby_of
+        )
         self._closed = False
 
     # -- locators ---------------------------------------------------------------------
@@ -105,7 +112,8 @@ class LocalProvider(Provider):
             repo = pygit2.Repository(git_dir)
         except pygit2.GitError as exc:
             raise NotARepository(f"{spec.locator} is not a readable Git repository: {exc}") from exc
-        provider = cls(repo, spec.locator)
+        busy_timeout = env.settings.local_busy_timeout if env is not None else 10.0
+        provider = cls(repo, spec.locator, busy_timeout=busy_timeout)
         if spec.repository_id is not None and spec.repository_id != provider._repository_id:
             raise RepositoryMismatch(
                 f"{spec.locator} holds repository {provider._repository_id}, but this Binding "
@@ -159,11 +167,14 @@ class LocalProvider(Provider):
     def _ref_entries(self, listing: InventoryListing) -> list[IndexEntry]:
         supported: dict[str, str] = {}
         for name, object_id in self._refs():
-            if not is_supported_ref(name):
+            problem = ref_name_problem(name)
+            if problem is not None:
+                listing.reject(problem, printable_ref_name(name))
+            elif not is_supported_ref(name):
                 namespace = ref_namespace(name)
                 listing.unsupported[namespace] = listing.unsupported.get(namespace, 0) + 1
-                continue
-            supported[name] = object_id
+            else:
+                supported[name] = object_id
         supported.update(self._shadows(supported))
         entries = [
             IndexEntry(ObjectType.GIT_REF, name, ref_object_key(name), name, oid, git_ref_hash(oid))
@@ -173,7 +184,14 @@ class LocalProvider(Provider):
         return entries
 
     def _shadows(self, refs: dict[str, str]) -> dict[str, str]:
-        """Shadow branches of open pull requests whose head is no branch here (a fork's)."""
+        """Shadow branches of open pull requests whose head is no branch here (a fork's).
+
+        Not on a Binding's standby (``derive_shadows`` off): its pull request rows are
+        copies, and its shadow branches are real branches the sync pushed; deriving them
+        from the rows would read back a shadow whose push failed as present.
+        """
+        if not self.derive_shadows:
+            return {}
         return shadow_refs(self._forge.open_pull_heads(), refs, self._has_commit)
 
     def _has_commit(self, sha: str) -> bool:
@@ -189,14 +207,23 @@ class LocalProvider(Provider):
         """
         found: dict[str, str | None] = {}
         for identity in identities:
-            ref = self._repo.references.get(identity)
-            found[identity] = None if ref is None else str(ref.resolve().target)
+            found[identity] = self._ref_target(identity)
         if any(target is None and is_shadow_ref(name) for name, target in found.items()):
             shadows = self._shadows({n: o for n, o in self._refs() if is_supported_ref(n)})
             for name, target in found.items():
                 if target is None:
                     found[name] = shadows.get(name)
         return found
+
+    def _ref_target(self, name: str) -> str | None:
+        """A ref's object id; ``None`` when missing, or a name reposync never syncs."""
+        if ref_name_problem(name) is not None:
+            return None
+        try:
+            ref = self._repo.references.get(name)
+            return None if ref is None else str(ref.resolve().target)
+        except (ValueError, pygit2.GitError):  # a broken ref file: not there for us
+            return None
 
     def read(self, object_type: ObjectType, identity: str) -> CanonicalObject | None:
         return self.read_batch(object_type, [identity])[identity]
@@ -282,6 +309,10 @@ class LocalProvider(Provider):
 
     def visibility(self) -> str:
         return "private"
+
+    def remove_stale_locks(self, older_than: float) -> list[str]:
+        """Ref locks a killed ``receive-pack`` left in this repository (``LockRecoverer``)."""
+        return remove_stale_locks(Path(self._git_dir), older_than)
 
     def git_remote(self, *, write: bool) -> GitRemote:
         return GitRemote(url=self._git_dir, objects_dir=str(Path(self._git_dir) / "objects"))

@@ -48,6 +48,7 @@ class RunSchema(RunSummarySchema):
 
     planning_counters = fields.Dict()
     unsupported = fields.Dict()
+    rejected = fields.Dict()
     io = fields.Dict()
     report = fields.Dict()
     source_digest = fields.String(allow_none=True)
