@@ -5,18 +5,26 @@ exactly as ``git push --mirror`` would. Every update and delete carries
 ``--force-with-lease`` with the value the plan expects on the target, so a push is a
 compare-and-swap on the remote: a stale worker, or a human who moved a branch on the
 standby, makes the push fail instead of overwriting anything.
+
+When the step running git is interrupted, or (inside ``guarded``) its lease is lost,
+the git child is killed together with everything it started. Over the local transport
+that includes the ``receive-pack`` holding the target's ref locks, which would otherwise
+complete the push after another execution took over.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reposync.errors import GitTransportError
+from reposync.git import procfs
 
 if TYPE_CHECKING:
     from reposync.git.workspace import PushWorkspace
@@ -25,6 +33,29 @@ if TYPE_CHECKING:
 ARGV_BUDGET_BYTES = 512 * 1024
 
 ZERO_OID = "0" * 40
+
+#: Seconds between two checks of a guarded git child (see ``guarded``).
+GUARD_INTERVAL = 0.2
+
+_guard: ContextVar[Callable[[], None] | None] = ContextVar("reposync_git_guard", default=None)
+
+
+@contextmanager
+def guarded(check: Callable[[], None]) -> Iterator[None]:
+    """Run every git child started in this context under ``check`` (``Lease.check``).
+
+    ``check`` is called before the child starts and every ``GUARD_INTERVAL`` seconds
+    while it runs; when it raises, the child and all its descendants are killed and the
+    error propagates. A worker frozen mid-push notices the moment it is continued that
+    its lease ran out, and ends its ``receive-pack`` instead of letting it finish (a
+    race it can lose: ``reposync.git.locks`` is what keeps a takeover from writing
+    under the same locks).
+    """
+    token = _guard.set(check)
+    try:
+        yield
+    finally:
+        _guard.reset(token)
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +225,11 @@ def run_git(
     check: bool = True,
     input_text: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run git; on any interruption (time limit, signal) kill it rather than orphan it."""
+    """Run git; on any interruption (time limit, signal, a ``guarded`` check) kill it
+    and every process it started rather than orphan them."""
+    guard = _guard.get()
+    if guard is not None:
+        guard()
     proc = subprocess.Popen(
         list(argv),
         stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
@@ -206,15 +241,33 @@ def run_git(
         env=git_env(env),
     )
     try:
-        stdout, stderr = proc.communicate(input_text)
+        stdout, stderr = _communicate(proc, input_text, guard)
     except BaseException:
-        proc.kill()
+        if proc.returncode is None:  # not reaped yet, so its pid is still its own
+            procfs.kill_tree(proc.pid)
         proc.wait()
         raise
     result = subprocess.CompletedProcess(list(argv), proc.returncode, stdout, stderr)
     if check and result.returncode != 0:
         raise GitTransportError(f"{' '.join(argv[:4])} failed: {last_line(stderr)}")
     return result
+
+
+def _communicate(
+    proc: subprocess.Popen[str], input_text: str | None, guard: Callable[[], None] | None
+) -> tuple[str, str]:
+    """``proc.communicate``, calling ``guard`` every ``GUARD_INTERVAL`` seconds."""
+    while True:
+        try:
+            stdout, stderr = proc.communicate(
+                input_text, timeout=None if guard is None else GUARD_INTERVAL
+            )
+        except subprocess.TimeoutExpired:  # nothing is lost: communicate() resumes
+            assert guard is not None
+            guard()
+            input_text = None  # the input is already Popen's to send (it refuses it twice)
+            continue
+        return stdout, stderr
 
 
 def last_line(text: str) -> str:

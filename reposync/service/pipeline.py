@@ -18,6 +18,7 @@ from reposync.errors import (
     RateLimited,
     ReposyncError,
 )
+from reposync.git.transport import guarded
 from reposync.service import access, applying, finalizing, inventory, planning, verifying
 from reposync.service.bindings import get_binding
 from reposync.service.context import ServiceContext, Step
@@ -77,7 +78,8 @@ def execute_step(ctx: ServiceContext, step: Step, *, owner: str | None = None) -
                 ),
             )
             return None
-        with Heartbeat(ctx.db, lease, ctx.settings.heartbeat_interval):
+        # A git child of this stage dies as soon as the lease is lost (``guarded``).
+        with Heartbeat(ctx.db, lease, ctx.settings.heartbeat_interval), guarded(lease.check):
             try:
                 next_stage = HANDLERS[Stage(run.stage)](ex)
             except LeaseLost:

@@ -311,7 +311,8 @@ class LocalProvider(Provider):
         return "private"
 
     def remove_stale_locks(self, older_than: float) -> list[str]:
-        """Ref locks a killed ``receive-pack`` left in this repository (``LockRecoverer``)."""
+        """Ref locks a killed ``receive-pack`` left in this repository (``LockRecoverer``);
+        a retryable ``GitTransportError`` while a live process may still commit them."""
         return remove_stale_locks(Path(self._git_dir), older_than)
 
     def git_remote(self, *, write: bool) -> GitRemote:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
-from reposync.errors import GitTransportError
-from reposync.git.transport import RefUpdate, _groups, parse_porcelain
+from reposync.errors import GitTransportError, LeaseLost
+from reposync.git import procfs
+from reposync.git.transport import RefUpdate, _groups, guarded, parse_porcelain, run_git
 from reposync.git.transport import push as push_from
 from reposync.git.workspace import PushWorkspace
 from tests.gitrepo import commit_on, generate, init_bare, refs
@@ -123,3 +125,72 @@ def test_parse_porcelain():
         "refs/heads/a": (True, "[new branch]"),
         "refs/heads/b": (False, "[rejected] (stale info)"),
     }
+
+
+def alive(pid: int) -> bool:
+    """Running or stopped; a zombie (killed, not reaped yet) is not alive."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in "ZX"
+
+
+def lease_lost_once(ready):
+    """A guard that raises, as ``Lease.check`` does, once ``ready()`` holds."""
+
+    def check() -> None:
+        if ready():
+            raise LeaseLost("lease generation 1 of binding 1 lost")
+
+    return check
+
+
+@pytest.mark.skipif(not procfs.available(), reason="needs Linux /proc")
+def test_a_guarded_git_dies_with_every_process_it_started(tmp_path):
+    """When the guard raises, the child and its descendants are killed (a grandchild
+    would otherwise be re-parented to init and live on)."""
+    marker = tmp_path / "grandchild"
+    argv = ["sh", "-c", f'sleep 60 & echo $! > "{marker}"; wait']
+    with pytest.raises(LeaseLost), guarded(lease_lost_once(marker.exists)):
+        run_git(argv)
+    grandchild = int(marker.read_text())
+    deadline = time.monotonic() + 5
+    while alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not alive(grandchild)
+
+
+def test_a_lost_guard_starts_no_git(tmp_path):
+    with pytest.raises(LeaseLost), guarded(lease_lost_once(lambda: True)):
+        run_git(["git", "init", "-q", "--bare", str(tmp_path / "never.git")])
+    assert not (tmp_path / "never.git").exists()
+
+
+@pytest.mark.skipif(not procfs.available(), reason="needs Linux /proc")
+def test_a_push_whose_lease_is_lost_mid_transaction_never_completes(pair, tmp_path):
+    """The chaos finding's other half: over the local transport ``git push`` runs a
+    ``receive-pack`` that holds the target's ref locks; killing ``git push`` alone let
+    it commit the refs after the lease was gone. The guard kills the whole tree."""
+    source, target = pair
+    holding = tmp_path / "receive-pack-holds-the-locks"
+    hook = target / "hooks" / "reference-transaction"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = prepared ]; then\n'
+        f'  cat >/dev/null; echo $PPID > "{holding}"; sleep 1\n'
+        "else\n"
+        "  cat >/dev/null\n"
+        "fi\n"
+    )
+    hook.chmod(0o755)
+    updates = [RefUpdate(name, oid, None) for name, oid in refs(source).items()]
+    with pytest.raises(LeaseLost), guarded(lease_lost_once(holding.exists)):
+        push(str(source), str(target), updates)
+    receive_pack = int(holding.read_text())
+    time.sleep(1.5)  # the hook would be done by now, and its transaction committed
+    assert not alive(receive_pack)
+    assert refs(target) == {}
+    # What it leaves are locks whose writer is gone: ``remove_stale_locks``' business.
+    assert list((target / "refs").rglob("*.lock"))
