@@ -291,11 +291,17 @@ class TargetRef:
     ``identity`` comes from the ObjectLinks; when the referenced object is created in
     the same batch it is still ``None`` and the provider resolves ``marker`` (the
     referenced object's source identity) against what it has created.
+
+    ``gone`` says the source no longer has the referenced object at all (a reply whose
+    comment was deleted, as forges allow): a provider keeps such a reference naming
+    nothing, the way the source shows it, instead of waiting for an object that will
+    never arrive.
     """
 
     object_type: ObjectType
     identity: str | None
     marker: str
+    gone: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,7 @@ from reposync.service.mapping import (
     target_type,
 )
 from reposync.sync.canonical import CanonicalObject, IndexEntry
+from reposync.sync.planner import Reason
 from reposync.sync.vocabulary import Action, ItemState, ObjectType, Representation
 
 
@@ -57,6 +58,12 @@ class ApplyItem:
     intent: dict[str, Any] = field(default_factory=dict)
     attempt_count: int = 0
     verify_hash: str | None = None
+
+    @property
+    def source_gone(self) -> bool:
+        """Planned because the source object is gone: a delete, or a no-op where the
+        target has nothing left either. Its link is dropped when it settles."""
+        return self.action is Action.DELETE or self.reason == Reason.ALREADY_DELETED
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,9 +137,9 @@ class GitRefApplier:
         for item in items:
             now = current.get(item.source_identity or "")
             now_revision = now.revision if now is not None else None
-            if item.action is Action.DELETE and now is not None:
+            if item.source_gone and now is not None:
                 settled.append(_superseded(item, "reappeared on the source"))
-            elif item.action is not Action.DELETE and now_revision != item.source_revision:
+            elif not item.source_gone and now_revision != item.source_revision:
                 settled.append(_superseded(item, f"moved on the source to {now_revision}"))
             elif item.action is Action.NOOP:
                 settled.append(
@@ -268,7 +275,7 @@ class ObjectApplier:
         settled: list[ItemOutcome] = []
         for item in items:
             obj = self._sources.get(item.source_identity or "")
-            if item.action is Action.DELETE:
+            if item.source_gone:
                 if obj is not None:
                     settled.append(_superseded(item, "reappeared on the source"))
                     continue

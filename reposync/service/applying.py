@@ -383,7 +383,7 @@ def _write_outcome_links(
         item = outcome.item
         key = (item.object_type.value, item.source_identity or "")
         if outcome.state is ItemState.COMPLETED:
-            if item.action is Action.DELETE:
+            if item.source_gone:
                 dropped.append(key)
             else:
                 verified.append(

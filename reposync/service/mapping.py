@@ -27,6 +27,10 @@ TARGET_TYPES: dict[ObjectType, ObjectType] = {
 }
 
 
+#: References a forge keeps after their object is deleted (a reply to a deleted comment).
+DANGLING_REFS = frozenset({"in_reply_to"})
+
+
 def target_type(object_type: ObjectType) -> ObjectType:
     return TARGET_TYPES.get(object_type, object_type)
 
@@ -49,9 +53,12 @@ class MappingContext:
     source_display: str = ""
     targets: dict[tuple[ObjectType, str], str] = field(default_factory=dict)
     numbers: dict[int, int] = field(default_factory=dict)
+    #: Referenced objects the source no longer has (only references that may dangle).
+    gone: set[tuple[ObjectType, str]] = field(default_factory=set)
 
     @classmethod
     def load(cls, ex: StageExecution, objects: Iterable[CanonicalObject]) -> MappingContext:
+        objects = list(objects)
         wanted: dict[str, set[str]] = {}
         for obj in objects:
             for ref in obj.refs.values():
@@ -80,6 +87,7 @@ class MappingContext:
                     for source_id, target_id in rows:
                         context.targets[(ObjectType(otype), source_id)] = target_id
         context.numbers = number_map(ex)
+        context.gone = _gone_references(ex, objects, context.targets)
         return context
 
     def ref(self, ref: ObjectRef) -> TargetRef:
@@ -87,7 +95,31 @@ class MappingContext:
             object_type=target_type(ref.object_type),
             identity=self.targets.get((ref.object_type, ref.identity)),
             marker=marker(self.source_repository_id, ref.object_type, ref.identity),
+            gone=(ref.object_type, ref.identity) in self.gone,
         )
+
+
+def _gone_references(
+    ex: StageExecution,
+    objects: Iterable[CanonicalObject],
+    linked: Mapping[tuple[ObjectType, str], str],
+) -> set[tuple[ObjectType, str]]:
+    """Unlinked references that may dangle, whose object the source no longer has.
+
+    A reply keeps answering a deleted comment on a forge; with no link (never synced, or
+    deleted on the target earlier in this Run) its reference would wait forever for an
+    object that will not come. Only these few are read back from the source.
+    """
+    unlinked: dict[ObjectType, set[str]] = {}
+    for obj in objects:
+        for name, ref in obj.refs.items():
+            if name in DANGLING_REFS and (ref.object_type, ref.identity) not in linked:
+                unlinked.setdefault(ref.object_type, set()).add(ref.identity)
+    gone: set[tuple[ObjectType, str]] = set()
+    for object_type, identities in unlinked.items():
+        found = ex.source().read_batch(object_type, sorted(identities))
+        gone.update((object_type, i) for i in identities if found.get(i) is None)
+    return gone
 
 
 def number_map(ex: StageExecution) -> dict[int, int]:

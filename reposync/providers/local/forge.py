@@ -106,6 +106,9 @@ GLOBAL_SCOPES: dict[ObjectType, str] = {
 PARENT_SCOPED: frozenset[ObjectType] = frozenset(
     {ObjectType.RELEASE_ASSET, ObjectType.REVIEW_REQUEST, ObjectType.REACTION}
 )
+#: What a reply answers when its comment was deleted before it was ever synced; never an
+#: identity, since identities here are integers.
+GONE_COMMENT = "deleted"
 
 #: The field holding the creation time, filled with "now" by the Python API when omitted.
 TIME_FIELDS: dict[ObjectType, str] = {
@@ -916,13 +919,18 @@ class LocalForge:
             raise _Refused("invalid", "a create needs a payload")
         parent: _Parent | None = None
         in_reply_to: str | None = None
+        reply_gone = False
         for name, ref in write.refs.items():
             if name == "parent":
                 parent = self._resolve(conn, name, ref, batch)
             elif name == "in_reply_to":
                 if ref.object_type is not ObjectType.REVIEW_COMMENT:
                     raise _Refused("invalid", f"in_reply_to must be a review comment: {ref}")
-                in_reply_to = self._resolve(conn, name, ref, batch).id
+                if ref.gone:  # answers a deleted comment, as on the source
+                    in_reply_to = ref.identity or GONE_COMMENT
+                    reply_gone = True
+                else:
+                    in_reply_to = self._resolve(conn, name, ref, batch).id
             else:
                 raise _Refused("invalid", f"{object_type} has no reference {name!r}")
         identity = self._create(
@@ -933,6 +941,7 @@ class LocalForge:
             number=write.number,
             parent=parent,
             in_reply_to=in_reply_to,
+            reply_gone=reply_gone,
             marker=write.marker or None,
             expect=write.payload,
             expect_hash=write.payload_hash,
@@ -1067,6 +1076,7 @@ class LocalForge:
         expect: Mapping[str, Any] | None,
         content: Callable[[], BinaryIO] | None = None,
         expect_hash: str | None = None,
+        reply_gone: bool = False,
     ) -> str:
         """Validate, allocate and insert one object; returns its identity.
 
@@ -1079,7 +1089,7 @@ class LocalForge:
             raise _Refused("invalid", f"a {object_type} needs a parent reference")
         if parent is not None and object_type not in PARENT_TYPES:
             raise _Refused("invalid", f"a {object_type} has no parent")
-        if in_reply_to is not None:
+        if in_reply_to is not None and not reply_gone:
             replied = self._row(conn, ObjectType.REVIEW_COMMENT, in_reply_to)
             if replied is None:
                 raise _Refused("dependency_missing", f"review comment {in_reply_to} does not exist")
