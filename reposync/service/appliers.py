@@ -37,6 +37,7 @@ from reposync.service.mapping import (
     target_type,
 )
 from reposync.sync.canonical import CanonicalObject, IndexEntry
+from reposync.sync.key_moves import AFTER_TEMPORARY, TEMPORARY
 from reposync.sync.planner import Reason
 from reposync.sync.vocabulary import Action, ItemState, ObjectType, Representation
 
@@ -64,6 +65,12 @@ class ApplyItem:
         """Planned because the source object is gone: a delete, or a no-op where the
         target has nothing left either. Its link is dropped when it settles."""
         return self.action is Action.DELETE or self.reason == Reason.ALREADY_DELETED
+
+    @property
+    def temporary_key(self) -> bool:
+        """A rename's first step: the object steps aside so another can take its key.
+        Its link is left unreliable until the rename's second step verifies it."""
+        return bool(self.intent.get(TEMPORARY))
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,6 +325,10 @@ class ObjectApplier:
             if item.object_type is ObjectType.RELEASE_ASSET and isinstance(source, AssetSource):
                 identity = item.source_identity or ""
                 content = lambda identity=identity: source.open_asset(identity)  # noqa: E731
+            expected = item.expected_target_hash
+            if item.intent.get(AFTER_TEMPORARY) and obj is not None:
+                # The target holds what this item's temporary key step wrote.
+                expected = expected_target_hash(obj, self._context.numbers, temporary=True)
             write, verify_hash = build_write(
                 item.id,
                 item.action,
@@ -325,9 +336,10 @@ class ObjectApplier:
                 object_type=item.object_type,
                 source_identity=item.source_identity or "",
                 target_identity=item.target_identity,
-                expected_hash=item.expected_target_hash,
+                expected_hash=expected,
                 context=self._context,
                 content=content,
+                temporary=item.temporary_key,
             )
             writes.append(write)
             self._writes[item.id] = write
@@ -429,7 +441,7 @@ class ObjectApplier:
         source = self._sources.get(item.source_identity or "")
         if source is None or self._context is None:
             return None
-        return expected_target_hash(source, self._context.numbers)
+        return expected_target_hash(source, self._context.numbers, temporary=item.temporary_key)
 
 
 def applier_for(object_type: ObjectType) -> Applier:

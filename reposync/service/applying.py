@@ -385,6 +385,8 @@ def _write_outcome_links(
         if outcome.state is ItemState.COMPLETED:
             if item.source_gone:
                 dropped.append(key)
+            elif item.temporary_key:  # the target holds a stand-in until the rename lands
+                unreliable.append(key)
             else:
                 verified.append(
                     VerifiedPair(

@@ -18,6 +18,7 @@ from reposync.models import ObjectLink
 from reposync.providers.base import TargetRef, TargetWrite
 from reposync.service.execution import StageExecution
 from reposync.sync.canonical import CanonicalObject, ObjectRef, content_hash
+from reposync.sync.key_moves import temporary_payload
 from reposync.sync.objects import project_review_request, rewrite_issue_references
 from reposync.sync.vocabulary import Action, ObjectType, Representation, Side
 
@@ -156,8 +157,14 @@ def _shown_as_is(obj: CanonicalObject, payload: Mapping[str, Any]) -> bool:
     return obj.object_type is not ObjectType.REVIEW_REQUEST and payload == obj.payload
 
 
-def expected_target_hash(obj: CanonicalObject, numbers: Mapping[int, int]) -> str:
+def expected_target_hash(
+    obj: CanonicalObject, numbers: Mapping[int, int], *, temporary: bool = False
+) -> str:
+    """What the target reads back once ``obj`` is written (or stepped aside, for a
+    temporary key step)."""
     payload = target_payload(obj, numbers)
+    if temporary:
+        return content_hash(temporary_payload(obj.object_type, payload))
     return obj.content_hash if _shown_as_is(obj, payload) else content_hash(payload)
 
 
@@ -176,12 +183,20 @@ def build_write(
     expected_hash: str | None,
     context: MappingContext,
     content: Any = None,
+    temporary: bool = False,
 ) -> tuple[TargetWrite, str | None]:
-    """The write for one item, and the hash its read-back must show."""
+    """The write for one item, and the hash its read-back must show.
+
+    ``temporary``: the object steps aside to a temporary key (see ``key_moves``).
+    """
     payload = target_payload(obj, context.numbers) if obj is not None else None
     verify_hash = None
     if payload is not None and obj is not None:
-        verify_hash = obj.content_hash if _shown_as_is(obj, payload) else content_hash(payload)
+        if temporary:
+            payload = temporary_payload(obj.object_type, payload)
+            verify_hash = content_hash(payload)
+        else:
+            verify_hash = obj.content_hash if _shown_as_is(obj, payload) else content_hash(payload)
     write = TargetWrite(
         item_id=item_id,
         action=action,

@@ -26,6 +26,7 @@ from reposync.service.inventory import load_snapshot
 from reposync.service.link_states import load_links
 from reposync.service.mapping import expected_target_hash, number_map, target_type
 from reposync.sync.batching import BatchLimits, assign_batches
+from reposync.sync.key_moves import order_key_moves
 from reposync.sync.planner import (
     Candidate,
     Observation,
@@ -83,6 +84,7 @@ def plan(ex: StageExecution) -> Stage:
             items.append(item)
     counters.unchanged = dict(unchanged)
     items.sort(key=lambda item: item.sort_key)
+    items = list(order_key_moves(items))
 
     settings = ex.ctx.settings
     refs_per_push = settings.git_batch_max_items

@@ -1,8 +1,8 @@
 """Physical batches: how planned items are cut into apply tasks.
 
-A batch never mixes dependency phases, object types or actions, and respects both an
-item budget and a byte budget, so one task's work and memory stay bounded whatever the
-repository's size.
+A batch never mixes dependency phases, object types, actions or temporary key steps, and
+respects both an item budget and a byte budget, so one task's work and memory stay bounded
+whatever the repository's size.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from reposync.sync.planner import PlannedItem
+from reposync.sync.planner import PlannedItem, Reason
 from reposync.sync.vocabulary import Action
 
 #: Actions that go through the applying stage; conflicts and reports settle at planning.
@@ -36,18 +36,25 @@ def assign_batches(
 ) -> Iterator[tuple[PlannedItem, int | None]]:
     """Yield each item with its batch number (``None`` for items that are not applied).
 
-    ``items`` must come sorted by ``PlannedItem.sort_key``; batches are then numbered in
+    ``items`` must come sorted by ``PlannedItem.sort_key`` (renames then ordered by
+    ``key_moves.order_key_moves``); batches are then numbered in
     dependency order, which is the order the applying stage runs them in.
     """
     batch_no = first_batch - 1
-    group: tuple[int, str, str] | None = None
+    group: tuple[int, str, str, bool] | None = None
     count = 0
     size = 0
     for item in items:
         if item.action not in APPLIED_ACTIONS:
             yield item, None
             continue
-        item_group = (int(item.phase), str(item.object_type), str(item.action))
+        # A temporary key step is read back before the renames that follow it.
+        item_group = (
+            int(item.phase),
+            str(item.object_type),
+            str(item.action),
+            item.reason is Reason.TEMPORARY_KEY,
+        )
         item_size = item.size + ITEM_OVERHEAD_BYTES
         if (
             item_group != group

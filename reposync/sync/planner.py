@@ -56,6 +56,7 @@ class Reason(StrEnum):
     TARGET_ONLY = "target_only"
     AUDIT = "audit"  # a trusted link read back by a full audit
     ARCHIVE_ONLY = "archive_only"  # recorded in links and reports, never written
+    TEMPORARY_KEY = "temporary_key"  # steps aside so a swapped name can be taken
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,20 +119,25 @@ class PlannedItem:
     size: int = 0
     #: Creation order within the type (numbers, timestamps); ties fall back to the key.
     order_key: str = ""
+    #: The unique key an update gives the target object, and the one it holds now (not
+    #: persisted: only ``key_moves`` orders renames by them).
+    wanted_key: str | None = field(default=None, compare=False)
+    held_key: str | None = field(default=None, compare=False)
 
     @property
-    def sort_key(self) -> tuple[int, str, int, str, str]:
+    def sort_key(self) -> tuple[int, int, str, str, str]:
         return (
             int(self.phase),
-            str(self.object_type),
             ACTION_ORDER[self.action],
+            str(self.object_type),
             self.order_key,
             self.object_key,
         )
 
 
-#: Within a phase and type, deletes run first: they free names a create may need
-#: (Git cannot hold ``refs/heads/a`` and ``refs/heads/a/b`` at once).
+#: Within a phase, every delete runs first, across types: it frees names and numbers an
+#: update or a create may need (Git cannot hold ``refs/heads/a`` and ``refs/heads/a/b``
+#: at once; a deleted pull request's number may go to a new issue).
 ACTION_ORDER = {
     Action.DELETE: 0,
     Action.UPDATE: 1,
@@ -373,6 +379,8 @@ def _item(
             if target is not None
             else ""
         ),
+        wanted_key=source.unique_key if source is not None and action is Action.UPDATE else None,
+        held_key=target.unique_key if target is not None else None,
     )
 
 

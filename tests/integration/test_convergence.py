@@ -170,3 +170,128 @@ def test_a_reply_to_a_comment_deleted_in_the_same_run_arrives(ctx, pair):
     converged(ctx, request)
 
     assert replies(target) == replies(source) == {"late answer": "gone"}
+
+
+# -- unique keys that move between objects in one Run -------------------------------------
+
+
+def rename(path: Path, object_type: ObjectType, field: str, moves: list[tuple[str, str]]) -> None:
+    """Rename objects on a forge one after another (each ``old -> new`` must be free);
+    ``old`` is the unique key, ``new`` the field's new value."""
+    with forge(path) as f:
+        for old, new in moves:
+            [identity] = [o.identity for o in f.list(object_type) if o.unique_key == old]
+            f.update(object_type, identity, **{field: new})
+
+
+def test_labels_that_swap_names_arrive_swapped(ctx, pair):
+    """ "bug" and "feature" trade names: whichever rename goes first finds its new name
+    taken on the target (a unique-key conflict, every Run). One steps aside first."""
+    source, target, request = pair
+    with forge(source) as f:
+        f.create_label("bug", color="ff0000")
+        f.create_label("feature", color="00ff00")
+    assert sync(ctx, request).status == "completed"
+    rename(
+        source,
+        ObjectType.LABEL,
+        "name",
+        [("bug", "swap"), ("feature", "bug"), ("swap", "feature")],
+    )
+
+    run = converged(ctx, request)
+
+    assert keyed(target, ObjectType.LABEL, "color") == {"bug": "00ff00", "feature": "ff0000"}
+    reasons = sorted((i.reason, i.state) for i in items_of(ctx, run.id))
+    assert reasons == [("changed", "completed")] * 2 + [("temporary_key", "completed")]
+
+
+def test_labels_renamed_in_a_three_way_cycle_and_a_chain_arrive(ctx, pair):
+    """a -> b -> c -> a (a cycle) and x -> y while y -> z (a chain: y goes first)."""
+    source, target, request = pair
+    with forge(source) as f:
+        for name, color in [("a", "aaaaaa"), ("b", "bbbbbb"), ("c", "cccccc")]:
+            f.create_label(name, color=color)
+        f.create_label("x", color="111111")
+        f.create_label("y", color="222222")
+    assert sync(ctx, request).status == "completed"
+    rename(
+        source,
+        ObjectType.LABEL,
+        "name",
+        [("c", "t"), ("b", "c"), ("a", "b"), ("t", "a"), ("y", "z"), ("x", "y")],
+    )
+
+    converged(ctx, request)
+
+    assert keyed(target, ObjectType.LABEL, "color") == keyed(source, ObjectType.LABEL, "color")
+    assert keyed(target, ObjectType.LABEL, "color") == {
+        "a": "cccccc",
+        "b": "aaaaaa",
+        "c": "bbbbbb",
+        "y": "111111",
+        "z": "222222",
+    }
+
+
+def test_milestones_renamed_along_a_chain_arrive(ctx, pair):
+    """ "1.0" becomes "1.1" while "1.1" becomes "1.2": the target must rename 1.1 first."""
+    source, target, request = pair
+    with forge(source) as f:
+        f.create_milestone("1.0", description="first")
+        f.create_milestone("1.1", description="second")
+    assert sync(ctx, request).status == "completed"
+    rename(source, ObjectType.MILESTONE, "title", [("1.1", "1.2"), ("1.0", "1.1")])
+
+    converged(ctx, request)
+
+    assert keyed(target, ObjectType.MILESTONE, "description") == {
+        "1.1": "first",
+        "1.2": "second",
+    }
+
+
+def test_releases_that_swap_tags_and_assets_that_swap_names_arrive(ctx, pair):
+    """Two releases trade tags, and two assets of one release trade names."""
+    source, target, request = pair
+    with forge(source) as f:
+        one = f.create_release("v1", author="ann", name="first", created_at=WHEN)
+        f.create_release("v2", author="ann", name="second", created_at=WHEN)
+        f.upload_asset(one, "a.bin", b"aaa")
+        f.upload_asset(one, "b.bin", b"bbbb")
+    assert sync(ctx, request).status == "completed"
+    rename(source, ObjectType.RELEASE, "tag", [("v1", "v0"), ("v2", "v1"), ("v0", "v2")])
+    rename(
+        source,
+        ObjectType.RELEASE_ASSET,
+        "name",
+        [("v2:a.bin", "c.bin"), ("v2:b.bin", "a.bin"), ("v2:c.bin", "b.bin")],
+    )
+
+    converged(ctx, request)
+
+    assert keyed(target, ObjectType.RELEASE, "name") == {"v1": "second", "v2": "first"}
+    assert keyed(target, ObjectType.RELEASE_ASSET, "size") == {"v2:a.bin": 4, "v2:b.bin": 3}
+
+
+def test_a_deleted_pull_requests_number_given_to_an_issue_arrives(ctx, pair):
+    """Pull request #2 is deleted and an issue takes #2: deletes of every type in a phase
+    now run before its creates (issues sort before pull requests)."""
+    source, target, request = pair
+    head = refs(source)["refs/heads/main"]
+    with forge(source) as f:
+        f.create_issue("first", author="ann", created_at=WHEN)
+        pull = f.create_pull_request(
+            "to go", author="ann", base_ref="main", base_sha=head, head_ref="main", head_sha=head
+        )
+    assert sync(ctx, request).status == "completed"
+    with forge(source) as f:
+        f.delete(ObjectType.PULL_REQUEST, pull)
+        f.create_issue("takes its number", author="bob", created_at=WHEN, number=2)
+
+    converged(ctx, request)
+
+    with forge(target) as f:
+        numbered = {o.number: (o.object_type, o.payload["title"]) for o in f.list("issue")}
+        assert f.list(ObjectType.PULL_REQUEST) == []
+    assert numbered == {1: ("issue", "first"), 2: ("issue", "takes its number")}

@@ -178,7 +178,7 @@ def test_unapplied_item_between_two_of_one_group_keeps_them_together():
 
 
 def test_sorted_plan_numbers_batches_in_dependency_order():
-    """Sorted items get batch numbers in phase, type, then delete/update/create order."""
+    """Sorted items get batch numbers in phase, delete/update/create, then type order."""
     items = [
         item("t", Action.CREATE, phase=Phase.TAXONOMY, object_type=StandIn.LABEL),
         item("b", Action.UPDATE),
@@ -245,7 +245,7 @@ def test_batching_invariants(items, max_items, max_bytes, first_batch, presorted
 
     if presorted:  # sorted input: each group's batches are consecutive and never revisited
         order = [
-            (int(m.phase), str(m.object_type), ACTION_ORDER[m.action])
+            (int(m.phase), ACTION_ORDER[m.action], str(m.object_type))
             for _, m in sorted((n, ms[0]) for n, ms in batches.items())
         ]
         assert order == sorted(order)

@@ -669,11 +669,12 @@ def test_full_audit_drift_is_repaired_even_under_keep_target():
 # -- PlannedItem -------------------------------------------------------------------------
 
 
-def test_planned_item_sort_key_orders_by_phase_type_action_key():
-    """sort_key is (phase number, type, action rank, object key); deletes rank first."""
+def test_planned_item_sort_key_orders_by_phase_action_type_key():
+    """sort_key is (phase number, action rank, type, object key); deletes rank first, across
+    types, so a name or number one type frees is free when another type takes it."""
     item = decide(new_candidate(branch("main", "c1")), None)
     assert item is not None
-    assert item.sort_key == (0, "git_ref", ACTION_ORDER[Action.CREATE], "", "branch main")
+    assert item.sort_key == (0, ACTION_ORDER[Action.CREATE], "git_ref", "", "branch main")
     assert ACTION_ORDER[Action.DELETE] < ACTION_ORDER[Action.UPDATE] < ACTION_ORDER[Action.CREATE]
 
 
@@ -755,7 +756,8 @@ def test_archive_only_objects_are_recorded_never_written_or_read():
 
 
 def test_every_action_and_reason_is_produced_by_some_situation():
-    """The examples above cover every Action and every item Reason (AUDIT is candidate-only)."""
+    """The examples above cover every Action and every item Reason (AUDIT is candidate-only;
+    TEMPORARY_KEY comes from ``key_moves``, tested there)."""
     main1, main2 = branch("main", "c1"), branch("main", "c2")
     trusted = link_to(main1)
     situations = [
@@ -785,7 +787,10 @@ def test_every_action_and_reason_is_produced_by_some_situation():
     items = [decide(candidate, observed, **kwargs) for candidate, observed, kwargs in situations]
     assert all(item is not None for item in items)
     assert {item.action for item in items if item is not None} == set(Action)
-    assert {item.reason for item in items if item is not None} == set(Reason) - {Reason.AUDIT}
+    assert {item.reason for item in items if item is not None} == set(Reason) - {
+        Reason.AUDIT,
+        Reason.TEMPORARY_KEY,
+    }
     assert decide(linked_candidate(main1, trusted, Reason.AUDIT), Observation(main1)) is None
 
 
