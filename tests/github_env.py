@@ -18,17 +18,17 @@ from tests.fakes.github import GitHubFake
 
 
 def github_settings(fake: GitHubFake, data_dir: Path, token: str, **overrides: object) -> Settings:
-    return Settings(
-        data_dir=data_dir,
-        lease_ttl=30.0,
-        github_api_url=fake.api_url,
-        github_uploads_url=fake.uploads_url,
-        github_git_url=fake.git_url,
-        github_token=token,
-        github_write_interval=0.0,
-        http_timeout=10.0,
-        **overrides,  # type: ignore[arg-type]
-    )
+    fields: dict[str, object] = {
+        "data_dir": data_dir,
+        "lease_ttl": 30.0,
+        "github_api_url": fake.api_url,
+        "github_uploads_url": fake.uploads_url,
+        "github_git_url": fake.git_url,
+        "github_token": token,
+        "github_write_interval": 0.0,
+        "http_timeout": 10.0,
+    }
+    return Settings(**(fields | overrides))  # type: ignore[arg-type]
 
 
 def checked_sessions(recorder: RecordingValidator):

@@ -370,6 +370,17 @@ class ObjectWriter(Protocol):
 
 
 @runtime_checkable
+class AbsenceProver(Protocol):
+    def markers_absent(self, object_type: ObjectType, markers: Sequence[str]) -> set[str]:
+        """The markers no object of the type carries, where the target can prove it.
+
+        A write whose response was lost and whose marker is proven absent never
+        happened: it may be tried again instead of blocking the Binding until recovery.
+        A marker the target cannot rule out (a search it had to cut short) is left out.
+        """
+
+
+@runtime_checkable
 class AssetSource(Protocol):
     def open_asset(self, identity: str) -> BinaryIO:
         """The bytes of a release asset, as a stream."""

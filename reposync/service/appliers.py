@@ -8,7 +8,7 @@ an item succeeded from a write's response alone.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -17,6 +17,7 @@ from reposync.git import transport
 from reposync.git.locks import remove_stale_locks
 from reposync.git.workspace import PushWorkspace
 from reposync.providers.base import (
+    AbsenceProver,
     AssetSource,
     GitRemote,
     GitRemoteSource,
@@ -88,6 +89,9 @@ class ItemOutcome:
     #: A recovered item whose target turned out different: re-planned as this update.
     replan_action: Action | None = None
     replan_expected_hash: str | None = None
+    #: A create not found because the target proved no object carries its marker: it
+    #: never happened, so it may be tried again (never guessed: see ``AbsenceProver``).
+    proven_absent: bool = False
 
 
 @dataclass(slots=True)
@@ -225,6 +229,8 @@ class GitRefApplier:
                     ItemState.COMPLETED if done else ItemState.PLANNED,
                     target_identity=item.target_identity,
                     target_revision=obj.revision if obj is not None else None,
+                    # A ref read is the whole truth on every forge: not there, not applied.
+                    proven_absent=not done,
                 )
             )
         return outcomes
@@ -309,7 +315,32 @@ class ObjectApplier:
                 )
                 continue
             to_write.append(item)
-        return to_write, settled
+        return self._adopt_retried_creates(ex, to_write, settled)
+
+    def _adopt_retried_creates(
+        self, ex: StageExecution, items: list[ApplyItem], settled: list[ItemOutcome]
+    ) -> tuple[list[ApplyItem], list[ItemOutcome]]:
+        """A create tried before is looked up by its marker right before it is sent again:
+        an earlier attempt proven absent may have landed after all (a forge's listing
+        can lag behind its writes), and it must never be created twice."""
+        retried = [i for i in items if i.action is Action.CREATE and i.attempt_count > 1]
+        target = ex.target()
+        if not retried or not isinstance(target, ObjectWriter):
+            return items, settled
+        repository_id = ex.spec("source").repository_id or ""
+        markers = {
+            marker(repository_id, i.object_type, i.source_identity or ""): i for i in retried
+        }
+        found = target.find_by_markers(target_type(retried[0].object_type), list(markers))
+        if not found:
+            return items, settled
+        adopted = {markers[m].id: identity for m, identity in found.items() if m in markers}
+        settled.extend(
+            self.read_back(
+                ex, [replace(i, target_identity=adopted[i.id]) for i in items if i.id in adopted]
+            )
+        )
+        return [i for i in items if i.id not in adopted], settled
 
     def write(self, ex: StageExecution, items: Sequence[ApplyItem]) -> WriteReport:
         target = ex.target()
@@ -379,12 +410,28 @@ class ObjectApplier:
                 identities[markers[found_marker]] = identity
         wanted = [identity for identity in identities.values() if identity]
         observed = read_index(target, stored_type, wanted) if wanted else {}
+        absent = self._proven_absent(ex, [i for i in unknown if identities[i.id] is None])
         outcomes = []
         for item in items:
             identity = identities[item.id]
             entry = observed.get(identity) if identity else None
-            outcomes.append(self._judge(ex, item, identity, entry))
+            outcome = self._judge(ex, item, identity, entry)
+            if item.id in absent and outcome.state is ItemState.PLANNED:
+                outcome = replace(outcome, proven_absent=True)
+            outcomes.append(outcome)
         return outcomes
+
+    def _proven_absent(self, ex: StageExecution, creates: Sequence[ApplyItem]) -> set[int]:
+        """Creates whose marker the target proves absent (they never happened)."""
+        target = ex.target()
+        if not creates or not isinstance(target, AbsenceProver):
+            return set()
+        repository_id = ex.spec("source").repository_id or ""
+        markers = {
+            marker(repository_id, i.object_type, i.source_identity or ""): i.id for i in creates
+        }
+        absent = target.markers_absent(target_type(creates[0].object_type), list(markers))
+        return {markers[m] for m in absent if m in markers}
 
     def _judge(
         self,

@@ -150,6 +150,8 @@ def apply_items(
                 outcome = replace(
                     outcome, state=ItemState.FAILED, error_code=code, error_message=message
                 )
+            elif item.id in report.unknown and outcome.proven_absent:
+                pass  # sent, and proven never to have happened: planned, tried again
             elif item.id in report.unknown:
                 # Sent, not found: never re-sent blindly. Recovery proves the outcome.
                 outcome = replace(

@@ -192,12 +192,11 @@ def recover_run(ctx: ServiceContext, run_id: int) -> dict[str, int]:
             by_type.setdefault(item.object_type, []).append(item)
         outcomes: list[ItemOutcome] = []
         for object_type, group in by_type.items():
-            exhaustive = bool(getattr(ex.target(), "markers_exhaustive", False))
             for outcome in applier_for(object_type).read_back(ex, group):
                 if outcome.state is ItemState.COMPLETED:
                     written += 1
                     outcomes.append(outcome)
-                elif exhaustive:
+                elif outcome.proven_absent:
                     absent += 1
                     outcomes.append(
                         ItemOutcome(

@@ -235,6 +235,11 @@ class GitHubProvider(Provider):
     def find_by_markers(self, object_type: ObjectType, markers: Sequence[str]) -> dict[str, str]:
         return find_markers(self.client, self._repo, object_type, markers)
 
+    def markers_absent(self, object_type: ObjectType, markers: Sequence[str]) -> set[str]:
+        complete: list[bool] = []
+        found = find_markers(self.client, self._repo, object_type, markers, complete=complete)
+        return set(markers) - set(found) if complete == [True] else set()
+
     def open_asset(self, identity: str) -> BinaryIO:
         data = self.client.get(f"/repos/{self._repo}/releases/assets/{identity}")
         response = self.client.session.get(

@@ -21,7 +21,14 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from reposync.errors import Conflict, ObjectNotFound, RateLimited, ResultUnknown, WriteRefused
+from reposync.errors import (
+    Conflict,
+    ObjectNotFound,
+    ProviderUnavailable,
+    RateLimited,
+    ResultUnknown,
+    WriteRefused,
+)
 from reposync.providers.base import ApplyResult, TargetWrite, WriteStatus
 from reposync.providers.github import objects as gh
 from reposync.providers.github.bodies import compose, parse
@@ -116,8 +123,12 @@ class GitHubWriter:
                 )
                 break
             except ResultUnknown as unknown:
+                # A create may have taken a number we did not see: count afresh before
+                # the next number is allocated (a stale count shifts every later one).
+                self._next_number = None
                 results.append(self._recover(write, unknown))
             except WriteRefused as refused:
+                self._next_number = None  # a multi-request create may have stopped midway
                 code = refused.refusal
                 if code == "not_found" and write.action is Action.CREATE:
                     code = "dependency_missing"  # a create 404s only on what it hangs on
@@ -265,9 +276,14 @@ class GitHubWriter:
         return self._next_number - 1
 
     def _placeholder_at(self, number: int) -> bool:
+        """Whether ``number`` is one of our placeholders, free to take over.
+
+        Only a 404 means "no": any other failure propagates (retryably), since treating
+        it as "no placeholder" would create a new issue under the next free number.
+        """
         try:
             data = self.client.get(self._path(f"/issues/{number}"))
-        except Exception:  # a missing number is not a placeholder
+        except ObjectNotFound:
             return False
         return (parse(data.get("body")).marker or "").startswith(PLACEHOLDER_MARKER)
 
@@ -275,23 +291,35 @@ class GitHubWriter:
         """Closed placeholders up to ``number - 1``, so the next create gets ``number``."""
         while self._highest_number() + 1 < number:
             gap = self._highest_number() + 1
-            created = self.client.write(
-                "POST",
-                self._path("/issues"),
-                json_body={
-                    "title": PLACEHOLDER_TITLE,
-                    "body": compose(
-                        "Kept free for a number of the source repository.",
-                        marker=f"{PLACEHOLDER_MARKER}{gap}",
-                    ),
-                },
-            )
+            try:
+                created = self.client.write(
+                    "POST",
+                    self._path("/issues"),
+                    json_body={
+                        "title": PLACEHOLDER_TITLE,
+                        "body": compose(
+                            "Kept free for a number of the source repository.",
+                            marker=f"{PLACEHOLDER_MARKER}{gap}",
+                        ),
+                    },
+                )
+                taken = int(created["number"])
+            except ResultUnknown as unknown:
+                # Count again: the placeholder is there (close it) or it is not, and then
+                # the stage is tried again later (nothing of this item was sent).
+                self._next_number = None
+                if self._highest_number() < gap or not self._placeholder_at(gap):
+                    raise ProviderUnavailable(
+                        f"GitHub lost the response to the placeholder for #{gap} and it is "
+                        "not there; trying again"
+                    ) from unknown
+                taken = gap
             self.client.write(
                 "PATCH",
-                self._path(f"/issues/{created['number']}"),
+                self._path(f"/issues/{taken}"),
                 json_body={"state": "closed", "state_reason": "not_planned"},
             )
-            self._next_number = created["number"] + 1
+            self._next_number = taken + 1
 
     def _numbered_slot(self, number: int | None) -> int | None:
         """The placeholder to take over for ``number``, after filling any gap before it."""
@@ -844,9 +872,20 @@ def _fields(write: TargetWrite) -> dict[str, Any]:
 
 
 def find_markers(
-    client: GitHubClient, repo: str, object_type: ObjectType, markers: Sequence[str]
+    client: GitHubClient,
+    repo: str,
+    object_type: ObjectType,
+    markers: Sequence[str],
+    *,
+    complete: list[bool] | None = None,
 ) -> dict[str, str]:
-    """{marker: identity} among the newest objects of a type (after a lost response)."""
+    """{marker: identity} among the newest objects of a type (after a lost response).
+
+    ``complete`` (when given) receives whether the whole listing was read: only then does
+    "not found" prove that no object carries a marker.
+    """
+    if complete is not None:
+        complete[:] = [False]
     wanted = set(markers)
     found: dict[str, str] = {}
     listing: tuple[str, dict[str, Any], Callable[[dict[str, Any]], str]] | None = None
@@ -882,4 +921,7 @@ def find_markers(
                 break
         if count >= MARKER_SCAN_PAGES * 100:
             break
+    else:
+        if complete is not None:
+            complete[:] = [True]
     return found

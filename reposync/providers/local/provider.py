@@ -58,8 +58,6 @@ STANDBY_CONFIG_KEY = "reposync.standbyof"
 
 class LocalProvider(Provider):
     name = "local"
-    #: Markers are looked up in the store itself: "not found" proves "never written".
-    markers_exhaustive = True
 
     def __init__(
         self, repo: pygit2.Repository, locator: str, *, busy_timeout: float = 10.0
@@ -303,6 +301,9 @@ class LocalProvider(Provider):
 
     def find_by_markers(self, object_type: ObjectType, markers: Sequence[str]) -> dict[str, str]:
         return self._forge.find_by_markers(object_type, markers)
+
+    def markers_absent(self, object_type: ObjectType, markers: Sequence[str]) -> set[str]:
+        return set(markers) - set(self.find_by_markers(object_type, markers))
 
     def open_asset(self, identity: str) -> BinaryIO:
         return self._forge.open_asset(identity)
