@@ -39,6 +39,7 @@ from reposync.service.mapping import (
 )
 from reposync.sync.canonical import CanonicalObject, IndexEntry
 from reposync.sync.key_moves import AFTER_TEMPORARY, TEMPORARY
+from reposync.sync.objects import parent_number
 from reposync.sync.planner import Reason
 from reposync.sync.vocabulary import Action, ItemState, ObjectType, Representation
 
@@ -454,6 +455,9 @@ class ObjectApplier:
             "source_number": source.number if source is not None else None,
             "target_number": obj.number,
         }
+        misplaced = self._misplaced(source, obj)
+        if misplaced is not None:
+            return ItemOutcome(item, ItemState.FAILED, "verify_mismatch", misplaced, **common)
         if obj.content_hash == expected:
             return ItemOutcome(item, ItemState.COMPLETED, **common)
         if item.id in self._writes:  # we just wrote it and it reads back differently
@@ -467,6 +471,18 @@ class ObjectApplier:
             replan_expected_hash=obj.content_hash,
             **common,
         )
+
+    def _misplaced(self, source: CanonicalObject | None, obj: IndexEntry) -> str | None:
+        """Why the target object hangs under another issue than the source's, if it does."""
+        if source is None or self._context is None:
+            return None
+        wanted, found = parent_number(source.unique_key), parent_number(obj.unique_key)
+        if wanted is None or found is None:
+            return None
+        wanted = self._context.numbers.get(wanted, wanted)
+        if found == wanted:
+            return None
+        return f"{source.object_key} is under #{found} on the target, not #{wanted}"
 
     def _load_for_recovery(self, ex: StageExecution, items: Sequence[ApplyItem]) -> None:
         """Items settled after a crash have no recorded read-back hash: recompute it."""

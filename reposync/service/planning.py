@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from itertools import islice
 from typing import Any
@@ -26,7 +26,9 @@ from reposync.service.inventory import load_snapshot
 from reposync.service.link_states import load_links
 from reposync.service.mapping import expected_target_hash, number_map, target_type
 from reposync.sync.batching import BatchLimits, assign_batches
+from reposync.sync.canonical import IndexEntry
 from reposync.sync.key_moves import order_key_moves
+from reposync.sync.objects import parent_number
 from reposync.sync.planner import (
     Candidate,
     Observation,
@@ -167,6 +169,10 @@ def _observe(
             )
             for candidate in chunk:
                 entry = found.get(candidate.target_identity or "")
+                if entry is not None and _misplaced(candidate.source, entry, numbers):
+                    # Equal content under another issue is no equality: read back as drift.
+                    yield candidate, Observation(replace(entry, content_hash="misplaced"))
+                    continue
                 source_obj = sources.get(candidate.source.identity) if candidate.source else None
                 # The target shows a projection or rewritten references: equal means equal
                 # to what we would write, so say it in the source's hash.
@@ -178,6 +184,13 @@ def _observe(
                 ):
                     entry = replace(entry, content_hash=candidate.source.content_hash)
                 yield candidate, Observation(entry)
+
+
+def _misplaced(source: IndexEntry | None, target: IndexEntry, numbers: Mapping[int, int]) -> bool:
+    """The target object hangs under another issue or pull request than the source's."""
+    wanted = parent_number(source.unique_key) if source is not None else None
+    found = parent_number(target.unique_key)
+    return wanted is not None and found is not None and numbers.get(wanted, wanted) != found
 
 
 def _chunks(items: Sequence[Candidate], size: int) -> Iterator[Sequence[Candidate]]:

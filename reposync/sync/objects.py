@@ -133,6 +133,18 @@ def child_key(parent_key: str | None, part: str) -> str | None:
     return None if parent_key is None else f"{parent_key}{KEY_SEPARATOR}{part}"
 
 
+def parent_number(unique_key: str | None) -> int | None:
+    """The issue or pull request a nested object's key places it under (``#N:...``).
+
+    Content hashes leave the parent out (identities differ between forges), so this is
+    how a read-back sees a comment that landed on the wrong issue.
+    """
+    if not unique_key or not unique_key.startswith("#") or KEY_SEPARATOR not in unique_key:
+        return None
+    head = unique_key.partition(KEY_SEPARATOR)[0][1:]
+    return int(head) if head.isdigit() else None
+
+
 def nested_unique_key(parent_key: str | None, payload: Mapping[str, Any]) -> str | None:
     """Objects without a natural key (comments, reviews) match on their parent + content."""
     return child_key(parent_key, content_hash(payload))

@@ -201,3 +201,22 @@ def test_numbers_and_parents_are_the_same_under_any_fault_schedule(
     assert run.status == "completed", (schedule, run.report["problems"])
     assert github_view(github_fake, repo) == expected_view(shared_source), schedule
     assert recorder.violations == []
+
+
+def test_a_comment_under_the_wrong_issue_is_a_mismatch_not_equality(tmp_path, world):
+    """Content hashes leave the parent out, so a comment that sits under another issue on
+    GitHub read back "equal" and a full audit reported nothing. The read-back and the
+    audit now compare the parent too, and say where it is."""
+    ctx, fake = world
+    source = numbered_forge(tmp_path / "src.git")
+    request = SyncRequest(f"local:{source.path}", f"github:{REPO}")
+    assert sync(ctx, request).status == "completed"
+    [moved] = [c for c in fake.state.comments(REPO) if parse(c.body).body == "comment 0 on 2"]
+    with fake.state.lock:
+        moved.issue_number = 4  # as if a create had gone to the wrong issue
+
+    audit = sync(ctx, SyncRequest(request.source, request.target, full_audit=True))
+
+    assert audit.status != "completed"
+    [problem] = [p for p in audit.report["problems"] if p["error_code"] == "verify_mismatch"]
+    assert "is under #4 on the target, not #2" in problem["message"]
