@@ -100,6 +100,14 @@ class WrongDirection(UsageError):
     suggested_action = "swap SOURCE and TARGET, or hand authority over first"
 
 
+class UnschedulableCron(UsageError):
+    """A well-formed cron expression that never fires again (``0 0 31 2 *``, a past year)."""
+
+    code = "cron_has_no_future_slot"
+    http_status = 422
+    suggested_action = "choose a cron expression that fires again (UTC)"
+
+
 class ConfigurationError(UsageError):
     code = "invalid_configuration"
     suggested_action = "fix the REPOSYNC_* setting named in the message"

@@ -128,7 +128,9 @@ def update_binding(
             raise RecordNotFound(f"binding {binding_id} does not exist")
         now = now or utcnow()
         if schedule_cron is not UNSET:
-            binding.schedule_cron = None if schedule_cron is None else validate_cron(schedule_cron)
+            binding.schedule_cron = (
+                None if schedule_cron is None else validate_cron(schedule_cron, now)
+            )
         if ref_conflict_policy is not UNSET:
             binding.ref_conflict_policy = RefConflictPolicy(ref_conflict_policy).value
         if full_audit_interval is not UNSET:

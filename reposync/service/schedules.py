@@ -11,11 +11,11 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
-from croniter import CroniterBadCronError, croniter
+from croniter import CroniterBadCronError, CroniterBadDateError, croniter
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from reposync.errors import UsageError
+from reposync.errors import UnschedulableCron, UsageError
 from reposync.models import Binding
 from reposync.service.context import ServiceContext, Step
 from reposync.service.fences import unresolved_unknown
@@ -28,19 +28,56 @@ log = logging.getLogger(__name__)
 TICK_BATCH = 50
 
 
-def validate_cron(expression: str) -> str:
+def validate_cron(expression: str, now: datetime) -> str:
+    """A cron expression that parses and fires again after ``now``; one that never does
+    would leave the Binding's schedule with no next slot."""
     expression = expression.strip()
     try:
         croniter(expression)
     except (CroniterBadCronError, ValueError) as exc:
         raise UsageError(f"{expression!r} is not a cron expression: {exc}") from exc
+    next_slot(expression, now)
     return expression
 
 
 def next_slot(expression: str, after: datetime) -> datetime:
-    """The first occurrence strictly after ``after`` (UTC)."""
-    value: datetime = croniter(expression, after).get_next(datetime)
+    """The first occurrence strictly after ``after`` (UTC).
+
+    Raises ``UnschedulableCron`` when there is none (croniter gives up after searching
+    the years ahead: ``0 0 31 2 *``, a year field in the past).
+    """
+    try:
+        value: datetime = croniter(expression, after).get_next(datetime)
+    except CroniterBadDateError as exc:
+        raise UnschedulableCron(
+            f"{expression!r} has no time after {after.isoformat()} at which it fires"
+        ) from exc
     return value
+
+
+def _next_or_pause(binding: Binding, now: datetime) -> datetime | None:
+    """The Binding's next slot; a cron that stopped firing pauses its schedule only.
+
+    One Binding's cron must never stop the tick for the others (and the re-dispatch of
+    stalled Runs that follows it). The API shows the pause (``schedule_problem``).
+    """
+    assert binding.schedule_cron is not None
+    try:
+        return next_slot(binding.schedule_cron, now)
+    except UnschedulableCron as exc:
+        log.warning("binding %s: schedule paused: %s", binding.id, exc.message)
+        return None
+
+
+def schedule_problem(binding: Binding, now: datetime) -> str | None:
+    """Why an enabled schedule has no next slot, if it has none."""
+    if not (binding.sync_enabled and binding.schedule_cron) or binding.next_run_at is not None:
+        return None
+    try:
+        next_slot(binding.schedule_cron, now)
+    except UnschedulableCron as exc:
+        return f"schedule paused: {exc.message}"
+    return None
 
 
 def audit_mode_for(binding: Binding, now: datetime) -> AuditMode:
@@ -91,7 +128,7 @@ def tick(ctx: ServiceContext, now: datetime | None = None) -> list[int]:
             except IntegrityError:
                 log.info("binding %s slot %s already has its Run", binding.id, slot)
             assert binding.schedule_cron is not None
-            binding.next_run_at = next_slot(binding.schedule_cron, now)
+            binding.next_run_at = _next_or_pause(binding, now)
     for run_id in created:
         ctx.dispatcher.dispatch(Step(run_id, Stage.CHECKING_ACCESS, None))
     return created

@@ -23,7 +23,13 @@ def resume(self: Task, run_id: int, generation: int | None = None) -> None:
 
 @app.task(name=TICK_TASK)
 def tick() -> None:
-    """Schedules first (one Run per due slot), then Runs whose worker died."""
+    """Schedules first (one Run per due slot), then Runs whose worker died.
+
+    Each half runs whatever happened to the other: a schedule that fails must not keep
+    dead Runs from being picked up again.
+    """
     ctx = context()
-    schedules.tick(ctx)
-    redispatch_stalled(ctx)
+    try:
+        schedules.tick(ctx)
+    finally:
+        redispatch_stalled(ctx)

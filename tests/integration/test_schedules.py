@@ -9,7 +9,7 @@ import pytest
 from freezegun import freeze_time
 from sqlalchemy import select
 
-from reposync.errors import NotAllowedNow
+from reposync.errors import NotAllowedNow, UnschedulableCron
 from reposync.models import Binding, Run
 from reposync.service import schedules
 from reposync.service.bindings import update_binding
@@ -148,3 +148,40 @@ def test_two_ticks_racing_create_one_run_per_slot(tmp_path, pg_ctx):
         thread.join()
     assert len(created) == 1
     assert len(runs_of(pg_ctx, binding_id)) == 1
+
+
+def test_a_cron_that_never_fires_again_is_refused(ctx, scheduled):
+    """Parses, but has no future slot (February 31st; a year gone by): refused with its
+    own code, the schedule unchanged (it was accepted, or crashed the caller, before)."""
+    for cron in ("0 0 31 2 *", "0 0 1 1 * 0 2025"):
+        with freeze_time(T0), pytest.raises(UnschedulableCron, match="no time after"):
+            update_binding(ctx, scheduled, schedule_cron=cron)
+    assert next_run_at(ctx, scheduled) == at(10)
+
+
+def test_one_bindings_dead_cron_pauses_only_its_own_schedule(tmp_path, ctx, scheduled):
+    """A cron whose last slot passed (a year field) raised inside the tick: no Binding got
+    its Run and the re-dispatch after it never ran. Now it pauses that schedule, says so
+    on the Binding, and every other Binding gets its Run."""
+    source = generate(tmp_path / "other.git", commits=2, branches=0, tags=0)
+    request = SyncRequest(f"local:{source}", f"local:{tmp_path / 'other-dst.git'}")
+    with freeze_time(T0 - timedelta(minutes=1)):
+        assert sync(ctx, request).status == "completed"
+    dying = bind(ctx, request).id
+    with freeze_time(T0):  # fires at 12:05 on 2026-12-02, then never again
+        update_binding(ctx, dying, schedule_cron="5 12 2 12 * 0 2026", sync_enabled=True)
+
+    with freeze_time(at(10)):
+        created = schedules.tick(ctx)
+
+    assert len(runs_of(ctx, scheduled)) == 1
+    assert len(runs_of(ctx, dying)) == 1  # its last slot still got its Run
+    assert sorted(created) == sorted(r.id for b in (scheduled, dying) for r in runs_of(ctx, b))
+    with ctx.db.session() as session:
+        binding = session.get(Binding, dying)
+        assert binding is not None
+        assert binding.next_run_at is None
+        problem = schedules.schedule_problem(binding, at(10))
+    assert problem is not None
+    assert "schedule paused" in problem
+    assert next_run_at(ctx, scheduled) == at(20)

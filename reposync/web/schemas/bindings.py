@@ -6,7 +6,8 @@ from typing import Any
 
 from marshmallow import Schema, fields, pre_dump, validate
 
-from reposync.models import Binding
+from reposync.models import Binding, utcnow
+from reposync.service.schedules import schedule_problem
 from reposync.sync.vocabulary import RefConflictPolicy, Side
 from reposync.web.pagination import PageArgsSchema
 from reposync.web.schemas.common import MAX_ID, no_nul, one_of, record_id, text
@@ -70,6 +71,10 @@ class BindingSchema(Schema):
     full_audit_interval = fields.Integer(required=True, metadata={"description": "seconds"})
     last_full_apply_at = fields.DateTime(allow_none=True)
     visibility_confirmed = fields.Boolean(required=True)
+    schedule_problem = fields.String(
+        allow_none=True,
+        metadata={"description": "why an enabled schedule has no next slot (paused)"},
+    )
     created_at = fields.DateTime()
     updated_at = fields.DateTime()
 
@@ -82,6 +87,7 @@ class BindingSchema(Schema):
             "source": _display(binding, binding.authority),
             "target": _display(binding, binding.authority.other),
             "visibility_confirmed": binding.visibility_confirmation is not None,
+            "schedule_problem": schedule_problem(binding, utcnow()),
         }
 
 

@@ -233,6 +233,22 @@ def test_patch_refuses_a_cron_that_is_no_cron(client, admin, binding):
     assert_problem(response, 400, "invalid_input")
 
 
+@pytest.mark.parametrize("cron", ["0 0 31 2 *", "0 0 1 1 * 0 2025"])
+def test_patch_refuses_a_cron_that_never_fires_again(client, admin, binding, cron):
+    """A cron with no future slot answered 500 (February 31st) or was stored and later
+    stopped every schedule (a past year): 422 with its own code, nothing stored."""
+    response = client.patch(
+        url(f"/bindings/{binding.id}"),
+        headers=admin,
+        json={"schedule_cron": cron, "sync_enabled": False},
+    )
+    problem = assert_problem(response, 422, "cron_has_no_future_slot")
+    assert "has no time after" in problem["detail"]
+    shown = client.get(url(f"/bindings/{binding.id}"), headers=admin).json
+    assert shown["schedule_cron"] is None
+    assert shown["schedule_problem"] is None
+
+
 def test_patch_withdraws_and_confirms_visibility(client, admin, binding):
     """confirm_visibility false withdraws the confirmation; true stores one."""
     path = url(f"/bindings/{binding.id}")
