@@ -14,6 +14,7 @@ into this tree at one boundary each, never leaked.
     │   ├── RepositoryNotFound          repository_not_found     (also LookupError)
     │   ├── NotARepository              not_a_repository
     │   ├── WrongDirection              wrong_direction
+    │   ├── UnschedulableCron           cron_has_no_future_slot  (HTTP 422)
     │   └── ConfigurationError          invalid_configuration
     ├── DatabaseUnavailable             database_unavailable     (exit 2, retryable)
     ├── RecordNotFound                  record_not_found         (also LookupError)
@@ -35,6 +36,7 @@ into this tree at one boundary each, never leaked.
         ├── Conflict                    conflict
         ├── WriteRefused                write_refused            (item code in .refusal)
         ├── RepositoryMismatch          repository_mismatch
+        ├── UntrustedOrigin             untrusted_origin
         └── ProviderUnavailable         provider_unavailable     (retryable)
 """
 
@@ -272,6 +274,16 @@ class RepositoryMismatch(ProviderError):
     code = "repository_mismatch"
     http_status = 409
     suggested_action = "point the Binding's locator back at its repository, or create a new Binding"
+
+
+class UntrustedOrigin(ProviderError):
+    """A forge response named a URL on a host that is not configured for it."""
+
+    code = "untrusted_origin"
+    http_status = 502
+    suggested_action = (
+        "check the REPOSYNC_GITHUB_*_URL settings; a forge should only name its own hosts"
+    )
 
 
 class ProviderUnavailable(ProviderError):

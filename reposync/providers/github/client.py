@@ -16,11 +16,12 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 
@@ -32,6 +33,7 @@ from reposync.errors import (
     QuotaExceeded,
     RateLimited,
     ResultUnknown,
+    UntrustedOrigin,
     WriteRefused,
 )
 from reposync.providers.base import Clock, WriteBudget
@@ -104,8 +106,12 @@ class GitHubClient:
         etags: EtagCache | None = None,
         session: requests.Session | None = None,
         write_interval: float = 1.0,
+        trusted_urls: Sequence[str] = (),
     ) -> None:
         self.api_url = api_url.rstrip("/")
+        #: The only hosts that get the token (API, uploads, Git): a URL a response names
+        #: (``Link: next``, an asset's download URL) elsewhere is refused, never followed.
+        self.trusted_origins = frozenset(_origin(url) for url in (api_url, *trusted_urls))
         self.tokens = tokens
         self.clock = clock
         self.timeout = timeout
@@ -133,6 +139,7 @@ class GitHubClient:
             query = None  # the next URL carries every parameter
 
     def _get(self, url: str, params: Mapping[str, Any] | None) -> tuple[Any, Mapping[str, str]]:
+        self.check_origin(url)  # a next page is a URL GitHub named
         prepared = requests.Request("GET", url, params=params).prepare()
         token = self.tokens.token()
         key = f"{hashlib.sha256(token.encode()).hexdigest()[:16]} {prepared.url}"
@@ -219,7 +226,19 @@ class GitHubClient:
     # -- plumbing -----------------------------------------------------------------------
 
     def _url(self, path: str) -> str:
-        return path if path.startswith(("http://", "https://")) else self.api_url + path
+        if not path.startswith(("http://", "https://")):
+            return self.api_url + path
+        self.check_origin(path)
+        return path
+
+    def check_origin(self, url: str) -> None:
+        """Credentials go only to the configured GitHub hosts."""
+        if _origin(url) not in self.trusted_origins:
+            raise UntrustedOrigin(
+                f"GitHub named {_origin(url)}, which is none of the configured GitHub hosts "
+                f"({', '.join(sorted(self.trusted_origins))}); reposync does not send it "
+                "the credentials"
+            )
 
     def _headers(self, token: str) -> dict[str, str]:
         return {
@@ -294,6 +313,12 @@ class GitHubClient:
             if reset.isdigit():
                 return datetime.fromtimestamp(int(reset), tz=UTC)
         return now + timedelta(minutes=1)  # GitHub: wait at least one minute
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    return f"{parts.scheme}://{(parts.hostname or '').lower()}:{port}"
 
 
 def _links(header: str) -> dict[str, str]:

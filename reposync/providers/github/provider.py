@@ -69,6 +69,7 @@ def _client(env: ProviderEnvironment | None) -> tuple[GitHubClient, Settings]:
         etags=EtagCache(cache_dir),
         session=session,
         write_interval=settings.github_write_interval,
+        trusted_urls=(settings.github_uploads_url, settings.github_git_url),
     )
     return client, settings
 
@@ -242,6 +243,7 @@ class GitHubProvider(Provider):
 
     def open_asset(self, identity: str) -> BinaryIO:
         data = self.client.get(f"/repos/{self._repo}/releases/assets/{identity}")
+        self.client.check_origin(data["browser_download_url"])
         response = self.client.session.get(
             data["browser_download_url"],
             stream=True,
