@@ -21,6 +21,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from reposync.errors import ConfigurationError, DatabaseUnavailable
+from reposync.files import private_dir, private_file
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ class Database:
         if self.dialect_name == "sqlite":
             database = parsed.database or ""
             if database and database != ":memory:":
-                Path(database).parent.mkdir(parents=True, exist_ok=True)
+                private_file(private_dir(Path(database).parent) / Path(database).name)
             kwargs["connect_args"] = {"timeout": 30, "check_same_thread": False}
         else:
             kwargs.update(pool_pre_ping=True, pool_size=5, max_overflow=5)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import http
 from typing import Any
 
-from flask import Flask
+import swagger_ui_bundle  # type: ignore[import-untyped]
+from flask import Flask, Response, send_from_directory
 from flask_smorest import Api
 from flask_smorest.utils import prepare_response
 
@@ -18,9 +19,11 @@ from reposync.config import Settings
 from reposync.models.db import Database
 from reposync.service.context import ServiceContext
 from reposync.web.errors import PROBLEM_CONTENT_TYPE, register_error_handlers
+from reposync.web.limits import MAX_BODY_BYTES, refuse_deep_json
 from reposync.web.schemas.common import ProblemSchema
 
 API_PREFIX = "/api/ext/v1/sync"
+SWAGGER_ASSETS = "docs-assets"
 
 #: Server-Sent Events: how often the service is polled, and how long one stream lasts
 #: at most (clients reconnect with Last-Event-ID; proxies never see an endless request).
@@ -75,7 +78,9 @@ def create_app(
         OPENAPI_URL_PREFIX=API_PREFIX,
         OPENAPI_JSON_PATH="openapi.json",
         OPENAPI_SWAGGER_UI_PATH="docs",
-        OPENAPI_SWAGGER_UI_URL="https://cdn.jsdelivr.net/npm/swagger-ui-dist/",
+        # Served by reposync itself: the machine may be offline (a CDN left /docs blank).
+        OPENAPI_SWAGGER_UI_URL=f"{API_PREFIX}/{SWAGGER_ASSETS}/",
+        MAX_CONTENT_LENGTH=MAX_BODY_BYTES,
         API_SPEC_OPTIONS={
             "info": {"description": "Operate reposync: Bindings, Runs and their progress."},
             "components": {"securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}}},
@@ -92,7 +97,13 @@ def create_app(
 
     for module in (health, overview, bindings, runs, items, events):
         api.register_blueprint(module.blueprint, url_prefix=API_PREFIX)
+    app.add_url_rule(f"{API_PREFIX}/{SWAGGER_ASSETS}/<path:name>", "swagger_assets", _swagger_asset)
+    app.before_request(refuse_deep_json)
     return app
+
+
+def _swagger_asset(name: str) -> Response:
+    return send_from_directory(swagger_ui_bundle.swagger_ui_path, name, max_age=86400)
 
 
 def extension(app: Flask, name: str) -> Any:

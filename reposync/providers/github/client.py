@@ -36,6 +36,7 @@ from reposync.errors import (
     UntrustedOrigin,
     WriteRefused,
 )
+from reposync.files import private_dir, write_private
 from reposync.providers.base import Clock, WriteBudget
 from reposync.providers.github.auth import TokenSource
 
@@ -83,10 +84,8 @@ class EtagCache:
         if self.directory is None:
             return
         path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_suffix(".tmp")
-        temporary.write_text(json.dumps({"etag": etag, "body": body}))
-        temporary.replace(path)
+        private_dir(path.parent)
+        write_private(path, json.dumps({"etag": etag, "body": body}))
 
     def _path(self, key: str) -> Path:
         assert self.directory is not None

@@ -51,6 +51,7 @@ from reposync.errors import (
     ProviderError,
     ProviderUnavailable,
 )
+from reposync.files import private_dir, private_file
 from reposync.providers.base import ApplyResult, TargetRef, TargetWrite, WriteStatus
 from reposync.sync.canonical import (
     CanonicalObject,
@@ -535,7 +536,7 @@ class LocalForge:
         if self._conn is not None and not self._writable:
             self.close()
         if self._conn is None:
-            self.root.mkdir(parents=True, exist_ok=True)
+            private_file(private_dir(self.root) / self.db_path.name)
             self._conn = self._connect(create=True)
         if not self._schema_ready:
             conn = self._conn
