@@ -81,6 +81,10 @@ class Settings:
     #: Seconds a local forge waits for another writer's lock before the write fails
     #: (retryably: see ``retry_backoff``).
     local_busy_timeout: float = 10.0
+    #: Directories under which ``local:`` locators given over the API must resolve (real
+    #: paths, symlinks followed; ``os.pathsep``-separated). None: the API refuses
+    #: ``local:``. The CLI is not confined: it acts with its user's own rights.
+    local_roots: tuple[Path, ...] = ()
     #: Seconds between two writes to GitHub (its best practices ask for at least one).
     github_write_interval: float = 1.0
     #: Seconds an HTTP request to a forge may take before its outcome counts as unknown.
@@ -145,6 +149,9 @@ def _parse(name: str, raw: str, parser: Callable[[str], Any]) -> Any:
 
 _PARSERS: dict[str, Callable[[str], Any]] = {
     "data_dir": lambda raw: Path(raw).expanduser(),
+    "local_roots": lambda raw: tuple(
+        Path(part).expanduser() for part in raw.split(os.pathsep) if part.strip()
+    ),
     "database_url": str,
     "broker_url": str,
     "lease_ttl": float,

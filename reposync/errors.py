@@ -20,6 +20,7 @@ into this tree at one boundary each, never leaked.
     ├── RecordNotFound                  record_not_found         (also LookupError)
     ├── Unauthenticated                 unauthenticated
     ├── Forbidden                       forbidden
+    │   └── LocatorRefused              locator_refused
     ├── NotAllowedNow                   not_allowed_now
     │   ├── ResultUnknownFence          result_unknown_unresolved
     │   └── VisibilityUnconfirmed       visibility_unconfirmed
@@ -142,6 +143,18 @@ class Forbidden(ReposyncError):
     http_status = 403
     exit_status = 2
     suggested_action = "ask an admin for the role or the repository grant this needs"
+
+
+class LocatorRefused(Forbidden):
+    """A ``local:`` locator given over the API that resolves outside the repository roots.
+
+    Its message never says whether anything exists there.
+    """
+
+    code = "locator_refused"
+    suggested_action = (
+        "use a repository under REPOSYNC_LOCAL_ROOTS, or bind it with the reposync CLI"
+    )
 
 
 class NotAllowedNow(ReposyncError):

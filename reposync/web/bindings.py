@@ -12,6 +12,7 @@ from flask.views import MethodView
 from flask_smorest import Blueprint
 
 from reposync.service.bindings import delete_binding, update_binding
+from reposync.service.confinement import confine
 from reposync.service.embedded import SyncRequest, bind_pair
 from reposync.service.handoff import start_handoff
 from reposync.service.queries import get_binding_for, list_bindings
@@ -65,8 +66,8 @@ class BindingsView(MethodView):
         bound, created = bind_pair(
             ctx,
             SyncRequest(
-                args["source"],
-                args["target"],
+                confine(args["source"], ctx.settings),
+                confine(args["target"], ctx.settings),
                 conflict_policy=RefConflictPolicy(policy) if policy else None,
             ),
         )

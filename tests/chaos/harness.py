@@ -426,6 +426,7 @@ class Chaos:
             self.redis.url,
             self.workdir / "data",
             REPOSYNC_LEASE_TTL=str(config.lease_ttl),
+            REPOSYNC_LOCAL_ROOTS=str(self.workdir),  # the API binds the round's repositories
             REPOSYNC_BATCH_MAX_ITEMS="40",
             REPOSYNC_GIT_BATCH_MAX_ITEMS="25",
             REPOSYNC_RETRY_BACKOFF="1",

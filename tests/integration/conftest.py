@@ -48,6 +48,7 @@ def env(pg_url: str, broker_url: str, tmp_path: Path) -> dict[str, str]:
         tmp_path / "worker-data",
         REPOSYNC_GIT_BATCH_MAX_ITEMS="150",
         REPOSYNC_BATCH_MAX_ITEMS="200",
+        REPOSYNC_LOCAL_ROOTS=str(tmp_path),  # the API binds the test's repositories
     )
 
 

@@ -11,6 +11,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
+from reposync.config import Settings
 from reposync.models import Binding, Run
 from reposync.service.context import ServiceContext
 from reposync.service.embedded import SyncRequest, bind, sync
@@ -47,6 +48,12 @@ class Tokens:
     admin: str
     member: str  # granted the Binding's source repository
     stranger: str  # a member without any grant
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    """The API may bind repositories under the test's directory (its data dir excepted)."""
+    return Settings(data_dir=tmp_path / "data", lease_ttl=30.0, local_roots=(tmp_path,))
 
 
 @pytest.fixture

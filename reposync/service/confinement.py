@@ -1,0 +1,48 @@
+"""Where a ``local:`` locator that arrives over the API may lead.
+
+An API caller is not the service's user: a path is resolved (``realpath``: symlinks,
+``..`` and ``/proc/self/cwd`` followed) and must land inside a configured repository root
+(``REPOSYNC_LOCAL_ROOTS``), never inside the service's own data directory or its own
+code. Nothing is looked at before that decision, and the refusal reads the same whether
+anything exists there or not. The CLI is not confined: its user acts with their own rights.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import reposync
+from reposync.config import Settings
+from reposync.errors import LocatorRefused
+from reposync.providers.registry import parse_locator
+
+#: reposync's own code (a checkout or site-packages): never a repository to sync.
+OWN_CODE = Path(reposync.__file__).resolve().parent
+
+
+def confine(locator: str, settings: Settings) -> str:
+    """``locator`` with a ``local:`` path replaced by its real path inside a root.
+
+    Other providers pass unchanged. Raises ``LocatorRefused``.
+    """
+    spec = parse_locator(locator)
+    if spec.provider != "local":
+        return locator
+    refused = LocatorRefused(
+        f"{locator.strip()!r} is not under a repository root this server may use"
+        if settings.local_roots
+        else "this server takes no local: locators over the API (no REPOSYNC_LOCAL_ROOTS)"
+    )
+    real = Path(os.path.realpath(spec.locator))
+    roots = [Path(os.path.realpath(root)) for root in settings.local_roots]
+    if not any(_inside(real, root) and real != root for root in roots):
+        raise refused
+    forbidden = (Path(os.path.realpath(settings.data_dir)), OWN_CODE)
+    if any(_inside(real, place) or _inside(place, real) for place in forbidden):
+        raise refused
+    return f"local:{real}"
+
+
+def _inside(path: Path, directory: Path) -> bool:
+    return path == directory or directory in path.parents
