@@ -85,6 +85,9 @@ class Settings:
     #: paths, symlinks followed; ``os.pathsep``-separated). None: the API refuses
     #: ``local:``. The CLI is not confined: it acts with its user's own rights.
     local_roots: tuple[Path, ...] = ()
+    #: Run a local target's server-side hooks (pre-receive, update, post-receive) during
+    #: a sync. Off: they would run as the service's user on content from the source.
+    local_target_hooks: bool = False
     #: Seconds between two writes to GitHub (its best practices ask for at least one).
     github_write_interval: float = 1.0
     #: Seconds an HTTP request to a forge may take before its outcome counts as unknown.
@@ -140,6 +143,15 @@ class Settings:
         return replace(self, **changes)
 
 
+def _boolean(raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("expected true or false")
+
+
 def _parse(name: str, raw: str, parser: Callable[[str], Any]) -> Any:
     try:
         return parser(raw)
@@ -149,6 +161,7 @@ def _parse(name: str, raw: str, parser: Callable[[str], Any]) -> Any:
 
 _PARSERS: dict[str, Callable[[str], Any]] = {
     "data_dir": lambda raw: Path(raw).expanduser(),
+    "local_target_hooks": _boolean,
     "local_roots": lambda raw: tuple(
         Path(part).expanduser() for part in raw.split(os.pathsep) if part.strip()
     ),

@@ -83,8 +83,35 @@ class PushOutcome:
     rejected: dict[str, str] = field(default_factory=dict)
 
 
+#: What ``git`` (and a local target's hooks, when they run) may see of this process's
+#: environment: where programs and the home are, locale, proxies and CA bundles. Never
+#: the REPOSYNC_* settings, tokens, key paths or the broker and database URLs.
+INHERITED_ENV = frozenset(
+    {
+        "PATH",
+        "HOME",
+        "TMPDIR",
+        "USER",
+        "LOGNAME",
+        "http_proxy",
+        "https_proxy",
+        "no_proxy",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "NO_PROXY",
+        "ALL_PROXY",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        "GIT_SSL_CAINFO",
+        "GIT_SSL_CAPATH",
+        "GIT_EXEC_PATH",
+    }
+)
+
+
 def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = dict(os.environ)
+    """A minimal environment: child processes inherit no secret of the worker's."""
+    env = {name: value for name, value in os.environ.items() if name in INHERITED_ENV}
     env.update(
         {
             "GIT_TERMINAL_PROMPT": "0",
@@ -124,6 +151,7 @@ def push(
     *,
     env: Mapping[str, str] | None = None,
     argv_budget: int = ARGV_BUDGET_BYTES,
+    receive_pack: str | None = None,
 ) -> PushOutcome:
     """Push ``updates`` to ``target_url`` from a staged workspace, in atomic groups.
 
@@ -153,6 +181,7 @@ def push(
             "--porcelain",
             "--atomic",
             "--no-verify",
+            *([f"--receive-pack={receive_pack}"] if receive_pack else []),
             *leases,
             target_url,
             *STAGED_REFSPECS,

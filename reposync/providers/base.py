@@ -152,6 +152,9 @@ class GitRemote:
     #: What a mirror of a remote repository fetches beside branches and tags: where the
     #: commits of shadow branches live (GitHub: ``refs/pull/*/head``).
     extra_fetch: tuple[str, ...] = ()
+    #: The command a push runs on the target's side (``git push --receive-pack``), when
+    #: it must differ from git's default (a local target whose hooks must not run).
+    receive_pack: str | None = None
 
     @property
     def is_local(self) -> bool:

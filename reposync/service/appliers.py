@@ -196,7 +196,13 @@ class GitRefApplier:
             )
             for item in items
         ]
-        pushed = transport.push(workspace, target_remote.url, updates, env=dict(target_remote.env))
+        pushed = transport.push(
+            workspace,
+            target_remote.url,
+            updates,
+            env=dict(target_remote.env),
+            receive_pack=target_remote.receive_pack,
+        )
         ex.count_io("pushes", pushed.groups)
         ex.target().stats.writes += len(pushed.accepted)
         report = WriteReport()

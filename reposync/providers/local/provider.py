@@ -60,9 +60,15 @@ class LocalProvider(Provider):
     name = "local"
 
     def __init__(
-        self, repo: pygit2.Repository, locator: str, *, busy_timeout: float = 10.0
+        self,
+        repo: pygit2.Repository,
+        locator: str,
+        *,
+        busy_timeout: float = 10.0,
+        run_hooks: bool = False,
     ) -> None:
         super().__init__()
+        self._run_hooks = run_hooks
         self._repo = repo
         self._locator = locator
         self._git_dir = str(Path(repo.path).resolve())
@@ -111,7 +117,8 @@ class LocalProvider(Provider):
         except pygit2.GitError as exc:
             raise NotARepository(f"{spec.locator} is not a readable Git repository: {exc}") from exc
         busy_timeout = env.settings.local_busy_timeout if env is not None else 10.0
-        provider = cls(repo, spec.locator, busy_timeout=busy_timeout)
+        hooks = env.settings.local_target_hooks if env is not None else False
+        provider = cls(repo, spec.locator, busy_timeout=busy_timeout, run_hooks=hooks)
         if spec.repository_id is not None and spec.repository_id != provider._repository_id:
             raise RepositoryMismatch(
                 f"{spec.locator} holds repository {provider._repository_id}, but this Binding "
@@ -317,7 +324,16 @@ class LocalProvider(Provider):
         return remove_stale_locks(Path(self._git_dir), older_than)
 
     def git_remote(self, *, write: bool) -> GitRemote:
-        return GitRemote(url=self._git_dir, objects_dir=str(Path(self._git_dir) / "objects"))
+        return GitRemote(
+            url=self._git_dir,
+            objects_dir=str(Path(self._git_dir) / "objects"),
+            # No hook of this repository runs for a sync (REPOSYNC_LOCAL_TARGET_HOOKS
+            # opts in). Git drops environment-given configuration (GIT_CONFIG_*) when it
+            # starts receive-pack in another repository, so the command says it.
+            receive_pack=None
+            if self._run_hooks or not write
+            else f"git -c core.hooksPath={os.devnull} receive-pack",
+        )
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         try:
