@@ -17,7 +17,9 @@ from reposync.sync.vocabulary import ObjectType
 
 #: Bump when the canonical mapping of any type changes; links verified under an older
 #: mapper are re-planned.
-MAPPER_VERSION = 1
+#: 2: review requests are written as review requests to every target (the provider
+#: projects them where it must), no longer as comments chosen by the service.
+MAPPER_VERSION = 2
 
 
 def canonical_json(value: Any) -> bytes:

@@ -112,10 +112,29 @@ TERMINAL_ITEM_STATES = frozenset(
 
 
 class Representation(StrEnum):
+    """How an object exists on a target; every value but ``native`` is a counted data gap.
+
+    Besides the DESIGN.md four, the kinds below name a shape the target forge cannot give
+    an object, so the provider writes it another way, says so in its attribution header
+    and reads it back as the original (values fit the 16-character column).
+    """
+
     NATIVE = "native"
     ATTRIBUTED = "attributed"
     PROJECTED = "projected"
     ARCHIVE_ONLY = "archive_only"
+    #: A review whose state the target cannot give it (an approval, a change request or
+    #: a dismissal by the sync's own account): submitted as a comment, state in the header.
+    STATE_AS_COMMENT = "state_as_comment"
+    #: A reply to a reply where the target threads only to the root: posted as a reply to
+    #: the root, the header naming the comment it answered.
+    REPLY_TO_ROOT = "reply_to_root"
+    #: A reply whose comment is gone on the source: posted as a comment of its own, the
+    #: header saying it answered a deleted comment.
+    DETACHED_REPLY = "detached_reply"
+    #: A review comment the target cannot place in its review (a file-level comment, a
+    #: reply): it sits in a review the target opened for it, the header naming its review.
+    OWN_REVIEW = "own_review"
 
 
 class Phase(IntEnum):
@@ -167,10 +186,10 @@ OBJECT_PHASES: dict[ObjectType, Phase] = {
     ObjectType.REACTION: Phase.ARCHIVE,
 }
 
-#: Review requests are shown on the target as comments (the reviewer may not exist
-#: there); reactions are kept in links and reports only, never written.
+#: Reactions are kept in links and reports only, never written. Everything else is the
+#: target provider's business (``ApplyResult.representation``): a local forge holds
+#: review requests natively, GitHub projects them into comments it reads back as them.
 FIXED_REPRESENTATIONS: dict[ObjectType, Representation] = {
-    ObjectType.REVIEW_REQUEST: Representation.PROJECTED,
     ObjectType.REACTION: Representation.ARCHIVE_ONLY,
 }
 

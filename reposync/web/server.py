@@ -2,12 +2,49 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from gunicorn import util as gunicorn_util
 from gunicorn.app.base import BaseApplication
 
 from reposync.config import Settings
 from reposync.web.app import create_app
+from reposync.web.errors import PROBLEM_CONTENT_TYPE, TYPE_PREFIX
+
+#: gunicorn's own refusals (a header line too long, a NUL in a header) by status.
+GUNICORN_CODES = {
+    400: "invalid_request",
+    403: "forbidden",
+    414: "uri_too_long",
+    417: "expectation_failed",
+    431: "request_header_fields_too_large",
+    500: "internal_error",
+    501: "not_implemented",
+}
+
+
+def write_problem(sock: Any, status_int: int, reason: str, mesg: str) -> None:
+    """gunicorn's ``util.write_error``, answering problem JSON like the rest of the API.
+
+    gunicorn refuses malformed requests (an oversized or NUL-carrying ``Authorization``
+    header) before Flask sees them and offers no hook for the body: it answered HTML.
+    """
+    code = GUNICORN_CODES.get(status_int, f"http_{status_int}")
+    body = json.dumps(
+        {
+            "type": TYPE_PREFIX + code,
+            "title": reason,
+            "status": status_int,
+            "detail": mesg or reason,
+            "code": code,
+        }
+    ).encode()
+    head = (
+        f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\n"
+        f"Content-Type: {PROBLEM_CONTENT_TYPE}\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    gunicorn_util.write_nonblock(sock, head.encode("latin-1") + body)
 
 
 class _Gunicorn(BaseApplication):  # type: ignore[misc]
@@ -17,6 +54,7 @@ class _Gunicorn(BaseApplication):  # type: ignore[misc]
         super().__init__()
 
     def load_config(self) -> None:
+        gunicorn_util.write_error = write_problem  # inherited by the forked workers
         self.cfg.set("bind", self._bind)
         self.cfg.set("workers", 2)
         # Threads, so that a few Server-Sent Event streams (up to 25 s each) do not
