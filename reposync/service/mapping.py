@@ -19,13 +19,14 @@ from reposync.providers.base import TargetRef, TargetWrite
 from reposync.service.execution import StageExecution
 from reposync.sync.canonical import CanonicalObject, ObjectRef, content_hash
 from reposync.sync.key_moves import temporary_payload
-from reposync.sync.objects import project_review_request, rewrite_issue_references
+from reposync.sync.objects import rewrite_issue_references
 from reposync.sync.vocabulary import Action, ObjectType, Representation, Side
 
-#: Where each type lives on the target (a projection may store it as another type).
-TARGET_TYPES: dict[ObjectType, ObjectType] = {
-    ObjectType.REVIEW_REQUEST: ObjectType.ISSUE_COMMENT,
-}
+#: Where each type lives on the target, when the service itself decides it is another
+#: type. Empty: a projection is the target provider's business (GitHub shows a review
+#: request as a comment and reads that comment back as the review request), so a
+#: reverse Run meets the same type it wrote.
+TARGET_TYPES: dict[ObjectType, ObjectType] = {}
 
 
 #: References a forge keeps after their object is deleted (a reply to a deleted comment).
@@ -143,18 +144,15 @@ def number_map(ex: StageExecution) -> dict[int, int]:
 
 
 def target_payload(obj: CanonicalObject, numbers: Mapping[int, int]) -> dict[str, Any]:
-    """The payload as the target must show it (projection, rewritten references)."""
-    if obj.object_type is ObjectType.REVIEW_REQUEST:
-        payload = project_review_request(obj)
-    else:
-        payload = dict(obj.payload)
+    """The payload as the target must show it (rewritten references)."""
+    payload = dict(obj.payload)
     if numbers and isinstance(payload.get("body"), str):
         payload["body"] = rewrite_issue_references(payload["body"], numbers)
     return payload
 
 
 def _shown_as_is(obj: CanonicalObject, payload: Mapping[str, Any]) -> bool:
-    return obj.object_type is not ObjectType.REVIEW_REQUEST and payload == obj.payload
+    return payload == obj.payload
 
 
 def expected_target_hash(

@@ -44,7 +44,6 @@ from reposync.sync.vocabulary import (
     ItemState,
     ObjectType,
     RefConflictPolicy,
-    Representation,
     Stage,
 )
 
@@ -157,7 +156,9 @@ def _observe(
         else:
             yield candidate, None
     for object_type, group in to_read.items():
-        translate = object_type.representation is Representation.PROJECTED or bool(numbers)
+        # Rewritten ``#N`` references are the only difference the service itself makes
+        # (a provider's projection reads back as the object it projects).
+        translate = bool(numbers)
         for chunk in _chunks(group, READ_CHUNK):
             found = read_index(
                 target, target_type(object_type), [c.target_identity or "" for c in chunk]
@@ -174,8 +175,8 @@ def _observe(
                     yield candidate, Observation(replace(entry, content_hash="misplaced"))
                     continue
                 source_obj = sources.get(candidate.source.identity) if candidate.source else None
-                # The target shows a projection or rewritten references: equal means equal
-                # to what we would write, so say it in the source's hash.
+                # The target shows rewritten references: equal means equal to what we
+                # would write, so say it in the source's hash.
                 if (
                     entry is not None
                     and source_obj is not None

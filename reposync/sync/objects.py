@@ -574,20 +574,7 @@ BUILDERS: dict[ObjectType, Callable[..., CanonicalObject]] = {
 }
 
 
-# -- representation ------------------------------------------------------------------------
-
-PROJECTION_AUTHOR = "reposync"
-
-
-def project_review_request(request: CanonicalObject) -> dict[str, Any]:
-    """The comment payload that shows a review request on a target (``projected``)."""
-    reviewer = request.payload["reviewer"]
-    return {
-        "body": f"Review requested from @{reviewer} (projected by reposync).",
-        "author": PROJECTION_AUTHOR,
-        "created_at": request.payload.get("requested_at"),
-    }
-
+# -- references ----------------------------------------------------------------------------
 
 _ISSUE_REFERENCE = re.compile(r"(?<![\w&/#])#(\d+)\b")
 

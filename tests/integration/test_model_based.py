@@ -26,13 +26,13 @@ dry run (checkpoint or full). The source never changes during a Run, so every Ru
 end ``completed`` with no follow-up Run. After every applying Run:
 
 * the target equals the source canonically: per forge type the (number, unique key,
-  content hash, replied-to comment) of every object, identities left out; review
-  requests show on the target as projected comments (``project_review_request``);
-  reactions are archive-only (never written); Git refs are equal, the target holding in
-  addition one shadow branch ``refs/heads/reposync/pr/<N>/head`` per open pull request
-  whose head commit exists in the source but is not what its head branch points at and
-  whose shadow name is no real branch (the rule of
-  ``reposync.sync.canonical.shadow_refs``, restated here as the oracle);
+  content hash, replied-to comment) of every object, identities left out; a local
+  target holds review requests natively; reactions are archive-only (never written);
+  Git refs are equal, the target holding in addition one shadow branch
+  ``refs/heads/reposync/pr/<N>/head`` per open pull request whose head commit exists
+  in the source but is not what its head branch points at and whose shadow name is no
+  real branch (the rule of ``reposync.sync.canonical.shadow_refs``, restated here as
+  the oracle);
 * when the source did not change since the last converged Run (same objects, same
   identities, same hashes, same refs), the Run wrote nothing: no RunItem with a write
   action, no target writes and no Git push in its ``io`` (a checkpoint not even a target
@@ -80,8 +80,7 @@ from reposync.providers.base import EndpointSpec
 from reposync.providers.local import LocalProvider
 from reposync.service.context import ServiceContext
 from reposync.service.embedded import SyncRequest, sync
-from reposync.sync.canonical import ObjectRef, content_hash
-from reposync.sync.objects import project_review_request
+from reposync.sync.canonical import ObjectRef
 from reposync.sync.vocabulary import ObjectType
 from tests.gitrepo import generate, init_bare, refs
 
@@ -110,8 +109,8 @@ pytestmark = pytest.mark.timeout(0 if SHRINK else 600)
 WHEN = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 SIGNATURE = pygit2.Signature("Model", "model@example.com", 1_700_000_000, 0)
 FORGE_TYPES = [t for t in ObjectType if t is not ObjectType.GIT_REF]
-#: Types the target never holds as such: projected as comments, archive-only.
-NOT_ON_TARGET = (ObjectType.REVIEW_REQUEST, ObjectType.REACTION)
+#: Types the target never holds as such: archive-only.
+NOT_ON_TARGET = (ObjectType.REACTION,)
 SHADOW = "refs/heads/reposync/pr/{}/head"
 
 #: "feature" and "feature/a" cannot both exist (Git's directory/file rule).
@@ -1037,18 +1036,10 @@ class ForgeSync(RuleBasedStateMachine):
 
     def expected_state(self) -> dict[str, Any]:
         state: dict[str, Any] = {"refs": self.expected_refs()}
-        keys = {o.identity: o.unique_key for o in self.objects(ObjectType.PULL_REQUEST)}
         for object_type in FORGE_TYPES:
             if object_type in NOT_ON_TARGET:
                 continue
             state[object_type.value] = canonical(self.forge, object_type)
-        for request in self.forge.list(ObjectType.REVIEW_REQUEST):  # shown as comments
-            payload = project_review_request(request)
-            digest = content_hash(payload)
-            state["issue_comment"].append(
-                (0, f"{keys[request.refs['parent'].identity]}:{digest}", digest, "")
-            )
-        state["issue_comment"].sort()
         for object_type in NOT_ON_TARGET:
             state[object_type.value] = 0
         return state

@@ -38,7 +38,12 @@ def compose(
     marker: str | None,
     attribution: dict[str, Any] | None = None,
     source_label: str | None = None,
+    headline: str | None = None,
+    note: str | None = None,
 ) -> str:
+    """``headline`` replaces the visible "Originally by" line (an object with no author of
+    its own, such as a review request); ``note`` is appended to it: what GitHub shows
+    differently from the source (a state it cannot give, a reply it threads elsewhere)."""
     text = body
     if attribution:
         # "-->" cannot appear inside the comment: escape ">" (JSON reads it back).
@@ -46,10 +51,12 @@ def compose(
         who = attribution.get("author") or "unknown"
         when = attribution.get("created_at") or attribution.get("submitted_at") or ""
         where = f" in {source_label}" if source_label else ""
-        text = (
-            f"<!-- reposync:attribution {data} -->\n"
-            f"> Originally by **{who}**{' on ' + when if when else ''}{where}\n\n{text}"
-        )
+        line = headline or f"Originally by **{who}**{' on ' + when if when else ''}{where}"
+        if note:
+            line = f"{line} ({note})"
+        # One line only: the header's visible part is exactly one "> " line.
+        line = " ".join(line.splitlines())
+        text = f"<!-- reposync:attribution {data} -->\n> {line}\n\n{text}"
     if marker:
         text = f"{text}\n\n<!-- reposync:marker {marker} -->"
     return text

@@ -147,11 +147,21 @@ def issue_comment(data: dict[str, Any], parent_type: ObjectType) -> CanonicalObj
 
 
 def carried_object(data: dict[str, Any], parsed: Parsed, number: int) -> CanonicalObject | None:
-    """A review or review comment that reposync wrote as a comment (its PR is a carrier)."""
+    """What reposync wrote as a comment: a review or review comment (its PR is a
+    carrier), or a review request (always projected: see ``writes``)."""
     attribution = parsed.attribution or {}
     kind = attribution.get(CARRIED_TYPE)
     identity = f"comment-{data['id']}"
     pull = ObjectRef(ObjectType.PULL_REQUEST, str(number))
+    if kind == ObjectType.REVIEW_REQUEST.value:
+        return objects.review_request(
+            identity,
+            data.get("updated_at") or "",
+            parent=pull,
+            parent_key=number_key(number),
+            reviewer=attribution["reviewer"],
+            requested_at=attribution.get("requested_at"),
+        )
     if kind == ObjectType.REVIEW.value:
         return objects.review(
             identity,
@@ -224,6 +234,7 @@ def review_comment(
 
 
 def review_request(number: int, login: str) -> CanonicalObject:
+    """A native requested reviewer (GitHub keeps no request time)."""
     return objects.review_request(
         f"{number}:{login}",
         "",

@@ -28,6 +28,7 @@ class Inventory:
         self._issues: list[dict[str, Any]] | None = None
         self._pulls: dict[int, dict[str, Any]] | None = None
         self._reviews: dict[str, CanonicalObject] = {}
+        self._issue_comments: list[dict[str, Any]] | None = None
 
     def _path(self, suffix: str) -> str:
         return f"/repos/{self.repo}{suffix}"
@@ -108,12 +109,26 @@ class Inventory:
             for number, pull in self.pulls().items():
                 for user in pull.get("requested_reviewers") or []:
                     yield gh.review_request(number, user["login"])
+            # The review requests reposync projected: comments that read back as them.
+            kinds = self.kinds()
+            for comment in self.issue_comments():
+                obj = gh.issue_comment(
+                    comment, kinds.get(gh.parent_number(comment), ObjectType.ISSUE)
+                )
+                if obj.object_type is ObjectType.REVIEW_REQUEST:
+                    yield obj
         elif object_type is ObjectType.RELEASE:
             yield from map(gh.release, self.client.paginate(self._path("/releases")))
         elif object_type is ObjectType.RELEASE_ASSET:
             for release in self.client.paginate(self._path("/releases")):
                 for asset in release.get("assets") or []:
                     yield gh.release_asset(asset, str(release["id"]), release["tag_name"])
+
+    def issue_comments(self) -> list[dict[str, Any]]:
+        """Every issue comment of the repository, listed once (several types hide in them)."""
+        if self._issue_comments is None:
+            self._issue_comments = list(self.client.paginate(self._path("/issues/comments")))
+        return self._issue_comments
 
     def reviews(self) -> dict[str, CanonicalObject]:
         if not self._reviews:
@@ -185,6 +200,7 @@ def read_one(
             ObjectType.ISSUE_COMMENT,
             ObjectType.REVIEW,
             ObjectType.REVIEW_COMMENT,
+            ObjectType.REVIEW_REQUEST,
         ) and identity.startswith("comment-"):
             data = client.get(f"{base}/issues/comments/{identity.removeprefix('comment-')}")
             obj = gh.issue_comment(data, ObjectType.PULL_REQUEST)
@@ -197,7 +213,9 @@ def read_one(
                 if "pull_request" in parent or gh.is_carrier(parent)
                 else ObjectType.ISSUE
             )
-            return gh.issue_comment(data, kind)
+            obj = gh.issue_comment(data, kind)
+            # A comment carrying another type (a projected review request) is not one.
+            return obj if obj.object_type is object_type else None
         if object_type is ObjectType.REVIEW:
             number, review_id = identity.split("/", 1)
             return gh.review(client.get(f"{base}/pulls/{number}/reviews/{review_id}"), int(number))
@@ -212,6 +230,13 @@ def read_one(
                 f"{number}/{data['pull_request_review_id']}",
                 review.unique_key if review else None,
             )
+        if object_type is ObjectType.REVIEW_REQUEST:  # a native one: "<number>:<login>"
+            number_text, _, login = identity.partition(":")
+            if not number_text.isdigit() or not login:
+                return None
+            requested = client.get(f"{base}/pulls/{number_text}/requested_reviewers")
+            users = {u.get("login") for u in requested.get("users") or []}
+            return gh.review_request(int(number_text), login) if login in users else None
         if object_type is ObjectType.RELEASE:
             return gh.release(client.get(f"{base}/releases/{identity}"))
         if object_type is ObjectType.RELEASE_ASSET:

@@ -218,6 +218,8 @@ class GitHubWriter:
         )
 
     def _representation(self, write: TargetWrite) -> Representation | None:
+        if write.object_type is ObjectType.REVIEW_REQUEST:
+            return Representation.PROJECTED
         if write.object_type in ATTRIBUTED_FIELDS:
             return Representation.ATTRIBUTED
         return None
@@ -770,6 +772,75 @@ class GitHubWriter:
             self.client.write("DELETE", self._path(f"/pulls/comments/{identity}"))
         return identity, None
 
+    # -- review requests ----------------------------------------------------------------
+
+    def _review_request_comment(self, write: TargetWrite, number: int) -> str:
+        """A review request shown as a comment on its pull request (``projected``).
+
+        GitHub can request a review only from a collaborator of this repository, which
+        the source's reviewer rarely is; the comment names the reviewer in code (no
+        notification goes to a namesake) and its header keeps the canonical payload, so
+        reads present the comment as this review request again, never as a comment.
+        """
+        payload = write.payload or {}
+        reviewer = str(payload.get("reviewer") or "")
+        when = payload.get("requested_at")
+        attribution = {
+            gh.CARRIED_TYPE: ObjectType.REVIEW_REQUEST.value,
+            "reviewer": reviewer,
+            "requested_at": when,
+        }
+        where = self.source_label(write)
+        body = compose(
+            f"Review requested from `@{reviewer}`{' on ' + when if when else ''}.",
+            marker=write.marker,
+            attribution=attribution,
+            headline="Review request projected by reposync"
+            + (f" from {where}" if where else "")
+            + ": GitHub requests reviews only from its own collaborators",
+        )
+        if write.target_identity:
+            self.client.write(
+                "PATCH",
+                self._path(f"/issues/comments/{write.target_identity.removeprefix('comment-')}"),
+                json_body={"body": body},
+            )
+            return write.target_identity
+        created = self.client.write(
+            "POST", self._path(f"/issues/{number}/comments"), json_body={"body": body}
+        )
+        return f"comment-{created['id']}"
+
+    def _create_review_request(self, write: TargetWrite) -> tuple[str, Representation]:
+        number = self._number(self._parent(write))
+        return self._review_request_comment(write, number), Representation.PROJECTED
+
+    def _update_review_request(self, write: TargetWrite) -> tuple[str, Representation]:
+        identity = write.target_identity or ""
+        if not identity.startswith("comment-"):
+            # A native request has nothing to update (GitHub keeps no request time).
+            raise WriteRefused(
+                f"review request {identity} is native on GitHub and cannot change",
+                refusal="unsupported",
+                status=422,
+            )
+        return self._review_request_comment(write, 0), Representation.PROJECTED
+
+    def _delete_review_request(self, write: TargetWrite) -> tuple[str, None]:
+        identity = write.target_identity or ""
+        if identity.startswith("comment-"):
+            self.client.write(
+                "DELETE", self._path(f"/issues/comments/{identity.removeprefix('comment-')}")
+            )
+        else:
+            number, _, login = identity.partition(":")
+            self.client.write(
+                "DELETE",
+                self._path(f"/pulls/{number}/requested_reviewers"),
+                json_body={"reviewers": [login]},
+            )
+        return identity, None
+
     # -- releases -----------------------------------------------------------------------
 
     def _release_body(self, write: TargetWrite) -> dict[str, Any]:
@@ -896,7 +967,7 @@ def find_markers(
             {"state": "all", **newest},
             lambda item: str(item["number"]),
         )
-    elif object_type in (ObjectType.ISSUE_COMMENT, ObjectType.REVIEW):
+    elif object_type in (ObjectType.ISSUE_COMMENT, ObjectType.REVIEW, ObjectType.REVIEW_REQUEST):
         listing = (
             f"/repos/{repo}/issues/comments",
             newest,

@@ -163,22 +163,13 @@ def test_release_assets_carry_a_content_address():
         )
 
 
-def test_review_requests_are_projected_and_reactions_archived():
-    """The fixed representations of the model, and the projected comment's text."""
-    assert ObjectType.REVIEW_REQUEST.representation is Representation.PROJECTED
+def test_only_reactions_have_a_fixed_representation():
+    """Reactions are archive-only everywhere; a review request is the target provider's
+    business (a local forge holds it natively, GitHub projects it), so it is native in
+    the model and a provider reports any projection per write."""
+    assert ObjectType.REVIEW_REQUEST.representation is Representation.NATIVE
     assert ObjectType.REACTION.representation is Representation.ARCHIVE_ONLY
     assert ObjectType.ISSUE.representation is Representation.NATIVE
-    request = objects.review_request(
-        "1",
-        "1",
-        parent=ObjectRef(ObjectType.PULL_REQUEST, "4"),
-        parent_key="#4",
-        reviewer="carol",
-        requested_at=WHEN,
-    )
-    projection = objects.project_review_request(request)
-    assert projection["body"] == "Review requested from @carol (projected by reposync)."
-    assert projection["created_at"] == "2026-01-02T03:04:05Z"
 
 
 def test_every_type_but_git_refs_has_a_builder():
