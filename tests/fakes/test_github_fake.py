@@ -128,6 +128,34 @@ def test_every_contract_operation_succeeds_once(fake):
     assert s.get(api(fake, "/pulls/comments")).status_code == 200
     assert s.get(api(fake, f"/pulls/comments/{rcid}")).status_code == 200
     assert s.patch(api(fake, f"/pulls/comments/{rcid}"), json={"body": "Typo!"}).status_code == 200
+    # -- pull-request family (issue 10): review requests, merge status, pending reviews --
+    fake.state.add_collaborator(REPO, "dave")
+    assert s.get(api(fake, "/pulls/2/requested_reviewers")).status_code == 200
+    asked = s.post(api(fake, "/pulls/2/requested_reviewers"), json={"reviewers": ["dave"]})
+    assert asked.status_code == 201
+    dropped = s.delete(api(fake, "/pulls/2/requested_reviewers"), json={"reviewers": ["dave"]})
+    assert dropped.status_code == 200
+    assert s.get(api(fake, "/pulls/2/merge")).status_code == 404  # not merged: 404 is it
+    pending = s.post(
+        api(fake, "/pulls/2/reviews"),
+        json={"body": "Draft", "comments": [{"path": "feature_work.txt", "line": 1, "body": "?"}]},
+    )
+    assert (pending.status_code, pending.json()["state"]) == (200, "PENDING")
+    pid = pending.json()["id"]
+    assert s.get(api(fake, f"/pulls/2/reviews/{pid}/comments")).status_code == 200
+    submitted = s.post(api(fake, f"/pulls/2/reviews/{pid}/events"), json={"event": "COMMENT"})
+    assert (submitted.status_code, submitted.json()["state"]) == (200, "COMMENTED")
+    fake.state.merge_pull(REPO, 2)
+    assert s.get(api(fake, "/pulls/2/merge")).status_code == 204
+    pull_family = {
+        "pulls/list-requested-reviewers",
+        "pulls/request-reviewers",
+        "pulls/remove-requested-reviewers",
+        "pulls/check-if-merged",
+        "pulls/submit-review",
+        "pulls/list-comments-for-review",
+    }
+    # -- end of the pull-request family block ---------------------------------------------
     release = s.post(api(fake, "/releases"), json={"tag_name": "v1.0", "name": "One"})
     assert release.status_code == 201
     rel = release.json()
@@ -169,6 +197,7 @@ def test_every_contract_operation_succeeds_once(fake):
         if op is not None and record.status < 400:
             hit.add(op.operation_id)
     described = {op.operation_id for op in fake.contract.operations}
+    assert pull_family - hit == set()
     assert len(described) == 51
     assert described - hit == set()
     fake.assert_clean()

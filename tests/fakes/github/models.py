@@ -56,6 +56,9 @@ class PullInfo:
     merged_at: datetime | None = None
     merged_by: User | None = None
     merge_commit_sha: str | None = None
+    #: Users asked for a review and not yet reviewed (a submitted review removes its
+    #: author, as on GitHub).
+    requested_reviewers: list[User] = field(default_factory=list)
 
 
 @dataclass

@@ -390,7 +390,7 @@ def pull_request_simple(urls: Urls, repo: Repo, it: Issue) -> Json:
         "merge_commit_sha": pr.merge_commit_sha,
         "assignee": user(urls, it.assignees[0]) if it.assignees else None,
         "assignees": [user(urls, a) for a in it.assignees],
-        "requested_reviewers": [],
+        "requested_reviewers": [user(urls, u) for u in pr.requested_reviewers],
         "requested_teams": [],
         "head": _branch(urls, repo, pr.head_ref, pr.head_sha),
         "base": _branch(urls, repo, pr.base_ref, pr.base_sha),

@@ -191,21 +191,10 @@ def create_review(ctx: Ctx) -> Reply:
     text = str(body.get("body") or "")
     comments = body.get("comments") or []
     if event is None:
-        if any(
-            r.state == "PENDING" and r.user == ctx.actor and r.pull_number == issue.number
-            for r in repo.reviews.values()
-        ):
+        if _pending_of(ctx, issue) is not None:
             raise unprocessable("User can only have one pending review per pull request")
-    elif event not in EVENTS:
-        raise unprocessable(f"Unknown event {event!r}")
-    if issue.user == ctx.actor and event == "APPROVE":
-        raise unprocessable("Can not approve your own pull request")
-    if issue.user == ctx.actor and event == "REQUEST_CHANGES":
-        raise unprocessable("Can not request changes on your own pull request")
-    if event == "REQUEST_CHANGES" and not text.strip():
-        raise unprocessable("Body is required when requesting changes")
-    if event == "COMMENT" and not text.strip() and not comments:
-        raise unprocessable("Body is required when commenting")
+    else:
+        _event_allowed(ctx, issue, event, text, bool(comments))
     commit_id = str(body.get("commit_id") or pr.head_sha)
     if not _in_pull(repo, issue, commit_id):
         raise unprocessable(f"Commit {commit_id} is not part of the pull request")
@@ -216,7 +205,135 @@ def create_review(ctx: Ctx) -> Reply:
     )
     for placed in drafts:
         ctx.state.add_review_comment(repo, issue.number, review_id=review.id, **placed)
+    if state != "PENDING":
+        _reviewed(issue, ctx.actor.login)
     return Reply(200, review_json(ctx, review))
+
+
+def _reviewed(issue: Issue, login: str) -> None:
+    """A submitted review answers its author's review request (GitHub drops it)."""
+    pr = issue.pull
+    assert pr is not None
+    pr.requested_reviewers = [u for u in pr.requested_reviewers if u.login != login]
+
+
+def _event_allowed(ctx: Ctx, issue: Issue, event: str, text: str, has_comments: bool) -> None:
+    """GitHub's rules for submitting a review with ``event`` (422 when it refuses)."""
+    if event not in EVENTS:
+        raise unprocessable(f"Unknown event {event!r}")
+    if issue.user == ctx.actor and event == "APPROVE":
+        raise unprocessable("Can not approve your own pull request")
+    if issue.user == ctx.actor and event == "REQUEST_CHANGES":
+        raise unprocessable("Can not request changes on your own pull request")
+    if event == "REQUEST_CHANGES" and not text.strip():
+        raise unprocessable("Body is required when requesting changes")
+    if event == "COMMENT" and not text.strip() and not has_comments:
+        raise unprocessable("Body is required when commenting")
+
+
+def submit_review(ctx: Ctx) -> Reply:
+    """``events``: a pending review is submitted with an event (and optionally a body)."""
+    review, body, repo = _review(ctx), ctx.json(), ctx.the_repo()
+    issue = lookups.pull(ctx)
+    if review.state != "PENDING":
+        raise unprocessable("Can not submit a non-pending review")
+    event = body.get("event")
+    if not isinstance(event, str):
+        raise unprocessable("Unrecognizable event")
+    text = str(body["body"]) if body.get("body") is not None else review.body
+    has_comments = any(c.review_id == review.id for c in repo.review_comments.values())
+    _event_allowed(ctx, issue, event, text, has_comments)
+    review.body, review.state = text, EVENTS[event]
+    review.submitted_at = ctx.state.now()
+    _reviewed(issue, review.user.login)
+    return Reply(200, review_json(ctx, review))
+
+
+def list_review_comments_of_review(ctx: Ctx) -> Reply:
+    """A review's comments, in the legacy ``review-comment`` shape GitHub answers here."""
+    review, repo = _review(ctx), ctx.the_repo()
+    found = sorted(
+        (c for c in repo.review_comments.values() if c.review_id == review.id), key=lambda c: c.id
+    )
+
+    def legacy(comment: ReviewComment) -> dict[str, Any]:
+        out = review_comment_json(ctx, comment)
+        out.setdefault("position", None)
+        # Required there; a file-level comment has no diff position: GitHub says 1.
+        out.setdefault("original_position", 1)
+        return out
+
+    return ctx.page(found, legacy)
+
+
+# -- review requests and merge status ---------------------------------------------------
+
+
+def _requested(ctx: Ctx) -> dict[str, Any]:
+    pr = lookups.pull(ctx).pull
+    assert pr is not None
+    return {"users": [render.user(ctx.urls, u) for u in pr.requested_reviewers], "teams": []}
+
+
+def list_requested_reviewers(ctx: Ctx) -> Reply:
+    return Reply(200, _requested(ctx))
+
+
+def request_reviewers(ctx: Ctx) -> Reply:
+    """Only collaborators can be asked, never the pull request's author (422 otherwise)."""
+    issue, body, repo = lookups.pull(ctx), ctx.json(), ctx.the_repo()
+    pr = issue.pull
+    assert pr is not None
+    if body.get("team_reviewers"):
+        raise _custom(RESOURCE, "Teams are not modelled by the GitHub test server")
+    logins = [str(login) for login in body.get("reviewers") or []]
+    for login in logins:
+        if login.casefold() == issue.user.login.casefold():
+            raise _custom(RESOURCE, "Review cannot be requested from pull request author.")
+        allowed = {repo.owner.login.casefold(), *(c.casefold() for c in repo.collaborators)}
+        if login.casefold() not in allowed:
+            raise _custom(
+                RESOURCE,
+                "Reviews may only be requested from collaborators. One or more of the users "
+                f"or teams you specified is not a collaborator of the {repo.full_name} "
+                "repository.",
+            )
+    for login in logins:
+        if all(u.login.casefold() != login.casefold() for u in pr.requested_reviewers):
+            pr.requested_reviewers.append(ctx.state.user(login))
+    return Reply(201, render.pull_request_simple(ctx.urls, repo, issue))
+
+
+def remove_requested_reviewers(ctx: Ctx) -> Reply:
+    issue, body, repo = lookups.pull(ctx), ctx.json(), ctx.the_repo()
+    pr = issue.pull
+    assert pr is not None
+    if not isinstance(body.get("reviewers"), list):
+        raise validation_failed(RESOURCE, "reviewers", "missing_field")
+    gone = {str(login).casefold() for login in body["reviewers"]}
+    pr.requested_reviewers = [u for u in pr.requested_reviewers if u.login.casefold() not in gone]
+    return Reply(200, render.pull_request_simple(ctx.urls, repo, issue))
+
+
+def check_merged(ctx: Ctx) -> Reply:
+    """204 when merged, 404 when not (GitHub's whole answer: no body either way)."""
+    pr = lookups.pull(ctx).pull
+    assert pr is not None
+    if not pr.merged:
+        raise not_found()
+    return Reply(204)
+
+
+def _pending_of(ctx: Ctx, issue: Issue) -> Review | None:
+    """The actor's pending review of this pull request (at most one, as on GitHub)."""
+    return next(
+        (
+            r
+            for r in ctx.the_repo().reviews.values()
+            if r.state == "PENDING" and r.user == ctx.actor and r.pull_number == issue.number
+        ),
+        None,
+    )
 
 
 def _review(ctx: Ctx) -> Review:
@@ -331,14 +448,24 @@ def _sorted_review_comments(ctx: Ctx, found: list[ReviewComment]) -> list[Review
     return lookups.ordered(found, key, direction, lambda c: c.id)
 
 
+def _visible(ctx: Ctx, comment: ReviewComment) -> bool:
+    """A pending review's comments are its author's until it is submitted."""
+    review = ctx.the_repo().reviews.get(comment.review_id or 0)
+    return review is None or review.state != "PENDING" or review.user == ctx.actor
+
+
 def list_review_comments(ctx: Ctx) -> Reply:
     issue, repo = lookups.pull(ctx), ctx.the_repo()
-    found = [c for c in repo.review_comments.values() if c.pull_number == issue.number]
+    found = [
+        c
+        for c in repo.review_comments.values()
+        if c.pull_number == issue.number and _visible(ctx, c)
+    ]
     return ctx.page(_sorted_review_comments(ctx, found), lambda c: review_comment_json(ctx, c))
 
 
 def list_repo_review_comments(ctx: Ctx) -> Reply:
-    found = list(ctx.the_repo().review_comments.values())
+    found = [c for c in ctx.the_repo().review_comments.values() if _visible(ctx, c)]
     return ctx.page(_sorted_review_comments(ctx, found), lambda c: review_comment_json(ctx, c))
 
 
@@ -350,6 +477,13 @@ def create_review_comment(ctx: Ctx) -> Reply:
         if parent is None or parent.pull_number != issue.number:
             raise not_found()
         return _reply_to(ctx, issue, parent, str(body["body"]))
+    if _pending_of(ctx, issue) is not None:
+        # A single comment opens a review of its own, and one may be pending at a time.
+        raise _custom(
+            "PullRequestReviewComment",
+            "user_id can only have one pending review per pull request",
+            "user_id",
+        )
     commit_id = str(body["commit_id"])
     if not _in_pull(repo, issue, commit_id):
         raise _custom(
@@ -425,6 +559,24 @@ ROUTES = [
     write("POST", f"{R}/pulls/{{pull_number}}/reviews", create_review, P, REVIEW),
     read(f"{R}/pulls/{{pull_number}}/reviews/{{review_id}}", get_review, P),
     write("PUT", f"{R}/pulls/{{pull_number}}/reviews/{{review_id}}", update_review, P, REVIEW),
+    write(
+        "POST", f"{R}/pulls/{{pull_number}}/reviews/{{review_id}}/events", submit_review, P, REVIEW
+    ),
+    read(
+        f"{R}/pulls/{{pull_number}}/reviews/{{review_id}}/comments",
+        list_review_comments_of_review,
+        P,
+    ),
+    read(f"{R}/pulls/{{pull_number}}/requested_reviewers", list_requested_reviewers, P),
+    write("POST", f"{R}/pulls/{{pull_number}}/requested_reviewers", request_reviewers, P, RESOURCE),
+    write(
+        "DELETE",
+        f"{R}/pulls/{{pull_number}}/requested_reviewers",
+        remove_requested_reviewers,
+        P,
+        RESOURCE,
+    ),
+    read(f"{R}/pulls/{{pull_number}}/merge", check_merged, P),
     read(f"{R}/pulls/comments", list_repo_review_comments, P),
     read(f"{R}/pulls/comments/{{comment_id}}", get_review_comment, P),
     read(f"{R}/pulls/{{pull_number}}/comments", list_review_comments, P),
