@@ -282,6 +282,18 @@ class GitRemoteSource(Protocol):
 
 
 @runtime_checkable
+class DefaultBranchWriter(Protocol):
+    def set_default_branch(self, branch: str) -> None:
+        """Point the repository's default branch (``HEAD``) at ``branch``.
+
+        The branch must exist, as a forge demands: ``WriteRefused`` (refusal
+        ``not_found``) otherwise. Idempotent, so a lost answer (``ResultUnknown``) is
+        settled by reading the default branch back. Also raises ``PermissionDenied``,
+        ``RateLimited`` (nothing was written), ``ProviderUnavailable``.
+        """
+
+
+@runtime_checkable
 class AncestryChecker(Protocol):
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         """Git's proof that ``descendant`` contains ``ancestor`` (False if either is unknown)."""

@@ -517,4 +517,8 @@ def applier_for(object_type: ObjectType) -> Applier:
     """A fresh applier for one batch (appliers keep per-batch state)."""
     if object_type is ObjectType.GIT_REF:
         return GitRefApplier()
+    if object_type is ObjectType.DEFAULT_BRANCH:
+        from reposync.service.default_branch import DefaultBranchApplier  # imports this
+
+        return DefaultBranchApplier()
     return ObjectApplier()

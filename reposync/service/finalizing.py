@@ -17,6 +17,7 @@ from reposync.errors import LeaseLost, RateLimited, ReposyncError
 from reposync.models import Binding, InventoryEntry, Run, RunItem, utcnow
 from reposync.service.applying import block_unfinished, settle_unfinished
 from reposync.service.context import Step
+from reposync.service.default_branch import default_branch_report
 from reposync.service.execution import StageExecution
 from reposync.service.leases import release
 from reposync.service.runs import new_run
@@ -70,6 +71,7 @@ def finish(
     # Items of an unfinished plan never count (the completion marker rule).
     rows = aggregate_items(ex) if plan_complete else []
     gaps = data_gaps(ex) if plan_complete else {}
+    branch = default_branch_report(ex) if plan_complete else None
     counters, per_type, planned = build_counters(rows, planning)
     problems = item_problems(rows)
     problems.extend(_unsupported_problems(unsupported))
@@ -86,6 +88,8 @@ def finish(
         now = utcnow()
         report = build_report(fresh, status, counters, per_type, planned, problems, now)
         report["data_gaps"] = gaps
+        if branch is not None:
+            report["default_branch"] = branch
         values: dict[str, Any] = {
             "status": status.value,
             "counters": counters,

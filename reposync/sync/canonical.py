@@ -188,6 +188,33 @@ def git_ref_hash(object_id: str) -> str:
     return content_hash({"target": object_id})
 
 
+# -- the default branch --------------------------------------------------------------------
+
+#: Identity and unique key of the one default-branch object of a repository.
+DEFAULT_BRANCH_IDENTITY = "HEAD"
+
+
+def default_branch(branch: str) -> CanonicalObject:
+    """The branch a clone checks out: Git's ``HEAD`` (``refs/heads/<branch>``), GitHub's
+    ``default_branch``. The short name is the payload, so both spell it alike.
+
+    A provider reports it only while the branch exists: a ``HEAD`` naming nothing (a new
+    bare repository's ``master``) is no default branch to copy, and a forge refuses to
+    point its default at a missing branch anyway.
+    """
+    if not branch or ref_name_problem(BRANCH_PREFIX + branch) is not None:
+        raise ValueError(f"not a branch name: {branch!r}")
+    return CanonicalObject(
+        object_type=ObjectType.DEFAULT_BRANCH,
+        identity=DEFAULT_BRANCH_IDENTITY,
+        object_key="default branch",
+        unique_key=DEFAULT_BRANCH_IDENTITY,
+        # Revisions are stored in 255 characters; a longer name is its hash there.
+        revision=branch if len(branch.encode()) <= 200 else content_hash({"branch": branch}),
+        payload={"branch": branch},
+    )
+
+
 # -- shadow branches of pull requests -----------------------------------------------------
 
 #: Where an open pull request's head lives when it is not a branch of the repository

@@ -57,6 +57,9 @@ class Reason(StrEnum):
     AUDIT = "audit"  # a trusted link read back by a full audit
     ARCHIVE_ONLY = "archive_only"  # recorded in links and reports, never written
     TEMPORARY_KEY = "temporary_key"  # steps aside so a swapped name can be taken
+    #: A repository setting (the default branch) differs on a target no link vouches for:
+    #: it follows the authority, as nothing is lost by moving it.
+    AUTHORITY_SETTING = "authority_setting"
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,7 +298,9 @@ def decide(
 
     if source is None:
         assert link is not None
-        if target is None:
+        if target is None or candidate.object_type in SETTINGS:
+            # A setting is never deleted: a source whose HEAD names no branch any more
+            # leaves the target's as it is, and the link is forgotten.
             return _item(candidate, None, Action.NOOP, Reason.ALREADY_DELETED, None)
         return _item(candidate, target, Action.DELETE, Reason.DELETED_ON_SOURCE, target)
 
@@ -314,6 +319,8 @@ def decide(
         return _item(candidate, target, Action.UPDATE, reason, target)
 
     # A same-keyed object exists on the target and no link says it is ours: a collision.
+    if candidate.object_type in SETTINGS:
+        return _item(candidate, target, Action.UPDATE, Reason.AUTHORITY_SETTING, target)
     if candidate.object_type is ObjectType.GIT_REF:
         if (
             source.identity.startswith(BRANCH_PREFIX)
@@ -347,7 +354,7 @@ def _item(
         else target.identity
         if target is not None
         else source.unique_key
-        if source is not None and candidate.object_type is ObjectType.GIT_REF
+        if source is not None and candidate.object_type in NAMED_BY_KEY
         else None
     )
     intent: dict[str, Any] = {"reason": str(reason)}
@@ -382,6 +389,13 @@ def _item(
         wanted_key=source.unique_key if source is not None and action is Action.UPDATE else None,
         held_key=target.unique_key if target is not None else None,
     )
+
+
+#: One-per-repository settings: always present on a forge, so a difference is written
+#: over (never a conflict) and a source without one deletes nothing.
+SETTINGS = frozenset({ObjectType.DEFAULT_BRANCH})
+#: Types whose target identity is their unique key on every forge (no create marker).
+NAMED_BY_KEY = frozenset({ObjectType.GIT_REF, ObjectType.DEFAULT_BRANCH})
 
 
 def _phase(object_type: ObjectType, action: Action, target_identity: str | None) -> Phase:

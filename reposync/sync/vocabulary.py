@@ -149,6 +149,10 @@ class Phase(IntEnum):
 
 class ObjectType(StrEnum):
     GIT_REF = "git_ref"
+    #: The repository's default branch (Git's ``HEAD``, GitHub's ``default_branch``): one
+    #: object per repository, identity ``HEAD``. It must name a branch that exists, so it
+    #: is written in the phase after the refs.
+    DEFAULT_BRANCH = "default_branch"
     LABEL = "label"
     MILESTONE = "milestone"
     ISSUE = "issue"
@@ -173,6 +177,7 @@ class ObjectType(StrEnum):
 
 OBJECT_PHASES: dict[ObjectType, Phase] = {
     ObjectType.GIT_REF: Phase.GIT,
+    ObjectType.DEFAULT_BRANCH: Phase.TAXONOMY,
     ObjectType.LABEL: Phase.TAXONOMY,
     ObjectType.MILESTONE: Phase.TAXONOMY,
     ObjectType.ISSUE: Phase.PRIMARY,

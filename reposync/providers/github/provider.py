@@ -12,11 +12,13 @@ import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
+from urllib.parse import quote
 
 import requests
 
 from reposync.config import Settings
 from reposync.errors import (
+    Conflict,
     InvalidLocator,
     ObjectNotFound,
     PermissionDenied,
@@ -40,8 +42,10 @@ from reposync.providers.github.client import EtagCache, GitHubClient
 from reposync.providers.github.reads import Inventory, read_many
 from reposync.providers.github.writes import GitHubWriter, find_markers
 from reposync.sync.canonical import (
+    DEFAULT_BRANCH_IDENTITY,
     CanonicalObject,
     IndexEntry,
+    default_branch,
     git_ref,
     is_supported_ref,
     printable_ref_name,
@@ -166,6 +170,11 @@ class GitHubProvider(Provider):
                 continue
             if object_type is ObjectType.REACTION:
                 continue  # GitHub's reactions are not read (archive-only everywhere)
+            if object_type is ObjectType.DEFAULT_BRANCH:
+                head = self._default_branch()
+                if head is not None:
+                    yield head.index_entry()
+                continue
             entries = [obj.index_entry() for obj in self._inventory.objects(object_type)]
             yield from sorted(entries, key=lambda e: e.identity)
 
@@ -180,6 +189,9 @@ class GitHubProvider(Provider):
             # A fresh listing: this is a re-read.
             refs = self._git_refs(Inventory(self.client, self._repo), InventoryListing([]))
             return {i: git_ref(i, refs[i]) if i in refs else None for i in identities}
+        if object_type is ObjectType.DEFAULT_BRANCH:
+            head = self._default_branch()
+            return {i: head if i == DEFAULT_BRANCH_IDENTITY else None for i in identities}
         return read_many(self.client, self._repo, object_type, identities)
 
     def close(self) -> None:
@@ -253,6 +265,36 @@ class GitHubProvider(Provider):
         response.raise_for_status()
         response.raw.decode_content = True
         return response.raw  # type: ignore[no-any-return]
+
+    # -- the default branch ---------------------------------------------------------------
+
+    def _default_branch(self) -> CanonicalObject | None:
+        """``default_branch`` while that branch exists (an empty repository names one
+        nobody pushed yet). Both reads are conditional: a no-change Run gets 304s."""
+        data = self.client.get(f"/repos/{self._repo}")
+        branch = data.get("default_branch") if isinstance(data, dict) else None
+        if not isinstance(branch, str) or not branch:
+            return None
+        try:
+            self.client.get(f"/repos/{self._repo}/git/ref/heads/{quote(branch, safe='/')}")
+        except (ObjectNotFound, Conflict):  # 404: no such branch; 409: an empty repository
+            return None
+        return default_branch(branch)
+
+    def set_default_branch(self, branch: str) -> None:
+        """PATCH the repository's ``default_branch`` (``DefaultBranchWriter``).
+
+        GitHub answers 422 for a branch that does not exist (``WriteRefused``); it needs
+        administration rights (an App: "Administration: write"). Not content creation:
+        no write budget is spent.
+        """
+        self.client.write(
+            "PATCH",
+            f"/repos/{self._repo}",
+            json_body={"default_branch": branch},
+            creates_content=False,
+        )
+        self.stats.writes += 1
 
     # -- git ----------------------------------------------------------------------------
 

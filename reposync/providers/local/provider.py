@@ -24,6 +24,7 @@ from reposync.errors import (
     PermissionDenied,
     RepositoryMismatch,
     RepositoryNotFound,
+    WriteRefused,
 )
 from reposync.git.locks import remove_stale_locks
 from reposync.providers.base import (
@@ -38,8 +39,11 @@ from reposync.providers.base import (
 )
 from reposync.providers.local.forge import FORGE_TYPES, LocalForge
 from reposync.sync.canonical import (
+    BRANCH_PREFIX,
+    DEFAULT_BRANCH_IDENTITY,
     CanonicalObject,
     IndexEntry,
+    default_branch,
     git_ref,
     git_ref_hash,
     is_shadow_ref,
@@ -53,6 +57,8 @@ from reposync.sync.canonical import (
 from reposync.sync.vocabulary import ObjectType
 
 ID_CONFIG_KEY = "reposync.repositoryid"
+#: What Git itself keeps beside the forge objects: refs, and HEAD as the default branch.
+_GIT_TYPES = frozenset({ObjectType.GIT_REF, ObjectType.DEFAULT_BRANCH})
 STANDBY_CONFIG_KEY = "reposync.standbyof"
 
 
@@ -153,7 +159,7 @@ class LocalProvider(Provider):
         their unsupported namespaces counted) right away, forge objects stream from the
         forge's covering index as the listing is consumed.
         """
-        wanted = sorted(set(object_types) & (FORGE_TYPES | {ObjectType.GIT_REF}), key=str)
+        wanted = sorted(set(object_types) & (FORGE_TYPES | _GIT_TYPES), key=str)
         listing = InventoryListing(entries=[])
         if not wanted:
             return listing
@@ -166,6 +172,10 @@ class LocalProvider(Provider):
         for object_type in wanted:  # already in str order, as the listing promises
             if object_type is ObjectType.GIT_REF:
                 yield from refs
+            elif object_type is ObjectType.DEFAULT_BRANCH:
+                head = self._default_branch()
+                if head is not None:
+                    yield head.index_entry()
             else:
                 yield from self._forge.index([object_type])
 
@@ -220,6 +230,35 @@ class LocalProvider(Provider):
                     found[name] = shadows.get(name)
         return found
 
+    def _default_branch(self) -> CanonicalObject | None:
+        """HEAD as a default branch: only a symbolic HEAD naming an existing branch (a
+        new repository's HEAD names a branch nobody created; a checkout may be detached)."""
+        try:
+            head = self._repo.references.get("HEAD")
+        except (ValueError, pygit2.GitError):
+            return None
+        if head is None or head.type != pygit2.enums.ReferenceType.SYMBOLIC:
+            return None
+        name = str(head.target)
+        if not name.startswith(BRANCH_PREFIX) or self._ref_target(name) is None:
+            return None
+        return default_branch(name.removeprefix(BRANCH_PREFIX))
+
+    def set_default_branch(self, branch: str) -> None:
+        """Point HEAD at an existing branch (``DefaultBranchWriter``), as a forge would:
+        a missing branch is refused, never left dangling."""
+        name = BRANCH_PREFIX + branch
+        if ref_name_problem(name) is not None or self._ref_target(name) is None:
+            raise WriteRefused(
+                f"{self._locator} has no branch {branch!r} to make the default",
+                refusal="not_found",
+            )
+        current = self._repo.references.get("HEAD")
+        if current is not None and str(current.target) == name:
+            return
+        self._repo.references.create("HEAD", name, force=True)
+        self.stats.writes += 1
+
     def _ref_target(self, name: str) -> str | None:
         """A ref's object id; ``None`` when missing, or a name reposync never syncs."""
         if ref_name_problem(name) is not None:
@@ -240,6 +279,9 @@ class LocalProvider(Provider):
         self.stats.object_reads += len(identities)
         if object_type in FORGE_TYPES:
             return self._forge.read_batch(object_type, identities)
+        if object_type is ObjectType.DEFAULT_BRANCH:
+            head = self._default_branch()
+            return {i: head if i == DEFAULT_BRANCH_IDENTITY else None for i in identities}
         if object_type is not ObjectType.GIT_REF:
             return dict.fromkeys(identities)
         return {

@@ -33,6 +33,7 @@ from tests.fakes.github.errors import (
 )
 from tests.fakes.github.faults import FaultRule
 from tests.fakes.github.requests_log import RequestRecord
+from tests.fakes.github.routes_git import ROUTES as GIT_ROUTES
 from tests.fakes.github.routes_issues import ROUTES as ISSUE_ROUTES
 from tests.fakes.github.routes_meta import ROUTES as META_ROUTES
 from tests.fakes.github.routes_pulls import ROUTES as PULL_ROUTES
@@ -53,7 +54,7 @@ SECONDARY_MESSAGE = (
     "Support for help, please include the request ID {request_id}."
 )
 SIMPLE_ERRORS = {"PullRequestReview"}  # its 422 is validation-error-simple: string errors
-ROUTER = Router(META_ROUTES + ISSUE_ROUTES + PULL_ROUTES + RELEASE_ROUTES)
+ROUTER = Router(META_ROUTES + GIT_ROUTES + ISSUE_ROUTES + PULL_ROUTES + RELEASE_ROUTES)
 
 
 @dataclass

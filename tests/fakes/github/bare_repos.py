@@ -43,6 +43,16 @@ def is_empty(path: Path) -> bool:
     return not any(True for _ in repo.references)
 
 
+def head_branch(path: Path) -> str:
+    """The branch HEAD names (it may not exist yet: a new repository's)."""
+    target = _open(path).references["HEAD"].target
+    return str(target).removeprefix("refs/heads/")
+
+
+def set_head(path: Path, branch: str) -> None:
+    _open(path).references.create("HEAD", f"refs/heads/{branch}", force=True)
+
+
 def branch_sha(path: Path, branch: str) -> str | None:
     ref = _open(path).references.get(f"refs/heads/{branch}")
     return str(ref.peel(pygit2.Commit).id) if ref is not None else None
@@ -64,6 +74,25 @@ def resolve_commit(path: Path, commitish: str) -> str | None:
 
 def set_ref(path: Path, name: str, sha: str) -> None:
     _open(path).references.create(name, pygit2.Oid(hex=sha), force=True)
+
+
+def delete_ref(path: Path, name: str) -> None:
+    _open(path).references.delete(name)
+
+
+def object_exists(path: Path, sha: str) -> bool:
+    try:
+        return _open(path).get(sha) is not None
+    except (ValueError, pygit2.GitError):
+        return False
+
+
+def is_fast_forward(path: Path, old: str, new: str) -> bool:
+    """Whether moving a ref from ``old`` to ``new`` keeps ``old``'s history."""
+    try:
+        return is_ancestor(path, old, new)
+    except (ValueError, pygit2.GitError):
+        return False
 
 
 def tag_exists(path: Path, tag: str) -> bool:

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from tests.fakes.github import bare_repos
+
 
 @dataclass
 class User:
@@ -171,7 +173,6 @@ class Repo:
     owner: User
     name: str
     private: bool
-    default_branch: str
     git_dir: Path
     created_at: datetime
     updated_at: datetime
@@ -195,6 +196,11 @@ class Repo:
     @property
     def full_name(self) -> str:
         return f"{self.owner.login}/{self.name}"
+
+    @property
+    def default_branch(self) -> str:
+        """The bare repository's HEAD, as on GitHub: one truth for the API and ``git``."""
+        return bare_repos.head_branch(self.git_dir)
 
     def label_named(self, name: str) -> Label | None:
         wanted = name.casefold()

@@ -6,7 +6,7 @@ from typing import Any
 
 from tests.fakes.github import auth, bare_repos, render
 from tests.fakes.github.clock import iso
-from tests.fakes.github.errors import ApiError, not_found
+from tests.fakes.github.errors import ApiError, not_found, validation_failed
 from tests.fakes.github.models import Installation, Repo
 from tests.fakes.github.paging import page_of
 from tests.fakes.github.routing import Ctx, Reply, Route
@@ -23,6 +23,43 @@ def _permissions(ctx: Ctx, repo: Repo) -> dict[str, bool]:
 
 def get_repo(ctx: Ctx) -> Reply:
     repo = ctx.the_repo()
+    # An anonymous reader has no permissions to show (GitHub leaves the field out).
+    permissions = _permissions(ctx, repo) if ctx.token is not None else None
+    return Reply(200, render.full_repository(ctx.urls, repo, permissions=permissions))
+
+
+def update_repo(ctx: Ctx) -> Reply:
+    """Repository settings an administrator changes: the default branch (it must name an
+    existing branch, as on GitHub), description, visibility, name."""
+    repo = ctx.the_repo()
+    token = ctx.token
+    assert token is not None
+    if token.installation is None and token.user.login != repo.owner.login:
+        raise ApiError(403, "Must have admin rights to Repository.")
+    body = ctx.json()
+    branch = body.get("default_branch")
+    if branch is not None:
+        if bare_repos.is_empty(repo.git_dir):
+            raise validation_failed(
+                "Repository",
+                "default_branch",
+                "custom",
+                message="Cannot update default branch for an empty repository. "
+                "Please init the repository and push first.",
+            )
+        if not isinstance(branch, str) or bare_repos.branch_sha(repo.git_dir, branch) is None:
+            raise validation_failed("Repository", "default_branch", "invalid")
+    if "name" in body and body["name"] != repo.name:
+        ctx.state.rename_repo(repo, str(body["name"]))
+    if branch is not None and branch != repo.default_branch:
+        bare_repos.set_head(repo.git_dir, branch)
+    if "description" in body:
+        repo.description = body["description"]
+    if "private" in body:
+        repo.private = bool(body["private"])
+    if body.get("visibility") in ("public", "private"):
+        repo.private = body["visibility"] == "private"
+    repo.updated_at = ctx.state.now()
     return Reply(200, render.full_repository(ctx.urls, repo, permissions=_permissions(ctx, repo)))
 
 
@@ -163,6 +200,14 @@ def rate_limit(ctx: Ctx) -> Reply:
 
 ROUTES = [
     Route("GET", "/repos/{owner}/{repo}", get_repo),
+    Route(
+        "PATCH",
+        "/repos/{owner}/{repo}",
+        update_repo,
+        permissions=("administration",),
+        write=True,
+        resource="Repository",
+    ),
     Route(
         "GET",
         "/repos/{owner}/{repo}/git/matching-refs/{ref}",

@@ -127,7 +127,6 @@ class State:
                 owner=self.user(owner_login),
                 name=name,
                 private=private,
-                default_branch=default_branch,
                 git_dir=git_dir,
                 created_at=now,
                 updated_at=now,

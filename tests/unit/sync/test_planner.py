@@ -7,7 +7,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from reposync.sync.batching import BatchLimits, assign_batches
-from reposync.sync.canonical import MAPPER_VERSION, DigestBuilder, IndexEntry, git_ref_hash
+from reposync.sync.canonical import (
+    MAPPER_VERSION,
+    DigestBuilder,
+    IndexEntry,
+    default_branch,
+    git_ref_hash,
+)
 from reposync.sync.planner import (
     ACTION_ORDER,
     Candidate,
@@ -783,6 +789,11 @@ def test_every_action_and_reason_is_produced_by_some_situation():
         (new_candidate(main2, baseline=True), Observation(main1), {}),
         (next(target_only([main1], set())), Observation(main1), {}),
         (new_candidate(reaction_entry()), None, {}),
+        (
+            new_candidate(default_branch("main").index_entry(), baseline=True),
+            Observation(default_branch("master").index_entry()),
+            {},
+        ),
     ]
     items = [decide(candidate, observed, **kwargs) for candidate, observed, kwargs in situations]
     assert all(item is not None for item in items)
