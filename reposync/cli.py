@@ -7,9 +7,11 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 from reposync.config import Settings
-from reposync.errors import ReposyncError
+from reposync.errors import RecordNotFound, ReposyncError
 from reposync.sync.vocabulary import RefConflictPolicy
 
 CONFIRM_HELP = (
@@ -68,15 +70,27 @@ def build_parser() -> argparse.ArgumentParser:
     add = user_commands.add_parser("add", help="create a user and print its first API token")
     add.add_argument("login")
     add.add_argument("--role", choices=["admin", "member"], default="member")
+    add.add_argument("--days", type=int, help="lifetime of its token (0: until revoked)")
     token = user_commands.add_parser("token", help="print a new API token for a user")
     token.add_argument("login")
     token.add_argument("--name", default="", help="what the token is for")
-    grant = user_commands.add_parser(
-        "grant", help="let a member see the Bindings of one repository"
+    token.add_argument(
+        "--days", type=int, help="lifetime (default: $REPOSYNC_API_TOKEN_DAYS; 0: until revoked)"
     )
-    grant.add_argument("login")
-    grant.add_argument("provider", help="e.g. local, github")
-    grant.add_argument("repository_id", help="the immutable id a Binding shows for it")
+    tokens = user_commands.add_parser("tokens", help="list a user's tokens (never the secrets)")
+    tokens.add_argument("login")
+    revoke = user_commands.add_parser("revoke", help="revoke one token for good")
+    revoke.add_argument("token_id", type=int, help="as `reposync user tokens` shows it")
+    remove = user_commands.add_parser("delete", help="delete a user, its tokens and grants")
+    remove.add_argument("login")
+    for action, text in (
+        ("grant", "let a member see the Bindings of one repository"),
+        ("ungrant", "take a repository grant back"),
+    ):
+        grant = user_commands.add_parser(action, help=text)
+        grant.add_argument("login")
+        grant.add_argument("provider", help="e.g. local, github")
+        grant.add_argument("repository_id", help="the immutable id a Binding shows for it")
     db = commands.add_parser("db", help="database maintenance")
     db_commands = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
     db_commands.add_parser("upgrade", help="apply every pending migration")
@@ -204,11 +218,28 @@ def _user(settings: Settings, args: argparse.Namespace) -> int:
     try:
         db.ensure_current()
         ctx = ServiceContext(settings=settings, db=db)
-        if args.user_command == "add":
+        command = args.user_command
+        if command == "add":
             created = users.create_user(ctx, args.login, args.role)
-            print(users.issue_token(ctx, created.id, "initial"))
-        elif args.user_command == "token":
-            print(users.issue_token(ctx, users.find_user(ctx, args.login).id, args.name))
+            print(users.issue_token(ctx, created.id, "initial", days=args.days))
+        elif command == "token":
+            found = users.find_user(ctx, args.login)
+            print(users.issue_token(ctx, found.id, args.name, days=args.days))
+        elif command == "tokens":
+            for row in users.list_tokens(ctx, users.find_user(ctx, args.login).id):
+                print(_token_line(row))
+        elif command == "revoke":
+            print(_token_line(users.revoke_token(ctx, args.token_id)))
+        elif command == "delete":
+            users.delete_user(ctx, users.find_user(ctx, args.login).id)
+            print(f"deleted {args.login} with its tokens and grants")
+        elif command == "ungrant":
+            member = users.find_user(ctx, args.login)
+            if not users.revoke_grant(ctx, member.id, args.provider, args.repository_id):
+                raise RecordNotFound(
+                    f"{args.login} has no grant on {args.provider} {args.repository_id}"
+                )
+            print(f"{args.login} no longer sees Bindings of {args.provider} {args.repository_id}")
         else:
             member = users.find_user(ctx, args.login)
             users.grant(ctx, member.id, args.provider, args.repository_id)
@@ -216,6 +247,25 @@ def _user(settings: Settings, args: argparse.Namespace) -> int:
     finally:
         db.dispose()
     return 0
+
+
+def _token_line(token: Any) -> str:
+    """One token as ``reposync user tokens`` lists it: id, name, state and dates."""
+    state = (
+        "revoked"
+        if token.revoked_at is not None
+        else "expired"
+        if token.expires_at is not None and token.expires_at <= datetime.now(UTC)
+        else "active"
+    )
+
+    def when(value: Any) -> str:
+        return value.isoformat(timespec="seconds") if value is not None else "-"
+
+    return (
+        f"{token.id}\t{state}\t{token.name or '-'}\tcreated {when(token.created_at)}"
+        f"\texpires {when(token.expires_at)}\tlast used {when(token.last_used_at)}"
+    )
 
 
 def _db_upgrade(settings: Settings) -> int:

@@ -85,6 +85,8 @@ class Settings:
     #: paths, symlinks followed; ``os.pathsep``-separated). None: the API refuses
     #: ``local:``. The CLI is not confined: it acts with its user's own rights.
     local_roots: tuple[Path, ...] = ()
+    #: Days an API token lives unless issued with another lifetime (0: forever).
+    api_token_days: int = 90
     #: Run a local target's server-side hooks (pre-receive, update, post-receive) during
     #: a sync. Off: they would run as the service's user on content from the source.
     local_target_hooks: bool = False
@@ -162,6 +164,7 @@ def _parse(name: str, raw: str, parser: Callable[[str], Any]) -> Any:
 _PARSERS: dict[str, Callable[[str], Any]] = {
     "data_dir": lambda raw: Path(raw).expanduser(),
     "local_target_hooks": _boolean,
+    "api_token_days": int,
     "local_roots": lambda raw: tuple(
         Path(part).expanduser() for part in raw.split(os.pathsep) if part.strip()
     ),

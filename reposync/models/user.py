@@ -31,6 +31,10 @@ class ApiToken(Base):
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     revoked_at: Mapped[datetime | None]
+    #: ``None``: never expires (only the CLI issues such tokens, on request).
+    expires_at: Mapped[datetime | None]
+    #: Refreshed at most every few minutes, so a token in use costs no write per request.
+    last_used_at: Mapped[datetime | None]
 
 
 class RepositoryGrant(Base):

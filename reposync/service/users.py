@@ -8,17 +8,26 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from datetime import timedelta
 
-from sqlalchemy import or_, select
+from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql import ColumnElement
 
-from reposync.errors import Forbidden, RecordNotFound, Unauthenticated, UsageError
-from reposync.models import ApiToken, Binding, RepositoryGrant, User
+from reposync.errors import (
+    Forbidden,
+    NotAllowedNow,
+    RecordNotFound,
+    Unauthenticated,
+    UsageError,
+)
+from reposync.models import ApiToken, Binding, RepositoryGrant, User, utcnow
 from reposync.service.context import ServiceContext
 
 ROLES = ("admin", "member")
 TOKEN_PREFIX = "rs_"
+#: How stale ``last_used_at`` may get: a busy token costs one write per period, not per call.
+LAST_USED_RESOLUTION = timedelta(minutes=5)
 
 
 def hash_token(token: str) -> str:
@@ -47,33 +56,132 @@ def find_user(ctx: ServiceContext, login: str) -> User:
         return user
 
 
-def issue_token(ctx: ServiceContext, user_id: int, name: str = "") -> str:
-    """A new token for a user; the only time it is ever visible."""
+def issue_token(
+    ctx: ServiceContext, user_id: int, name: str = "", *, days: int | None = None
+) -> str:
+    """A new token for a user; the only time it is ever visible.
+
+    It lives ``days`` (default: the ``api_token_days`` setting; 0: until revoked).
+    """
+    return issue_token_record(ctx, user_id, name, days=days)[1]
+
+
+def issue_token_record(
+    ctx: ServiceContext, user_id: int, name: str = "", *, days: int | None = None
+) -> tuple[ApiToken, str]:
+    """``issue_token``, also answering the stored record (its id revokes it)."""
+    days = ctx.settings.api_token_days if days is None else days
+    if days < 0:
+        raise UsageError("a token's lifetime is a number of days, 0 for no expiry")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    expires_at = utcnow() + timedelta(days=days) if days else None
     with ctx.db.transaction() as session:
         if session.get(User, user_id) is None:
             raise RecordNotFound(f"user {user_id} does not exist")
-        session.add(ApiToken(user_id=user_id, name=name, token_hash=hash_token(token)))
-    return token
+        record = ApiToken(
+            user_id=user_id, name=name, token_hash=hash_token(token), expires_at=expires_at
+        )
+        session.add(record)
+        session.flush()
+        session.expunge(record)
+    return record, token
 
 
 def authenticate(ctx: ServiceContext, token: str | None) -> User:
+    """The token's user; a revoked or expired token is refused at once."""
     if not token:
         raise Unauthenticated("no API token: send Authorization: Bearer <token>")
+    now = utcnow()
     with ctx.db.session() as session:
-        user = session.execute(
-            select(User)
+        row = session.execute(
+            select(User, ApiToken.id, ApiToken.last_used_at)
             .join(ApiToken, ApiToken.user_id == User.id)
-            .where(ApiToken.token_hash == hash_token(token), ApiToken.revoked_at.is_(None))
-        ).scalar_one_or_none()
-        if user is None:
-            raise Unauthenticated("the API token is not valid")
+            .where(
+                ApiToken.token_hash == hash_token(token),
+                ApiToken.revoked_at.is_(None),
+                or_(ApiToken.expires_at.is_(None), ApiToken.expires_at > now),
+            )
+        ).one_or_none()
+        if row is None:
+            raise Unauthenticated("the API token is not valid (unknown, revoked or expired)")
+        user, token_id, last_used = row
         session.expunge(user)
-        return user
+    if last_used is None or now - last_used > LAST_USED_RESOLUTION:
+        with ctx.db.transaction() as session:
+            session.execute(
+                update(ApiToken).where(ApiToken.id == token_id).values(last_used_at=now)
+            )
+    return user
+
+
+def list_tokens(ctx: ServiceContext, user_id: int) -> list[ApiToken]:
+    """A user's tokens (never their secrets), oldest first."""
+    with ctx.db.session() as session:
+        if session.get(User, user_id) is None:
+            raise RecordNotFound(f"user {user_id} does not exist")
+        tokens = list(
+            session.execute(
+                select(ApiToken).where(ApiToken.user_id == user_id).order_by(ApiToken.id)
+            ).scalars()
+        )
+        session.expunge_all()
+    return tokens
+
+
+def revoke_token(ctx: ServiceContext, token_id: int) -> ApiToken:
+    """Revoke a token for good (idempotent: a revoked one keeps its first revocation)."""
+    with ctx.db.transaction() as session:
+        token = session.get(ApiToken, token_id)
+        if token is None:
+            raise RecordNotFound(f"token {token_id} does not exist")
+        if token.revoked_at is None:
+            token.revoked_at = utcnow()
+        session.flush()
+        session.expunge(token)
+    return token
+
+
+def list_users(ctx: ServiceContext) -> list[User]:
+    with ctx.db.session() as session:
+        users = list(session.execute(select(User).order_by(User.id)).scalars())
+        session.expunge_all()
+    return users
+
+
+def delete_user(ctx: ServiceContext, user_id: int) -> None:
+    """Delete a user with its tokens and grants; the last admin stays."""
+    with ctx.db.transaction() as session:
+        user = session.get(User, user_id, with_for_update=True)
+        if user is None:
+            raise RecordNotFound(f"user {user_id} does not exist")
+        if user.role == "admin":
+            admins = session.execute(
+                select(func.count()).select_from(User).where(User.role == "admin")
+            ).scalar_one()
+            if admins <= 1:
+                raise NotAllowedNow(f"{user.login} is the last admin; create another first")
+        session.execute(delete(ApiToken).where(ApiToken.user_id == user_id))
+        session.execute(delete(RepositoryGrant).where(RepositoryGrant.user_id == user_id))
+        session.delete(user)
+
+
+def revoke_grant(ctx: ServiceContext, user_id: int, provider: str, repository_id: str) -> bool:
+    """Remove one grant; whether it existed."""
+    with ctx.db.transaction() as session:
+        removed = session.execute(
+            delete(RepositoryGrant).where(
+                RepositoryGrant.user_id == user_id,
+                RepositoryGrant.provider == provider,
+                RepositoryGrant.repository_id == repository_id,
+            )
+        ).rowcount
+    return bool(removed)
 
 
 def grant(ctx: ServiceContext, user_id: int, provider: str, repository_id: str) -> None:
     with ctx.db.transaction() as session:
+        if session.get(User, user_id) is None:
+            raise RecordNotFound(f"user {user_id} does not exist")
         exists = session.execute(
             select(RepositoryGrant.id).where(
                 RepositoryGrant.user_id == user_id,

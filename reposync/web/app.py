@@ -93,9 +93,9 @@ def create_app(
     app.extensions["reposync.ctx"] = ctx
     api = ReposyncApi(app)
 
-    from reposync.web import bindings, events, health, items, overview, runs
+    from reposync.web import bindings, events, health, items, overview, runs, users
 
-    for module in (health, overview, bindings, runs, items, events):
+    for module in (health, overview, bindings, runs, items, events, users):
         api.register_blueprint(module.blueprint, url_prefix=API_PREFIX)
     app.add_url_rule(f"{API_PREFIX}/{SWAGGER_ASSETS}/<path:name>", "swagger_assets", _swagger_asset)
     app.before_request(refuse_deep_json)

@@ -212,6 +212,53 @@ def test_user_commands_issue_tokens_that_authenticate(capsys, data_dir):
         db.dispose()
 
 
+def test_user_commands_list_revoke_ungrant_and_delete(capsys, data_dir):
+    """Issue 12 #7: tokens are listed (never their secrets), revoked for good, grants
+    taken back and users deleted from the CLI; a revoked token is refused at once."""
+    from reposync.config import Settings
+    from reposync.errors import Unauthenticated
+    from reposync.models.db import Database
+    from reposync.service.context import ServiceContext
+    from reposync.service.users import authenticate
+
+    run_cli(capsys, "user", "add", "root", "--role", "admin")
+    status, token, _ = run_cli(capsys, "user", "add", "bob", "--days", "0")
+    assert status == 0
+    status, short, _ = run_cli(capsys, "user", "token", "bob", "--name", "ci", "--days", "7")
+    assert status == 0
+    status, listing, _ = run_cli(capsys, "user", "tokens", "bob")
+    lines = listing.strip().splitlines()
+    assert [line.split("\t")[1:3] for line in lines] == [["active", "initial"], ["active", "ci"]]
+    assert "expires -" in lines[0]
+    assert "expires -" not in lines[1]
+    assert token.strip() not in listing
+    assert short.strip() not in listing
+
+    status, revoked, _ = run_cli(capsys, "user", "revoke", lines[1].split("\t")[0])
+    assert status == 0
+    assert "\trevoked\t" in revoked
+    db = Database(f"sqlite:///{data_dir / 'reposync.db'}")
+    try:
+        ctx = ServiceContext(settings=Settings(data_dir=data_dir), db=db)
+        with pytest.raises(Unauthenticated):
+            authenticate(ctx, short.strip())
+        assert authenticate(ctx, token.strip()).login == "bob"
+
+        assert run_cli(capsys, "user", "grant", "bob", "local", "abc")[0] == 0
+        assert run_cli(capsys, "user", "ungrant", "bob", "local", "abc")[0] == 0
+        status, _, err = run_cli(capsys, "user", "ungrant", "bob", "local", "abc")
+        assert_refused(status, err, "has no grant", "[record_not_found]")
+        status, _, err = run_cli(capsys, "user", "delete", "root")
+        assert status == 1  # a state that forbids it, not a misuse
+        assert "last admin" in err
+        assert "[not_allowed_now]" in err
+        assert run_cli(capsys, "user", "delete", "bob")[0] == 0
+        with pytest.raises(Unauthenticated):
+            authenticate(ctx, token.strip())
+    finally:
+        db.dispose()
+
+
 def test_handoff_makes_the_standby_the_authority(capsys, tmp_path, data_dir, source):
     """``handoff`` switches the pair; afterwards only the new direction is accepted."""
     target = tmp_path / "dst.git"

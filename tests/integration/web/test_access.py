@@ -18,6 +18,7 @@ class Endpoint:
     body: dict[str, Any] | None = None
     #: "read": anyone who can see it; "grant": admin or a grant; "admin": admin only.
     access: str = "read"
+    query: dict[str, str] | None = None
 
     def __str__(self) -> str:
         return f"{self.method} {self.path}"
@@ -40,14 +41,31 @@ ENDPOINTS = [
     Endpoint("POST", "/runs/{run}/cancel", None, "grant"),
     Endpoint("POST", "/runs/{run}/retry", None, "grant"),
     Endpoint("POST", "/runs/{run}/recover", None, "grant"),
+    Endpoint("GET", "/users", None, "admin"),
+    Endpoint("POST", "/users", {"login": "eve"}, "admin"),
+    Endpoint("DELETE", "/users/{user}", None, "admin"),
+    Endpoint("GET", "/users/{user}/tokens", None, "admin"),
+    Endpoint("POST", "/users/{user}/tokens", {}, "admin"),
+    Endpoint("DELETE", "/tokens/{token}", None, "admin"),
+    Endpoint("POST", "/users/{user}/grants", {"provider": "local", "repository_id": "x"}, "admin"),
+    Endpoint(
+        "DELETE", "/users/{user}/grants", None, "admin", {"provider": "local", "repository_id": "x"}
+    ),
 ]
 WITH_ID = [e for e in ENDPOINTS if "{" in e.path]
 ADMIN_ONLY = [e for e in ENDPOINTS if e.access == "admin"]
 
 
 def call(client, endpoint: Endpoint, headers: dict[str, str], binding: Any = 1, run: Any = 1):
-    path = url(endpoint.path.format(binding=binding, run=run))
-    return client.open(path, method=endpoint.method, headers=headers, json=endpoint.body)
+    # Users and tokens take the Binding's id slot: unknown and malformed ids alike.
+    path = url(endpoint.path.format(binding=binding, run=run, user=binding, token=binding))
+    return client.open(
+        path,
+        method=endpoint.method,
+        headers=headers,
+        json=endpoint.body,
+        query_string=endpoint.query,
+    )
 
 
 def test_the_table_covers_every_documented_operation(client):
@@ -60,7 +78,13 @@ def test_the_table_covers_every_documented_operation(client):
         if method != "parameters" and not path.endswith("/health")
     }
     listed = {
-        (e.method, e.path.replace("{binding}", "{binding_id}").replace("{run}", "{run_id}"))
+        (
+            e.method,
+            e.path.replace("{binding}", "{binding_id}")
+            .replace("{run}", "{run_id}")
+            .replace("{user}", "{user_id}")
+            .replace("{token}", "{token_id}"),
+        )
         for e in ENDPOINTS
     }
     assert listed == documented
