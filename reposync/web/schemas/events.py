@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from marshmallow import EXCLUDE, Schema, fields, validate
+from marshmallow import EXCLUDE, Schema, fields, post_dump, validate
 
+from reposync.web.redaction import for_viewer
 from reposync.web.schemas.common import MAX_ID, limit
 
 
 class RunEventSchema(Schema):
+    @post_dump
+    def _for_viewer(self, data: dict[str, Any], **_: Any) -> dict[str, Any]:
+        return for_viewer(data, "message", "counts")  # no server paths for members
+
     seq = fields.Integer(required=True)
     type = fields.String(required=True)
     stage = fields.String(required=True)

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-from marshmallow import Schema, fields
+from typing import Any
+
+from marshmallow import Schema, fields, post_dump
 
 from reposync.sync.vocabulary import ItemState, ObjectType
 from reposync.web.pagination import PageArgsSchema
+from reposync.web.redaction import for_viewer
 from reposync.web.schemas.common import one_of, record_id
 
 
 class RunItemSchema(Schema):
+    @post_dump
+    def _for_viewer(self, data: dict[str, Any], **_: Any) -> dict[str, Any]:
+        return for_viewer(data, "error_message")  # no server paths for members
+
     id = fields.Integer(required=True)
     run_id = fields.Integer(required=True)
     phase = fields.Integer(required=True)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from marshmallow import Schema, fields
+from typing import Any
+
+from marshmallow import Schema, fields, post_dump
 
 from reposync.sync.vocabulary import AuditMode, RunMode, RunStatus
 from reposync.web.pagination import PageArgsSchema
+from reposync.web.redaction import for_viewer
 from reposync.web.schemas.common import one_of, record_id
 
 
@@ -15,6 +18,10 @@ def _counts() -> fields.Dict:
 
 class RunSummarySchema(Schema):
     """A Run as listings show it (no report)."""
+
+    @post_dump
+    def _for_viewer(self, data: dict[str, Any], **_: Any) -> dict[str, Any]:
+        return for_viewer(data, "error_message", "report")  # no server paths for members
 
     id = fields.Integer(required=True)
     binding_id = fields.Integer(required=True)

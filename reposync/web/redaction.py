@@ -1,0 +1,37 @@
+"""What a member may read in Run errors, events and reports: no server paths.
+
+Messages come from every layer (git, SQLite, the forges) and name the service's files
+(its data directory, push workspaces, caches, code). Admins operate the server and see
+them whole; for members, every absolute path becomes ``<path>``. Locators (``local:/…``)
+and URLs are kept: a member sees its Bindings' locators anyway.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from flask import g, has_request_context
+
+#: An absolute path not inside a URL, a locator or a ref name.
+_PATH = re.compile(r"(?<![\w:/.~-])/[^\s'\"<>,;:()\[\]{}|]+")
+REDACTED = "<path>"
+
+
+def redact_paths(value: Any) -> Any:
+    """``value`` with every absolute path in its strings replaced (dicts and lists too)."""
+    if isinstance(value, str):
+        return _PATH.sub(REDACTED, value)
+    if isinstance(value, dict):
+        return {key: redact_paths(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [redact_paths(item) for item in value]
+    return value
+
+
+def for_viewer(data: dict[str, Any], *names: str) -> dict[str, Any]:
+    """``data`` with the named fields redacted unless the requesting user is an admin."""
+    user = g.get("user") if has_request_context() else None
+    if user is not None and user.role == "admin":
+        return data
+    return {key: redact_paths(value) if key in names else value for key, value in data.items()}
