@@ -346,6 +346,10 @@ class TargetWrite:
     payload_hash: str | None = None
     #: Where the object comes from, for humans (an attributed header's "in ..." part).
     source_label: str | None = None
+    #: Creates only: child objects the provider may create in the same request (see
+    #: ``NestedCreator``); each carries its own marker and item id, and its own RunItem
+    #: later adopts what was created by that marker instead of creating it again.
+    nested: tuple[TargetWrite, ...] = ()
 
 
 class WriteStatus(StrEnum):
@@ -382,6 +386,19 @@ class ObjectWriter(Protocol):
 
     def find_by_markers(self, object_type: ObjectType, markers: Sequence[str]) -> dict[str, str]:
         """{marker: target identity} of objects created with these markers."""
+
+
+@runtime_checkable
+class NestedCreator(Protocol):
+    """A forge that creates some children together with their parent, because creating
+    them one by one would change their shape (GitHub: a review comment created alone
+    opens a review of its own; a review is made whole with its comments in one call)."""
+
+    def nested_types(self, object_type: ObjectType) -> frozenset[ObjectType]:
+        """Child types a create of ``object_type`` may carry in ``TargetWrite.nested``."""
+
+    def adopted_representation(self, object_type: ObjectType) -> Representation | None:
+        """How a child created with its parent exists on this forge (``None``: native)."""
 
 
 @runtime_checkable

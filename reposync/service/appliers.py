@@ -12,16 +12,20 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Protocol
 
+from sqlalchemy import select
+
 from reposync.errors import ProviderError
 from reposync.git import transport
 from reposync.git.locks import remove_stale_locks
 from reposync.git.workspace import PushWorkspace
+from reposync.models import RunItem
 from reposync.providers.base import (
     AbsenceProver,
     AssetSource,
     GitRemote,
     GitRemoteSource,
     LockRecoverer,
+    NestedCreator,
     ObjectWriter,
     Provider,
     TargetWrite,
@@ -329,9 +333,17 @@ class ObjectApplier:
     ) -> tuple[list[ApplyItem], list[ItemOutcome]]:
         """A create tried before is looked up by its marker right before it is sent again:
         an earlier attempt proven absent may have landed after all (a forge's listing
-        can lag behind its writes), and it must never be created twice."""
-        retried = [i for i in items if i.action is Action.CREATE and i.attempt_count > 1]
+        can lag behind its writes), and it must never be created twice.
+
+        So is every create of a type the target makes together with its parent (a
+        review's comments on GitHub): the parent's create carried it, and this item
+        adopts what that created instead of creating it a second time.
+        """
         target = ex.target()
+        nested = _created_with_parent(target, items[0].object_type) if items else False
+        retried = [
+            i for i in items if i.action is Action.CREATE and (nested or i.attempt_count > 1)
+        ]
         if not retried or not isinstance(target, ObjectWriter):
             return items, settled
         repository_id = ex.spec("source").repository_id or ""
@@ -342,11 +354,22 @@ class ObjectApplier:
         if not found:
             return items, settled
         adopted = {markers[m].id: identity for m, identity in found.items() if m in markers}
-        settled.extend(
-            self.read_back(
-                ex, [replace(i, target_identity=adopted[i.id]) for i in items if i.id in adopted]
-            )
+        if self._context is not None:  # a reply in this batch may answer an adopted one
+            for item in items:
+                if item.id in adopted and item.source_identity:
+                    key = (item.object_type, item.source_identity)
+                    self._context.targets[key] = adopted[item.id]
+        outcomes = self.read_back(
+            ex, [replace(i, target_identity=adopted[i.id]) for i in items if i.id in adopted]
         )
+        if nested and isinstance(target, NestedCreator):
+            shown = target.adopted_representation(items[0].object_type)
+            if shown is not None:
+                outcomes = [
+                    replace(o, representation=shown) if o.state is ItemState.COMPLETED else o
+                    for o in outcomes
+                ]
+        settled.extend(outcomes)
         return [i for i in items if i.id not in adopted], settled
 
     def write(self, ex: StageExecution, items: Sequence[ApplyItem]) -> WriteReport:
@@ -383,6 +406,7 @@ class ObjectApplier:
             self._writes[item.id] = write
             if verify_hash is not None:
                 report.verify_hashes[item.id] = verify_hash
+        writes = self._with_nested(ex, items, writes)
         for result in target.apply_batch(writes):
             if result.target_identity:
                 report.identities[result.item_id] = result.target_identity
@@ -398,6 +422,77 @@ class ObjectApplier:
             elif result.status is WriteStatus.DEFERRED:
                 report.deferred[result.item_id] = result.retry_at or ex.ctx.environment.clock.now()  # type: ignore[union-attr]
         return report
+
+    def _with_nested(
+        self, ex: StageExecution, items: Sequence[ApplyItem], writes: list[TargetWrite]
+    ) -> list[TargetWrite]:
+        """Creates that carry the children their target makes in the same request.
+
+        The children are this Run's planned, not yet attempted creates of a nested type
+        whose source parent is created in this batch (a review's top-level comments on
+        GitHub; replies answer a comment and are never carried). Each is mapped as its
+        own item would be, with that item's id and marker; the item itself comes later
+        (its type's batch) and adopts the created child by that marker.
+        """
+        target = ex.target()
+        creates = {w.item_id: w for w in writes if w.action is Action.CREATE}
+        if not creates or not isinstance(target, NestedCreator):
+            return writes
+        parents = {i.source_identity: i.id for i in items if i.id in creates}
+        carried: dict[int, list[tuple[str, TargetWrite]]] = {}
+        for child_type in sorted(target.nested_types(items[0].object_type)):
+            with ex.ctx.db.session() as session:
+                rows = session.execute(
+                    select(RunItem.id, RunItem.source_identity, RunItem.desired_hash).where(
+                        RunItem.run_id == ex.run_id,
+                        RunItem.object_type == child_type.value,
+                        RunItem.action == Action.CREATE.value,
+                        RunItem.state == ItemState.PLANNED.value,
+                        RunItem.attempt_count == 0,
+                    )
+                ).all()
+            if not rows:
+                continue
+            children = ex.source().read_batch(
+                child_type, sorted({r.source_identity for r in rows if r.source_identity})
+            )
+            wanted: list[tuple[int, CanonicalObject]] = []
+            for row in rows:
+                child = children.get(row.source_identity or "")
+                parent = child.refs.get("parent") if child is not None else None
+                if (
+                    child is None
+                    or parent is None
+                    or parent.identity not in parents
+                    or "in_reply_to" in child.refs
+                    or child.content_hash != row.desired_hash  # changed: its item supersedes
+                ):
+                    continue
+                wanted.append((row.id, child))
+            if not wanted:
+                continue
+            context = MappingContext.load(ex, [child for _, child in wanted])
+            for item_id, child in wanted:
+                write, _ = build_write(
+                    item_id,
+                    Action.CREATE,
+                    child,
+                    object_type=child_type,
+                    source_identity=child.identity,
+                    target_identity=None,
+                    expected_hash=None,
+                    context=context,
+                )
+                parent_item = parents[child.refs["parent"].identity]
+                carried.setdefault(parent_item, []).append((child.order_key, write))
+        if not carried:
+            return writes
+        return [
+            replace(w, nested=tuple(cw for _, cw in sorted(carried[w.item_id], key=lambda p: p[0])))
+            if w.item_id in carried
+            else w
+            for w in writes
+        ]
 
     def read_back(self, ex: StageExecution, items: Sequence[ApplyItem]) -> list[ItemOutcome]:
         target = ex.target()
@@ -511,6 +606,13 @@ class ObjectApplier:
         if source is None or self._context is None:
             return None
         return expected_target_hash(source, self._context.numbers, temporary=item.temporary_key)
+
+
+def _created_with_parent(target: Provider, object_type: ObjectType) -> bool:
+    """Whether the target creates objects of this type together with their parent."""
+    return isinstance(target, NestedCreator) and any(
+        object_type in target.nested_types(parent) for parent in ObjectType
+    )
 
 
 def applier_for(object_type: ObjectType) -> Applier:

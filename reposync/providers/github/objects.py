@@ -210,11 +210,37 @@ def review(data: dict[str, Any], number: int) -> CanonicalObject:
     )
 
 
+def review_identity(data: dict[str, Any], number: int) -> str:
+    """The review a review comment belongs to: the one its header names when GitHub
+    opened another for it (a reply, a file-level comment: see ``writes``), else its own.
+    """
+    placed = (parse(data.get("body")).attribution or {}).get("review")
+    if isinstance(placed, str) and "/" in placed:
+        return placed
+    return f"{number}/{data.get('pull_request_review_id')}"
+
+
+def is_vessel(data: dict[str, Any], number: int, comments: list[dict[str, Any]]) -> bool:
+    """A review GitHub opened for a single comment or reply that belongs, canonically, to
+    another review (its header says which), or one left empty when its comments were
+    deleted: it says nothing of its own and is no review of the source's.
+
+    ``comments`` are the review's own comments (by ``pull_request_review_id``).
+    """
+    body = data.get("body") or ""
+    if body.strip() or parse(body).marker is not None or data.get("state") != "COMMENTED":
+        return False
+    identity = f"{number}/{data['id']}"
+    return all(review_identity(c, number) != identity for c in comments)
+
+
 def review_comment(
     data: dict[str, Any], review_identity: str, review_key: str | None
 ) -> CanonicalObject:
     parsed = parse(data.get("body"))
-    reply_to = data.get("in_reply_to_id")
+    # Where GitHub threads a reply to the root (or knows no deleted comment), the header
+    # names the comment it answered.
+    reply_to = _attr(parsed, "in_reply_to", data.get("in_reply_to_id"))
     return objects.review_comment(
         str(data["id"]),
         data.get("updated_at") or "",

@@ -53,7 +53,7 @@ from reposync.sync.canonical import (
     ref_namespace,
     shadow_refs,
 )
-from reposync.sync.vocabulary import ObjectType
+from reposync.sync.vocabulary import ObjectType, Representation
 
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
 
@@ -247,6 +247,17 @@ class GitHubProvider(Provider):
 
     def find_by_markers(self, object_type: ObjectType, markers: Sequence[str]) -> dict[str, str]:
         return find_markers(self.client, self._repo, object_type, markers)
+
+    def nested_types(self, object_type: ObjectType) -> frozenset[ObjectType]:
+        """A review is created whole, with its top-level comments (``NestedCreator``):
+        a review comment created alone opens a review of its own on GitHub."""
+        if object_type is ObjectType.REVIEW:
+            return frozenset({ObjectType.REVIEW_COMMENT})
+        return frozenset()
+
+    def adopted_representation(self, object_type: ObjectType) -> Representation | None:
+        # A comment created with its review carries an attribution header like any other.
+        return Representation.ATTRIBUTED if object_type is ObjectType.REVIEW_COMMENT else None
 
     def markers_absent(self, object_type: ObjectType, markers: Sequence[str]) -> set[str]:
         complete: list[bool] = []

@@ -29,6 +29,7 @@ class Inventory:
         self._pulls: dict[int, dict[str, Any]] | None = None
         self._reviews: dict[str, CanonicalObject] = {}
         self._issue_comments: list[dict[str, Any]] | None = None
+        self._pull_comments: list[dict[str, Any]] | None = None
 
     def _path(self, suffix: str) -> str:
         return f"/repos/{self.repo}{suffix}"
@@ -130,10 +131,21 @@ class Inventory:
             self._issue_comments = list(self.client.paginate(self._path("/issues/comments")))
         return self._issue_comments
 
+    def pull_comments(self) -> list[dict[str, Any]]:
+        """Every review comment of the repository, listed once."""
+        if self._pull_comments is None:
+            self._pull_comments = list(self.client.paginate(self._path("/pulls/comments")))
+        return self._pull_comments
+
     def reviews(self) -> dict[str, CanonicalObject]:
         if not self._reviews:
+            by_review: dict[int, list[dict[str, Any]]] = {}
+            for comment in self.pull_comments():
+                by_review.setdefault(comment.get("pull_request_review_id") or 0, []).append(comment)
             for number in self.pulls():
                 for data in self.client.paginate(self._path(f"/pulls/{number}/reviews")):
+                    if gh.is_vessel(data, number, by_review.get(data["id"], [])):
+                        continue  # opened by GitHub for a comment of another review
                     obj = gh.review(data, number)
                     self._reviews[obj.identity] = obj
             kinds = self.kinds()
@@ -147,16 +159,13 @@ class Inventory:
 
     def _review_comments(self) -> Iterator[CanonicalObject]:
         reviews = self.reviews()
-        by_id = {
-            identity.split("/", 1)[1]: (identity, obj.unique_key)
-            for identity, obj in reviews.items()
-            if "/" in identity
-        }
-        for data in self.client.paginate(self._path("/pulls/comments")):
-            review = by_id.get(str(data.get("pull_request_review_id")))
+        for data in self.pull_comments():
+            number = int(str(data["pull_request_url"]).rstrip("/").rsplit("/", 1)[1])
+            identity = gh.review_identity(data, number)
+            review = reviews.get(identity)
             if review is None:
-                continue
-            yield gh.review_comment(data, review[0], review[1])
+                continue  # a pending review of someone else's, or one not listed
+            yield gh.review_comment(data, identity, review.unique_key)
         kinds = self.kinds()
         for comment in self.client.paginate(self._path("/issues/comments")):
             obj = gh.issue_comment(comment, kinds.get(gh.parent_number(comment), ObjectType.ISSUE))
@@ -218,18 +227,18 @@ def read_one(
             return obj if obj.object_type is object_type else None
         if object_type is ObjectType.REVIEW:
             number, review_id = identity.split("/", 1)
-            return gh.review(client.get(f"{base}/pulls/{number}/reviews/{review_id}"), int(number))
+            data = client.get(f"{base}/pulls/{number}/reviews/{review_id}")
+            if not (data.get("body") or "").strip():  # may be a vessel: look inside
+                own = list(client.paginate(f"{base}/pulls/{number}/reviews/{review_id}/comments"))
+                if gh.is_vessel(data, int(number), own):
+                    return None
+            return gh.review(data, int(number))
         if object_type is ObjectType.REVIEW_COMMENT:
             data = client.get(f"{base}/pulls/comments/{identity}")
             number = int(str(data["pull_request_url"]).rstrip("/").rsplit("/", 1)[1])
-            review = read_one(
-                client, repo, ObjectType.REVIEW, f"{number}/{data['pull_request_review_id']}"
-            )
-            return gh.review_comment(
-                data,
-                f"{number}/{data['pull_request_review_id']}",
-                review.unique_key if review else None,
-            )
+            parent = gh.review_identity(data, number)
+            review = read_one(client, repo, ObjectType.REVIEW, parent)
+            return gh.review_comment(data, parent, review.unique_key if review else None)
         if object_type is ObjectType.REVIEW_REQUEST:  # a native one: "<number>:<login>"
             number_text, _, login = identity.partition(":")
             if not number_text.isdigit() or not login:

@@ -80,6 +80,52 @@ CARRIER_FIELDS = (
 
 UNDELETABLE = frozenset({ObjectType.ISSUE, ObjectType.PULL_REQUEST})
 
+#: Review states GitHub cannot give a review the sync creates (its account would be
+#: approving, requesting changes, or holding a draft): submitted as a comment, the header
+#: keeping the state and saying so (``state_as_comment``).
+REVIEW_STATE_NOTES = {
+    "APPROVED": "approved on the source; shown as a comment: GitHub would count an "
+    "approval by the sync's account",
+    "CHANGES_REQUESTED": "requested changes on the source; shown as a comment: GitHub "
+    "would block merging on the sync's account",
+    "DISMISSED": "a dismissed review on the source; shown as a comment: GitHub dismisses "
+    "only approvals and change requests",
+    "PENDING": "pending on the source (a draft its author had not submitted); shown as "
+    "a comment: a pending review on GitHub is the sync's own draft",
+}
+#: Header fields of a review comment GitHub placed elsewhere than the source had it:
+#: ``review`` (the review it belongs to, when GitHub opened another one for it) and
+#: ``in_reply_to`` (the comment it answered, when GitHub threads it to the root, or
+#: ``GONE_COMMENT`` when the source's was deleted). Reads restore both.
+PLACEMENT_FIELDS = ("review", "in_reply_to")
+#: What a reply answers when the source's comment is gone (as a local forge keeps it).
+GONE_COMMENT = "deleted"
+
+
+def _placement_representation(extra: Mapping[str, Any]) -> Representation:
+    if extra.get("in_reply_to") == GONE_COMMENT:
+        return Representation.DETACHED_REPLY
+    if extra.get("in_reply_to") is not None:
+        return Representation.REPLY_TO_ROOT
+    if extra.get("review") is not None:
+        return Representation.OWN_REVIEW
+    return Representation.ATTRIBUTED
+
+
+def _placement_note(extra: Mapping[str, Any]) -> str | None:
+    """The visible part of ``PLACEMENT_FIELDS``: what GitHub shows differently."""
+    replied = extra.get("in_reply_to")
+    if replied == GONE_COMMENT:
+        return "in reply to a comment deleted on the source; shown as a comment of its own"
+    if replied is not None:
+        return (
+            f"in reply to comment {replied}; GitHub threads replies to the first comment "
+            "of a thread"
+        )
+    if extra.get("review") is not None:
+        return f"part of review {extra['review']}; GitHub opened a review of its own for it"
+    return None
+
 
 class GitHubWriter:
     """Applies one batch of writes for one repository (keeps per-batch caches)."""
@@ -191,6 +237,9 @@ class GitHubWriter:
     def _finish_create(self, write: TargetWrite, identity: str) -> None:
         """The requests a create sends after its first one (all idempotent)."""
         payload = write.payload or {}
+        if write.object_type is ObjectType.REVIEW and "/" in identity:
+            self._submit_if_pending(identity)
+            return
         if write.object_type in (ObjectType.ISSUE, ObjectType.PULL_REQUEST):
             number = int(identity)
             if self._kind(number) == "pull":
@@ -220,6 +269,8 @@ class GitHubWriter:
     def _representation(self, write: TargetWrite) -> Representation | None:
         if write.object_type is ObjectType.REVIEW_REQUEST:
             return Representation.PROJECTED
+        if write.object_type is ObjectType.REVIEW:
+            return self._review_representation(write)
         if write.object_type in ATTRIBUTED_FIELDS:
             return Representation.ATTRIBUTED
         return None
@@ -656,19 +707,90 @@ class GitHubWriter:
         )
         return f"comment-{created['id']}"
 
+    def _review_body(self, write: TargetWrite) -> str:
+        """A review's body: the header keeps every field, and says when GitHub shows the
+        review in another state than the source's (see ``REVIEW_STATE_NOTES``)."""
+        payload = write.payload or {}
+        attribution = {key: payload.get(key) for key in ATTRIBUTED_FIELDS[ObjectType.REVIEW]}
+        return compose(
+            payload.get("body") or "",
+            marker=write.marker,
+            attribution=attribution,
+            source_label=self.source_label(write),
+            note=REVIEW_STATE_NOTES.get(str(payload.get("state"))),
+        )
+
+    @staticmethod
+    def _review_representation(write: TargetWrite) -> Representation:
+        state = str((write.payload or {}).get("state"))
+        if state in REVIEW_STATE_NOTES:
+            return Representation.STATE_AS_COMMENT
+        return Representation.ATTRIBUTED
+
+    def _inline(self, child: TargetWrite) -> dict[str, Any] | None:
+        """A top-level line comment as create-review's ``comments[]`` takes it; ``None``
+        for a file-level one (GitHub's create-review cannot take those)."""
+        payload = child.payload or {}
+        if payload.get("line") is None:
+            return None
+        return {
+            "path": payload["path"],
+            "line": payload["line"],
+            "side": payload.get("side") or "RIGHT",
+            "body": self._comment_body(child, {}),
+        }
+
     def _create_review(self, write: TargetWrite) -> tuple[str, Representation]:
+        """One review, whole: created pending with its top-level line comments, then
+        submitted as a comment (GitHub records no approval, change request or dismissal
+        by the sync's own account, and a pending review would be the sync's draft, which
+        also blocks single comments on the pull request; the header keeps the state).
+
+        Lost answers are settled by the marker in the review's body (``_finish_create``
+        submits a review found pending). Should GitHub refuse the comments (their lines
+        are not in its diff), the review is created without them and each comment's own
+        item creates it alone, in a review of its own (``own_review``).
+        """
         number = self._number(self._parent(write))
         if self._kind(number) != "pull":
             return (
                 self._carried_comment(write, number, ObjectType.REVIEW, {}),
                 Representation.PROJECTED,
             )
-        created = self.client.write(
-            "POST",
-            self._path(f"/pulls/{number}/reviews"),
-            json_body={"body": self._body(write, ObjectType.REVIEW), "event": "COMMENT"},
-        )
-        return f"{number}/{created['id']}", Representation.ATTRIBUTED
+        payload = write.payload or {}
+        comments = [c for c in map(self._inline, write.nested) if c is not None]
+        request: dict[str, Any] = {"body": self._review_body(write), "comments": comments}
+        if payload.get("commit_id"):
+            request["commit_id"] = payload["commit_id"]
+        try:
+            created = self.client.write(
+                "POST", self._path(f"/pulls/{number}/reviews"), json_body=request
+            )
+        except WriteRefused as refused:
+            if refused.status != 422:
+                raise
+            # Nothing was created (a commit or a line GitHub cannot place): the review
+            # alone, on the pull request's head; its comments follow one by one.
+            log.info("review of #%s created without its comments: %s", number, refused)
+            created = self.client.write(
+                "POST",
+                self._path(f"/pulls/{number}/reviews"),
+                json_body={"body": request["body"]},
+            )
+        identity = f"{number}/{created['id']}"
+        self._submit_if_pending(identity, created)
+        return identity, self._review_representation(write)
+
+    def _submit_if_pending(self, identity: str, data: dict[str, Any] | None = None) -> None:
+        number, review_id = identity.split("/", 1)
+        if data is None:
+            data = self.client.get(self._path(f"/pulls/{number}/reviews/{review_id}"))
+        if data.get("state") == "PENDING":
+            self.client.write(
+                "POST",
+                self._path(f"/pulls/{number}/reviews/{review_id}/events"),
+                json_body={"event": "COMMENT"},
+            )
 
     def _update_review(self, write: TargetWrite) -> tuple[str, Representation]:
         identity = write.target_identity or ""
@@ -682,11 +804,34 @@ class GitHubWriter:
         self.client.write(
             "PUT",
             self._path(f"/pulls/{number}/reviews/{review_id}"),
-            json_body={"body": self._body(write, ObjectType.REVIEW)},
+            json_body={"body": self._review_body(write)},
         )
-        return identity, Representation.ATTRIBUTED
+        return identity, self._review_representation(write)
+
+    # -- review comments ----------------------------------------------------------------
+
+    def _comment_body(self, write: TargetWrite, extra: Mapping[str, Any]) -> str:
+        """A review comment's body; ``extra`` (see ``_placement``) says where the source
+        had it when GitHub put it elsewhere, in the header and in a visible note."""
+        payload = write.payload or {}
+        attribution = {
+            key: payload.get(key) for key in ATTRIBUTED_FIELDS[ObjectType.REVIEW_COMMENT]
+        }
+        attribution.update(extra)
+        return compose(
+            payload.get("body") or "",
+            marker=write.marker,
+            attribution=attribution,
+            source_label=self.source_label(write),
+            note=_placement_note(extra),
+        )
 
     def _create_review_comment(self, write: TargetWrite) -> tuple[str, Representation]:
+        """A comment its review's create did not carry: a reply, a file-level comment, or
+        one added to a review already on GitHub. GitHub opens a review for each, threads
+        replies to the first comment, and knows no reply to a deleted comment; the
+        header keeps the source's review and replied-to comment, and reads restore them.
+        """
         payload = write.payload or {}
         review = self._parent(write)
         if review is None:
@@ -702,21 +847,26 @@ class GitHubWriter:
                 Representation.PROJECTED,
             )
         number = int(review.split("/", 1)[0])
-        body = self._body(write, ObjectType.REVIEW_COMMENT)
+        reply_ref = write.refs.get("in_reply_to")
         reply = self._ref(write, "in_reply_to")
-        if write.refs.get("in_reply_to") is not None and reply is None:
+        if reply_ref is not None and reply is None and not reply_ref.gone:
             raise WriteRefused(
                 "the comment replied to is not on GitHub", refusal="dependency_missing", status=422
             )
+        extra: dict[str, Any] = {"review": review}
         if reply is not None and not reply.startswith("comment-"):
+            answered = self.client.get(self._path(f"/pulls/comments/{reply}"))
+            if answered.get("in_reply_to_id") is not None:
+                extra["in_reply_to"] = reply  # GitHub threads it to the root
             created = self.client.write(
                 "POST",
                 self._path(f"/pulls/{number}/comments/{reply}/replies"),
-                json_body={"body": body},
+                json_body={"body": self._comment_body(write, extra)},
             )
         else:
-            request = {
-                "body": body,
+            if reply_ref is not None:
+                extra["in_reply_to"] = GONE_COMMENT
+            request: dict[str, Any] = {
                 "commit_id": payload["commit_id"],
                 "path": payload["path"],
                 "side": payload.get("side") or "RIGHT",
@@ -725,10 +875,11 @@ class GitHubWriter:
                 request["line"] = payload["line"]
             else:
                 request["subject_type"] = "file"
+            request["body"] = self._comment_body(write, extra)
             created = self.client.write(
                 "POST", self._path(f"/pulls/{number}/comments"), json_body=request
             )
-        return str(created["id"]), Representation.ATTRIBUTED
+        return str(created["id"]), _placement_representation(extra)
 
     def _review_pull(self, write: TargetWrite) -> int:
         """The pull request (carrier) of a review that was carried in a comment."""
@@ -755,12 +906,16 @@ class GitHubWriter:
                 ),
                 Representation.PROJECTED,
             )
+        # Where GitHub put it does not change with its text: keep what the header says.
+        current = self.client.get(self._path(f"/pulls/comments/{identity}"))
+        kept = parse(current.get("body")).attribution or {}
+        extra = {key: kept[key] for key in PLACEMENT_FIELDS if key in kept}
         self.client.write(
             "PATCH",
             self._path(f"/pulls/comments/{identity}"),
-            json_body={"body": self._body(write, ObjectType.REVIEW_COMMENT)},
+            json_body={"body": self._comment_body(write, extra)},
         )
-        return identity, Representation.ATTRIBUTED
+        return identity, _placement_representation(extra)
 
     def _delete_review_comment(self, write: TargetWrite) -> tuple[str, None]:
         identity = write.target_identity or ""
@@ -930,6 +1085,11 @@ class GitHubWriter:
                 if existing["title"] == payload.get("title"):
                     return str(existing["number"])
             return None
+        if write.object_type is ObjectType.REVIEW and self._parent(write):
+            number = self._parent(write)
+            for review in self.client.paginate(self._path(f"/pulls/{number}/reviews")):
+                if parse(review.get("body")).marker == write.marker:
+                    return f"{number}/{review['id']}"
         if write.object_type is ObjectType.RELEASE_ASSET and self._parent(write):
             asset = self._asset_named(self._parent(write) or "", payload.get("name", ""))
             return str(asset["id"]) if asset else None
@@ -995,4 +1155,29 @@ def find_markers(
     else:
         if complete is not None:
             complete[:] = [True]
+    if object_type is ObjectType.REVIEW and len(found) < len(wanted):
+        # Native reviews live per pull request: the newest pull requests' reviews.
+        scanned_all = _find_native_reviews(client, repo, wanted, found)
+        if complete is not None and not scanned_all:
+            complete[:] = [False]
     return found
+
+
+def _find_native_reviews(
+    client: GitHubClient, repo: str, wanted: set[str], found: dict[str, str]
+) -> bool:
+    """Markers of native reviews into ``found``; whether every pull request was read."""
+    pulls = client.paginate(
+        f"/repos/{repo}/pulls", {"state": "all", "sort": "created", "direction": "desc"}
+    )
+    for count, pull in enumerate(pulls):
+        if count >= MARKER_SCAN_PAGES * 100:
+            return False
+        number = pull["number"]
+        for review in client.paginate(f"/repos/{repo}/pulls/{number}/reviews"):
+            marker = parse(review.get("body")).marker
+            if marker in wanted:
+                found[marker] = f"{number}/{review['id']}"
+                if len(found) == len(wanted):
+                    return False  # stopped early: not a proof of absence for the rest
+    return True
