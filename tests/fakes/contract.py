@@ -82,6 +82,8 @@ class Operation:
     pattern: re.Pattern[str]
     multi_segment: tuple[str, ...]
     statuses: frozenset[str]
+    #: The operation's page (``externalDocs.url``): what GitHub's errors link to.
+    docs_url: str = ""
 
     def label(self) -> str:
         return f"{self.method.upper()} {self.template} [{self.operation_id}]"
@@ -167,6 +169,7 @@ def _operations(raw: dict[str, Any]) -> tuple[Operation, ...]:
                     pattern=re.compile(f"^{regex}$"),
                     multi_segment=tuple(multi),
                     statuses=frozenset(op["responses"]),
+                    docs_url=str(op.get("externalDocs", {}).get("url", "")),
                 )
             )
     # Literal segments win over parameters, as in any router: /issues/comments
@@ -249,6 +252,12 @@ class GitHubContract:
     def operation_for(self, method: str, url: str) -> Operation | None:
         """The described operation that ``method url`` calls, if any."""
         return self._target(method, url).operation
+
+    def documentation_url(self, method: str, url: str) -> str:
+        """The page GitHub's error answers of ``method url`` link to: the operation's own,
+        or the REST overview for a request no operation describes."""
+        op = self.operation_for(method, url)
+        return op.docs_url if op is not None and op.docs_url else "https://docs.github.com/rest"
 
     def describes(self, method: str, url: str) -> bool:
         """Whether ``method url`` is a described operation on the right host."""

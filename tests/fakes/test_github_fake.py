@@ -190,6 +190,17 @@ def test_every_contract_operation_succeeds_once(fake):
     assert s.delete(api(fake, "/milestones/1")).status_code == 204
     assert s.delete(api(fake, "/labels/defect")).status_code == 204
 
+    # -- issue 10: default branch and git refs (repos/update, git/*-ref) ----------------
+    assert s.patch(api(fake, ""), json={"default_branch": "feature"}).status_code == 200
+    main_sha = s.get(api(fake, "/git/ref/heads/main")).json()["object"]["sha"]
+    topic = s.post(api(fake, "/git/refs"), json={"ref": "refs/heads/topic", "sha": main_sha})
+    assert topic.status_code == 201
+    feature_sha = s.get(api(fake, "/git/ref/heads/feature")).json()["object"]["sha"]
+    moved = s.patch(api(fake, "/git/refs/heads/topic"), json={"sha": feature_sha, "force": True})
+    assert moved.status_code == 200
+    assert s.delete(api(fake, "/git/refs/heads/topic")).status_code == 204
+    # -- end of issue 10: default branch and git refs --------------------------------------
+
     hit = set()
     for record in fake.requests_log:
         base = fake.uploads_url if record.host == "uploads" else fake.api_url
@@ -858,7 +869,9 @@ def test_authentication_and_permission_answers(fake):
     seeded(fake, private=True)
     fake.state.create_repo("acme/public")
     anonymous = fake.session()
-    refused = anonymous.get(api(fake, ""))
+    hidden = anonymous.get(api(fake, ""))  # private: not there for an anonymous reader
+    assert (hidden.status_code, hidden.json()["message"]) == (404, "Not Found")
+    refused = anonymous.post(f"{fake.api_url}/repos/acme/public/issues", json={"title": "x"})
     assert (refused.status_code, refused.json()["message"]) == (401, "Requires authentication")
     assert fake.session("ghp_nope").get(api(fake, "")).json()["message"] == "Bad credentials"
     assert anonymous.get(f"{fake.api_url}/rate_limit").status_code == 401
@@ -1040,10 +1053,11 @@ def test_requests_log_records_each_request(fake):
         False,
     )
     assert (created.status, created.content_creating) == (201, True)
+    # An anonymous read of a public repository is served, on the anonymous quota.
     assert (anonymous.status, anonymous.token_owner, anonymous.counted_primary) == (
-        401,
+        200,
         None,
-        False,
+        True,
     )
     assert len(fake.requests_log.matching("POST", r"/issues$", owner="acme")) == 1
     fake.assert_clean()

@@ -17,6 +17,7 @@ from reposync.models import RunItem
 from reposync.service.context import ServiceContext
 from reposync.service.embedded import SyncRequest, sync
 from reposync.sync.vocabulary import ObjectType
+from tests.fakes.github import GitHubFake
 from tests.github_env import embedded_world
 from tests.gitrepo import generate
 
@@ -131,12 +132,15 @@ def test_first_baseline_moves_a_differing_target_head(tmp_path, ctx):
     assert (item.action, item.state) == ("update", "completed")
 
 
-@pytest.fixture
-def github(tmp_path: Path, github_fake):
-    # A repository whose default branch will name nothing once reposync pushed main.
-    github_fake.state.create_repo(REPO, private=True, default_branch="master")
-    with embedded_world(github_fake, tmp_path) as (world_ctx, _):
-        yield world_ctx, github_fake
+@pytest.fixture(params=["github.com", "ghes"])
+def github(tmp_path: Path, request: pytest.FixtureRequest):
+    """Both layouts of the GitHub test server (GitHub Enterprise Server: one host)."""
+    with GitHubFake(layout=request.param) as fake:
+        # A repository whose default branch will name nothing once reposync pushed main.
+        fake.state.create_repo(REPO, private=True, default_branch="master")
+        with embedded_world(fake, tmp_path) as (world_ctx, _):
+            yield world_ctx, fake
+        fake.assert_clean()
 
 
 def test_github_target_default_branch_is_set_after_the_refs(tmp_path, github):

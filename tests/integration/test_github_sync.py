@@ -18,6 +18,7 @@ from reposync.providers.base import EndpointSpec
 from reposync.providers.local import LocalProvider
 from reposync.service.embedded import SyncRequest, sync
 from reposync.sync.vocabulary import ObjectType
+from tests.fakes.github import GitHubFake
 from tests.github_env import embedded_world
 from tests.gitrepo import commit_on, delete_refs, generate, refs, set_ref
 from tests.integration.test_forge_sync import WHEN, forge, populate
@@ -30,10 +31,27 @@ KEPT = [t for t in ObjectType if t not in (ObjectType.GIT_REF, ObjectType.REACTI
 
 
 @pytest.fixture
-def world(tmp_path: Path, github_fake):
-    github_fake.state.create_repo(REPO, private=True)
-    with embedded_world(github_fake, tmp_path) as (ctx, recorder):
-        yield ctx, recorder, github_fake
+def world(tmp_path: Path, request: pytest.FixtureRequest):
+    """The GitHub test server in the layout a test asks for (``indirect`` parameter):
+    github.com's three hosts by default, or GitHub Enterprise Server's single host."""
+    layout = getattr(request, "param", "github.com")
+    if layout == "github.com":
+        fake = request.getfixturevalue("github_fake")
+        yield from _world(fake, tmp_path)
+        return
+    with GitHubFake(layout=layout) as fake:
+        yield from _world(fake, tmp_path)
+        fake.assert_clean(requests_too=True)
+
+
+def _world(fake: GitHubFake, tmp_path: Path):  # type: ignore[no-untyped-def]
+    fake.state.create_repo(REPO, private=True)
+    with embedded_world(fake, tmp_path) as (ctx, recorder):
+        yield ctx, recorder, fake
+
+
+#: Runs a test against both layouts of the GitHub test server.
+BOTH_LAYOUTS = pytest.mark.parametrize("world", ["github.com", "ghes"], indirect=True)
 
 
 def local_state(path: Path, types: list[ObjectType]) -> dict[str, Counter[str]]:
@@ -50,6 +68,7 @@ def items(ctx: Any, run_id: int) -> list[RunItem]:
         return list(session.execute(select(RunItem).where(RunItem.run_id == run_id)).scalars())
 
 
+@BOTH_LAYOUTS
 def test_local_to_github_converges_then_a_rerun_costs_nothing(tmp_path, world):
     """Every type reaches GitHub; the next Run writes nothing and only sees 304s."""
     ctx, _, fake = world
@@ -90,6 +109,7 @@ def _git_refs(fake) -> dict[str, str]:
     return refs(Path(fake.state.git_dir(REPO)))
 
 
+@BOTH_LAYOUTS
 def test_github_to_local_then_round_trip_keeps_every_object(tmp_path, world):
     """local -> GitHub -> local: canonical states equal, except what the report counts."""
     ctx, _, fake = world

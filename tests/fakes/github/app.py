@@ -16,11 +16,13 @@ import socket
 import time
 import traceback
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
 from werkzeug.datastructures import Headers
-from werkzeug.http import HTTP_STATUS_CODES
+from werkzeug.http import HTTP_STATUS_CODES, http_date
+from werkzeug.http import parse_date as parse_http_date
 from werkzeug.wrappers import Request, Response
 
 from tests.fakes.github import auth
@@ -54,6 +56,8 @@ SECONDARY_MESSAGE = (
     "Support for help, please include the request ID {request_id}."
 )
 SIMPLE_ERRORS = {"PullRequestReview"}  # its 422 is validation-error-simple: string errors
+#: Unauthenticated requests per hour and address (docs: "rate limits for the REST API").
+ANONYMOUS_LIMIT = 60
 ROUTER = Router(META_ROUTES + GIT_ROUTES + ISSUE_ROUTES + PULL_ROUTES + RELEASE_ROUTES)
 
 
@@ -93,6 +97,31 @@ def _etag_matches(header: str | None, etag: str) -> bool:
         part.strip() == "*" or part.strip().removeprefix("W/") == wanted
         for part in header.split(",")
     )
+
+
+def _last_modified(body: Any) -> datetime | None:
+    """When a single resource last changed (GitHub sends ``Last-Modified`` for those):
+    its ``updated_at``, or a repository's ``pushed_at`` when later. Lists have none."""
+    if not isinstance(body, dict):
+        return None
+    stamps = [body.get("updated_at"), body.get("pushed_at")]
+    times = [parse_date(s) for s in stamps if isinstance(s, str)]
+    return max(times, default=None)
+
+
+def parse_date(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def _not_modified(headers: Any, etag: str, modified: datetime | None) -> bool:
+    """RFC 9110 13.2.2: ``If-None-Match`` decides when sent; else ``If-Modified-Since``
+    (second precision, as HTTP dates are)."""
+    if headers.get("If-None-Match"):
+        return _etag_matches(headers.get("If-None-Match"), etag)
+    since = parse_http_date(headers.get("If-Modified-Since") or "")
+    if since is None or modified is None:
+        return False
+    return modified.replace(microsecond=0) <= since
 
 
 def _request_id() -> str:
@@ -181,6 +210,8 @@ class ApiApp:
                     self._secondary(meta, request_id)
                 return route.handler(ctx)
         except ApiError as error:
+            if error.documentation_url is None:  # the operation's page, as GitHub links it
+                error.documentation_url = self.fake.contract.documentation_url(method, full_url)
             return Reply(error.status, error.body(), error.headers)
         except Exception:
             self.fake.server_errors.append(traceback.format_exc())
@@ -196,6 +227,13 @@ class ApiApp:
             ctx.app = auth.verify_app_jwt(self.fake.state, credential)
             meta.owner, meta.rate_key = ctx.app.slug, f"app:{ctx.app.id}"
             return
+        if credential is None and route.auth == "repo" and not route.write:
+            # Anonymous: public repositories are readable, on a quota of 60 an hour per
+            # address (a private one answers 404 in ``_resolve_repo``).
+            meta.rate_key = f"ip:{ctx.request.remote_addr or '127.0.0.1'}"
+            if meta.rate_key not in self.fake.limiter.limits_by_key:
+                self.fake.limiter.set_limit(meta.rate_key, ANONYMOUS_LIMIT)
+            return
         if credential is None:
             raise ApiError(401, "Requires authentication")
         if not credential:
@@ -209,6 +247,15 @@ class ApiApp:
             who = f"installation ID {token.installation.id}"
         elif token is not None:
             who = f"user ID {token.user.id}"
+        elif ctx.app is None:
+            who = (
+                f"{ctx.request.remote_addr}. (But here's the good news: Authenticated "
+                "requests get a higher rate limit. Check out the documentation for more "
+                "details.)"
+            )
+            return ApiError(
+                403, f"API rate limit exceeded for {who}", documentation_url=RATE_LIMIT_DOCS
+            )
         else:
             who = "this app"
         return ApiError(
@@ -218,9 +265,10 @@ class ApiApp:
     def _resolve_repo(self, ctx: Ctx, route: Route, raw_path: str, full_url: str) -> None:
         owner, name = ctx.params["owner"], ctx.params["repo"]
         repo, moved = self.fake.state.find_repo(owner, name)
-        if repo is None or ctx.token is None:
+        if repo is None or (ctx.token is None and repo.private):
             raise not_found()
-        auth.check_repo_access(self.fake.state, ctx.token, repo, route.permissions, route.write)
+        if ctx.token is not None:
+            auth.check_repo_access(self.fake.state, ctx.token, repo, route.permissions, route.write)
         if moved:
             prefix = f"/repos/{owner}/{name}"
             target = full_url.replace(prefix, f"/repos/{repo.owner.login}/{repo.name}", 1)
@@ -283,11 +331,15 @@ class ApiApp:
             headers["content-type"] = "application/json; charset=utf-8"
         status = reply.status
         token = ctx.token if ctx is not None else None
-        if method == "GET" and status == 200 and token is not None:
-            etag = _etag(token.value, body)
+        if method == "GET" and status == 200 and ctx is not None:
+            etag = _etag(token.value if token is not None else "", body)
             headers["etag"] = etag
-            headers["cache-control"] = "private, max-age=60, s-maxage=60"
-            if _etag_matches(ctx.request.headers.get("If-None-Match") if ctx else None, etag):
+            visibility = "private" if token is not None else "public"
+            headers["cache-control"] = f"{visibility}, max-age=60, s-maxage=60"
+            modified = _last_modified(reply.body)
+            if modified is not None:
+                headers["last-modified"] = http_date(modified)
+            if _not_modified(ctx.request.headers, etag, modified):
                 status, body = 304, b""
                 del headers["content-type"]
                 meta.not_modified = True

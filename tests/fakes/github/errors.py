@@ -15,7 +15,13 @@ SECONDARY_DOCS = (
 
 
 class ApiError(Exception):
-    """An error response: ``status`` and GitHub's JSON body."""
+    """An error response: ``status`` and GitHub's JSON body.
+
+    ``documentation_url`` left ``None`` becomes the page of the operation that failed
+    (the app fills it in from the contract's ``externalDocs``), as GitHub links its
+    errors; only errors that belong to no operation (bad credentials, an unknown path)
+    link the REST overview.
+    """
 
     def __init__(
         self,
@@ -23,7 +29,7 @@ class ApiError(Exception):
         message: str,
         *,
         errors: list[Any] | None = None,
-        documentation_url: str = DOCS,
+        documentation_url: str | None = None,
         headers: dict[str, str] | None = None,
     ) -> None:
         super().__init__(f"{status} {message}")
@@ -37,7 +43,7 @@ class ApiError(Exception):
         out: dict[str, Any] = {"message": self.message}
         if self.errors is not None:
             out["errors"] = self.errors
-        out["documentation_url"] = self.documentation_url
+        out["documentation_url"] = self.documentation_url or DOCS
         out["status"] = str(self.status)
         return out
 
@@ -47,7 +53,7 @@ def not_found() -> ApiError:
 
 
 def bad_credentials() -> ApiError:
-    return ApiError(401, "Bad credentials")
+    return ApiError(401, "Bad credentials", documentation_url=DOCS)
 
 
 def validation_failed(resource: str, field: str, code: str, **extra: Any) -> ApiError:

@@ -18,6 +18,8 @@ from tests.fakes.github.ratelimit import RateLimiter
 from tests.fakes.github.render import Urls
 from tests.fakes.github.state import State
 
+#: The viewer of an unauthenticated read.
+ANONYMOUS = User(login="", id=0)
 MULTI_SEGMENT = {"ref"}  # git/matching-refs/{ref} contains slashes
 
 
@@ -44,8 +46,10 @@ class Ctx:
 
     @property
     def actor(self) -> User:
-        assert self.token is not None
-        return self.token.user
+        """Who acts: the token's user, or for an anonymous read nobody (``ANONYMOUS``,
+        which owns nothing: what only an author sees stays hidden). Writes always
+        authenticate, so nothing is ever attributed to it."""
+        return self.token.user if self.token is not None else ANONYMOUS
 
     @property
     def via_app(self) -> str | None:

@@ -1,4 +1,11 @@
-"""GitHubFake: three real HTTP servers (API, uploads, web/Git) on 127.0.0.1 sharing one state."""
+"""GitHubFake: real HTTP servers on 127.0.0.1 sharing one state, in one of two layouts.
+
+* ``github.com`` (the default): three hosts, as api.github.com, uploads.github.com and
+  github.com: here three ports of 127.0.0.1, each serving from its root.
+* ``ghes``: GitHub Enterprise Server's single host: the API under ``/api/v3``, uploads
+  under ``/api/uploads``, the web and Git at the root (what standard clients expect
+  when pointed at an Enterprise Server).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +16,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import requests
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
@@ -25,6 +32,11 @@ from tests.fakes.github.ratelimit import RateLimiter, SecondaryLimits
 from tests.fakes.github.render import Urls
 from tests.fakes.github.requests_log import RequestLog
 from tests.fakes.github.state import State
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -54,6 +66,45 @@ class AppInstall:
         )
 
 
+#: Where GitHub Enterprise Server mounts the API and the uploads on its one host.
+GHES_API_PREFIX = "/api/v3"
+GHES_UPLOADS_PREFIX = "/api/uploads"
+LAYOUTS = ("github.com", "ghes")
+
+
+def _mounted(environ: WSGIEnvironment, prefix: str) -> WSGIEnvironment:
+    """The request as the app under ``prefix`` sees it: paths (raw ones too) without it."""
+    inner = dict(environ)
+    inner["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "") + prefix
+    inner["PATH_INFO"] = environ.get("PATH_INFO", "")[len(prefix) :] or "/"
+    for key in ("RAW_URI", "REQUEST_URI"):
+        raw = environ.get(key)
+        if raw is None:
+            continue
+        if "://" in raw:  # absolute form: keep only the path and query
+            raw = "/" + raw.split("://", 1)[1].partition("/")[2]
+        inner[key] = raw[len(prefix) :] if raw.startswith(prefix) else raw
+        if not inner[key].startswith("/"):
+            inner[key] = "/" + inner[key]
+    return inner
+
+
+class SingleHost:
+    """GitHub Enterprise Server's one host: ``/api/v3`` -> API, ``/api/uploads`` ->
+    uploads, everything else -> web and Git."""
+
+    def __init__(self, api: WSGIApplication, uploads: WSGIApplication, web: WSGIApplication):
+        self.mounts = ((GHES_API_PREFIX, api), (GHES_UPLOADS_PREFIX, uploads))
+        self.web = web
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO", "")
+        for prefix, app in self.mounts:
+            if path == prefix or path.startswith(prefix + "/"):
+                return app(_mounted(environ, prefix), start_response)
+        return self.web(environ, start_response)
+
+
 class GitHubFake:
     """A GitHub-faithful server for tests (see tests/fakes/github/__init__.py)."""
 
@@ -66,7 +117,11 @@ class GitHubFake:
         secondary: SecondaryLimits | None = None,
         validate_responses: bool = True,
         validate_requests: bool = True,
+        layout: str = "github.com",
     ) -> None:
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {LAYOUTS}, not {layout!r}")
+        self.layout = layout
         self.clock: Clock = clock or system_clock
         self._own_root = root is None
         self.root = root or Path(tempfile.mkdtemp(prefix="github-fake-"))
@@ -88,22 +143,20 @@ class GitHubFake:
     # -- life cycle ---------------------------------------------------------------------
 
     def start(self) -> GitHubFake:
-        apps = {
+        apps: dict[str, WSGIApplication] = {
             "api": ApiApp(self, "api"),
             "uploads": ApiApp(self, "uploads"),
             "git": GitHttpApp(self),
         }
-        urls = {}
-        for name, app in apps.items():
-            server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=_QuietHandler)
-            server.handle_error = lambda request, address: None  # type: ignore[method-assign]
-            urls[name] = f"http://127.0.0.1:{server.server_port}"
-            thread = threading.Thread(
-                target=functools.partial(server.serve_forever, poll_interval=0.05),
-                name=f"github-fake-{name}",
-                daemon=True,
-            )
-            self._servers.append((server, thread))
+        if self.layout == "ghes":
+            host = self._serve("ghes", SingleHost(apps["api"], apps["uploads"], apps["git"]))
+            urls = {
+                "api": host + GHES_API_PREFIX,
+                "uploads": host + GHES_UPLOADS_PREFIX,
+                "git": host,
+            }
+        else:
+            urls = {name: self._serve(name, app) for name, app in apps.items()}
         self.api_url, self.uploads_url, self.git_url = urls["api"], urls["uploads"], urls["git"]
         self.urls = Urls(self.api_url, self.uploads_url, self.git_url)
         self.contract = GitHubContract(api_url=self.api_url, uploads_url=self.uploads_url)
@@ -111,6 +164,18 @@ class GitHubFake:
         for _, thread in self._servers:
             thread.start()
         return self
+
+    def _serve(self, name: str, app: WSGIApplication) -> str:
+        """A server for ``app`` on a free port (started by ``start``); its base URL."""
+        server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=_QuietHandler)
+        server.handle_error = lambda request, address: None  # type: ignore[method-assign]
+        thread = threading.Thread(
+            target=functools.partial(server.serve_forever, poll_interval=0.05),
+            name=f"github-fake-{name}",
+            daemon=True,
+        )
+        self._servers.append((server, thread))
+        return f"http://127.0.0.1:{server.server_port}"
 
     def stop(self) -> None:
         for server, thread in self._servers:
