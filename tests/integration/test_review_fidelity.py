@@ -285,3 +285,59 @@ def test_reviews_stay_whole_through_github_and_back(tmp_path, world):
         audit = sync(ctx, SyncRequest(request.source, request.target, full_audit=True))
         assert (audit.status, items_of(ctx, audit.id)) == ("completed", [])
         assert audit.counters.get("updated", 0) == audit.counters.get("created", 0) == 0
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        r"/pulls/1/reviews$",  # the review with its comments
+        r"/reviews/\d+/events$",  # its submission
+        r"/comments/\d+/replies$",  # a reply
+        r"/pulls/1/comments$",  # a comment of its own (the file-level one)
+    ],
+)
+def test_a_lost_answer_never_writes_a_review_or_comment_twice(tmp_path, world, path):
+    """The write happened, its answer was lost: found by its marker and finished, never
+    sent again; GitHub ends as without the fault."""
+    ctx, _, fake = world
+    a = tmp_path / "a.git"
+    review_forge(a)
+    lost = fake.faults.commit_then_drop("POST", path)
+
+    run = sync(ctx, SyncRequest(f"local:{a}", f"github:{REPO}"))
+
+    assert run.status == "completed", run.report["problems"]
+    assert lost.hits == 1
+    ours = [r for r in fake.state.reviews(REPO, 1) if "reposync:marker" in r.body]
+    assert len(ours) == 5
+    assert all(r.state == "COMMENTED" for r in ours)
+    bodies = [c.body for c in fake.state.review_comments(REPO, 1)]
+    assert len(bodies) == len(set(bodies)) == 6
+    b = tmp_path / "b.git"
+    assert sync(ctx, SyncRequest(f"github:{REPO}", f"local:{b}")).status == "completed"
+    assert structure(b) == structure(a)
+
+
+def test_a_reply_to_a_deleted_comment_is_represented_and_comes_back(tmp_path, world):
+    """GitHub knows no reply to a deleted comment: it becomes a comment of its own whose
+    header says what it answered (counted ``detached_reply``), and reads back as the
+    reply it was."""
+    ctx, _, fake = world
+    a = tmp_path / "a.git"
+    ids = review_forge(a)
+    with forge(a) as f:
+        f.delete(ObjectType.REVIEW_COMMENT, ids["c1"])  # "yes" now answers nothing
+
+    first = sync(ctx, SyncRequest(f"local:{a}", f"github:{REPO}"))
+
+    assert first.status == "completed", first.report["problems"]
+    assert first.report["data_gaps"]["detached_reply"] == {"review_comment": 1}
+    [detached] = [c for c in fake.state.review_comments(REPO, 1) if "\n\nyes\n\n" in c.body]
+    assert detached.in_reply_to_id is None
+    assert "deleted" in detached.body.split("\n")[1]
+    b = tmp_path / "b.git"
+    back = sync(ctx, SyncRequest(f"github:{REPO}", f"local:{b}"))
+    assert back.status == "completed", back.report["problems"]
+    assert structure(b) == structure(a)
+    audit = sync(ctx, SyncRequest(f"local:{a}", f"github:{REPO}", full_audit=True))
+    assert (audit.status, items_of(ctx, audit.id)) == ("completed", [])

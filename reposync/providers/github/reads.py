@@ -234,6 +234,8 @@ def read_one(
                     return None
             return gh.review(data, int(number))
         if object_type is ObjectType.REVIEW_COMMENT:
+            if not identity.isdigit():  # a deleted comment a reply still answers
+                return None
             data = client.get(f"{base}/pulls/comments/{identity}")
             number = int(str(data["pull_request_url"]).rstrip("/").rsplit("/", 1)[1])
             parent = gh.review_identity(data, number)
