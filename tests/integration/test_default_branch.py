@@ -15,7 +15,8 @@ from sqlalchemy import select
 
 from reposync.models import RunItem
 from reposync.service.context import ServiceContext
-from reposync.service.embedded import SyncRequest, sync
+from reposync.service.embedded import SyncRequest, bind, sync
+from reposync.service.handoff import handoff
 from reposync.sync.vocabulary import ObjectType
 from tests.fakes.github import GitHubFake
 from tests.github_env import embedded_world
@@ -167,3 +168,38 @@ def test_github_target_default_branch_is_set_after_the_refs(tmp_path, github):
     returned = sync(ctx, SyncRequest(f"github:{REPO}", f"local:{back}"))
     assert returned.status == "completed", returned.report["problems"]
     assert head_of(back) == "refs/heads/main"
+
+
+def test_a_lost_patch_answer_is_settled_by_reading_the_default_branch_back(tmp_path, github):
+    """The PATCH lands but its answer is lost (502 after the commit): read-back proves it,
+    the item completes in the same Run, nothing is blocked and nothing sent twice."""
+    ctx, fake = github
+    source = source_repo(tmp_path)
+    rule = fake.faults.commit_then_drop("PATCH", f"/repos/{REPO}")
+
+    result = sync(ctx, SyncRequest(f"local:{source}", f"github:{REPO}"))
+
+    assert result.status == "completed", result.report["problems"]
+    assert rule.hits == 1
+    assert head_of(Path(fake.state.git_dir(REPO))) == "refs/heads/main"
+    patches = [r for r in fake.requests_log if r.method == "PATCH" and r.path == f"/repos/{REPO}"]
+    assert [r.status for r in patches] == [502]
+    [item] = default_branch_items(ctx, result.id)
+    assert (item.state, item.attempt_count) == ("completed", 1)
+
+
+def test_handoff_carries_the_default_branch_both_ways(tmp_path, ctx):
+    source = source_repo(tmp_path)
+    standby = tmp_path / "b.git"
+    request = SyncRequest(f"local:{source}", f"local:{standby}")
+    assert sync(ctx, request).status == "completed"
+    set_head(source, "refs/heads/branch-00000")  # changed just before the handoff
+
+    outcome = handoff(ctx, bind(ctx, request).id)
+
+    assert outcome.switched, outcome.reason
+    assert head_of(standby) == "refs/heads/branch-00000"  # the final forward sync set it
+    set_head(standby, "refs/heads/main")  # the new authority changes it
+    back = sync(ctx, SyncRequest(f"local:{standby}", f"local:{source}"))
+    assert back.status == "completed", back.report["problems"]
+    assert head_of(source) == "refs/heads/main"
