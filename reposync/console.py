@@ -56,6 +56,10 @@ def render_report(report: dict[str, Any], source: str, target: str) -> str:
     for object_type, counts in sorted(report.get("object_types", {}).items()):
         shown = "  ".join(f"{k}={v}" for k, v in counts.items() if v)
         lines.append(f"  {object_type}: {shown or 'nothing'}")
+    branch = report.get("default_branch")
+    if branch:  # what a clone of the target checks out
+        what = ", ".join(str(branch[k]) for k in ("action", "state") if k in branch)
+        lines.append(f"  default branch: {branch['source']} ({what})")
     gaps = report.get("data_gaps") or {}
     if gaps.get("total"):
         shown = "  ".join(
