@@ -67,10 +67,16 @@ class ApplyItem:
     verify_hash: str | None = None
 
     @property
-    def source_gone(self) -> bool:
-        """Planned because the source object is gone: a delete, or a no-op where the
-        target has nothing left either. Its link is dropped when it settles."""
+    def drops_link(self) -> bool:
+        """Its link is dropped when it settles: a delete, or a no-op where the target has
+        nothing left either."""
         return self.action is Action.DELETE or self.reason == Reason.ALREADY_DELETED
+
+    @property
+    def source_gone(self) -> bool:
+        """Planned because the source object is gone (a misplaced object's delete is not:
+        its source is there, and its create follows)."""
+        return self.drops_link and self.reason != Reason.MISPLACED
 
     @property
     def temporary_key(self) -> bool:

@@ -385,7 +385,7 @@ def _write_outcome_links(
         item = outcome.item
         key = (item.object_type.value, item.source_identity or "")
         if outcome.state is ItemState.COMPLETED:
-            if item.source_gone:
+            if item.drops_link:
                 dropped.append(key)
             elif item.temporary_key:  # the target holds a stand-in until the rename lands
                 unreliable.append(key)

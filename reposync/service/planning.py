@@ -34,7 +34,9 @@ from reposync.sync.planner import (
     Observation,
     PlanMode,
     PlannedItem,
+    Reason,
     decide,
+    relocation,
     select_candidates,
     target_only,
 )
@@ -83,6 +85,8 @@ def plan(ex: StageExecution) -> Stage:
             unchanged[candidate.object_type.value] += 1
         else:
             items.append(item)
+            if item.reason is Reason.MISPLACED:
+                items.append(relocation(candidate))
     counters.unchanged = dict(unchanged)
     items.sort(key=lambda item: item.sort_key)
     items = list(order_key_moves(items))
@@ -171,8 +175,8 @@ def _observe(
             for candidate in chunk:
                 entry = found.get(candidate.target_identity or "")
                 if entry is not None and _misplaced(candidate.source, entry, numbers):
-                    # Equal content under another issue is no equality: read back as drift.
-                    yield candidate, Observation(replace(entry, content_hash="misplaced"))
+                    # Equal content under another issue is no equality.
+                    yield candidate, Observation(entry, misplaced=True)
                     continue
                 source_obj = sources.get(candidate.source.identity) if candidate.source else None
                 # The target shows rewritten references: equal means equal to what we

@@ -57,6 +57,7 @@ class Reason(StrEnum):
     AUDIT = "audit"  # a trusted link read back by a full audit
     ARCHIVE_ONLY = "archive_only"  # recorded in links and reports, never written
     TEMPORARY_KEY = "temporary_key"  # steps aside so a swapped name can be taken
+    MISPLACED = "misplaced"  # under the wrong parent on the target: deleted, created again
     #: A repository setting (the default branch) differs on a target no link vouches for:
     #: it follows the authority, as nothing is lost by moving it.
     AUTHORITY_SETTING = "authority_setting"
@@ -89,6 +90,9 @@ class Observation:
     """The target object a candidate maps to, as read; ``entry is None`` means absent."""
 
     entry: IndexEntry | None
+    #: It hangs under another parent than the source object's (a comment on the wrong
+    #: issue): its content may be equal, it is still not the object the source has.
+    misplaced: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,6 +290,11 @@ def decide(
     source, link = candidate.source, candidate.link
     target = observed.entry if observed is not None else None
 
+    if observed is not None and observed.misplaced and source is not None and target is not None:
+        # A child cannot move to another parent: delete it here (``relocation`` creates
+        # it again where it belongs).
+        return _item(candidate, target, Action.DELETE, Reason.MISPLACED, target)
+
     if _archive_only(candidate.object_type) and (source is not None or link is not None):
         # Kept in the link (and counted), never written: nothing to read or compare.
         if source is None:
@@ -331,6 +340,11 @@ def decide(
         if policy is RefConflictPolicy.USE_SOURCE:
             return _item(candidate, target, Action.UPDATE, Reason.POLICY_USE_SOURCE, target)
     return _item(candidate, target, Action.CONFLICT, Reason.COLLISION, target)
+
+
+def relocation(candidate: Candidate) -> PlannedItem:
+    """The create that puts a misplaced object back under its parent (after its delete)."""
+    return _item(candidate, None, Action.CREATE, Reason.MISPLACED, None)
 
 
 def _item(

@@ -427,6 +427,7 @@ class Chaos:
             self.workdir / "data",
             REPOSYNC_LEASE_TTL=str(config.lease_ttl),
             REPOSYNC_LOCAL_ROOTS=str(self.workdir),  # the API binds the round's repositories
+            REPOSYNC_LOCAL_TARGET_HOOKS="1",  # faults are timed by the target's hooks
             REPOSYNC_BATCH_MAX_ITEMS="40",
             REPOSYNC_GIT_BATCH_MAX_ITEMS="25",
             REPOSYNC_RETRY_BACKOFF="1",

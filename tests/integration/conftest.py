@@ -49,6 +49,7 @@ def env(pg_url: str, broker_url: str, tmp_path: Path) -> dict[str, str]:
         REPOSYNC_GIT_BATCH_MAX_ITEMS="150",
         REPOSYNC_BATCH_MAX_ITEMS="200",
         REPOSYNC_LOCAL_ROOTS=str(tmp_path),  # the API binds the test's repositories
+        REPOSYNC_LOCAL_TARGET_HOOKS="1",  # tests hold pushes with the target's hooks
     )
 
 

@@ -341,6 +341,8 @@ def test_a_shadow_branch_that_did_not_arrive_is_not_counted_created(ctx, pair):
     the pull request reached the standby, a shadow push that failed again read back
     as created (from the PR row) and was never retried."""
     source, target, request = pair
+    # The target's hook refuses the shadow push (hooks run only when the operator opts in).
+    ctx = ServiceContext(settings=ctx.settings.with_overrides(local_target_hooks=True), db=ctx.db)
     assert sync(ctx, request).status == "completed"
     head = fork_pull_request(source)
     hook = target / "hooks" / "pre-receive"

@@ -203,10 +203,11 @@ def test_numbers_and_parents_are_the_same_under_any_fault_schedule(
     assert recorder.violations == []
 
 
-def test_a_comment_under_the_wrong_issue_is_a_mismatch_not_equality(tmp_path, world):
+def test_a_comment_under_the_wrong_issue_is_found_and_put_back(tmp_path, world):
     """Content hashes leave the parent out, so a comment that sits under another issue on
-    GitHub read back "equal" and a full audit reported nothing. The read-back and the
-    audit now compare the parent too, and say where it is."""
+    GitHub read back "equal" and a full audit reported nothing. The audit now compares
+    the parent too: the stray is deleted and the comment created again where it belongs,
+    once; a second audit finds nothing."""
     ctx, fake = world
     source = numbered_forge(tmp_path / "src.git")
     request = SyncRequest(f"local:{source.path}", f"github:{REPO}")
@@ -214,9 +215,40 @@ def test_a_comment_under_the_wrong_issue_is_a_mismatch_not_equality(tmp_path, wo
     [moved] = [c for c in fake.state.comments(REPO) if parse(c.body).body == "comment 0 on 2"]
     with fake.state.lock:
         moved.issue_number = 4  # as if a create had gone to the wrong issue
+    audit_request = SyncRequest(request.source, request.target, full_audit=True)
 
-    audit = sync(ctx, SyncRequest(request.source, request.target, full_audit=True))
+    audit = sync(ctx, audit_request)
 
-    assert audit.status != "completed"
-    [problem] = [p for p in audit.report["problems"] if p["error_code"] == "verify_mismatch"]
-    assert "is under #4 on the target, not #2" in problem["message"]
+    assert audit.status == "completed", audit.report["problems"]
+    assert audit.report["planned_actions"] == {"delete": 1, "create": 1}
+    assert github_view(fake) == expected_view(source)
+    comments = [parse(c.body).body for c in fake.state.comments(REPO)]
+    assert comments.count("comment 0 on 2") == 1
+    again = sync(ctx, audit_request)
+    assert again.report["planned_actions"] == {}
+
+
+def test_a_checkpoint_that_edits_a_misplaced_comment_puts_it_back(tmp_path, world):
+    """A checkpoint reads the target of what changed: the edited comment is found under
+    the wrong issue and created again under its own, with the edit, once."""
+    ctx, fake = world
+    source = numbered_forge(tmp_path / "src.git")
+    request = SyncRequest(f"local:{source.path}", f"github:{REPO}")
+    assert sync(ctx, request).status == "completed"
+    [moved] = [c for c in fake.state.comments(REPO) if parse(c.body).body == "comment 0 on 2"]
+    with fake.state.lock:
+        moved.issue_number = 4
+    with forge(source.path) as f:
+        [comment] = [
+            c for c in f.list(ObjectType.ISSUE_COMMENT) if c.payload["body"] == "comment 0 on 2"
+        ]
+        f.update(ObjectType.ISSUE_COMMENT, comment.identity, body="comment 0 on 2, edited")
+
+    run = sync(ctx, request)
+
+    assert run.status == "completed", run.report["problems"]
+    assert run.report["planned_actions"] == {"delete": 1, "create": 1}
+    expected = dict(source.comments)
+    expected["comment 0 on 2, edited"] = expected.pop("comment 0 on 2")
+    assert github_view(fake)[1] == expected
+    assert len(fake.state.comments(REPO)) == len(expected)

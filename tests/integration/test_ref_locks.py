@@ -39,6 +39,7 @@ def settings(tmp_path: Path) -> Settings:
         retry_backoff=0.3,
         retry_backoff_max=1.0,
         max_stage_attempts=30,
+        local_target_hooks=True,  # the test's hook freezes the push's transaction
     )
 
 

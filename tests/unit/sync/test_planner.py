@@ -23,6 +23,7 @@ from reposync.sync.planner import (
     PlannedItem,
     Reason,
     decide,
+    relocation,
     select_candidates,
     split_checkpoint,
     target_only,
@@ -794,6 +795,7 @@ def test_every_action_and_reason_is_produced_by_some_situation():
             Observation(default_branch("master").index_entry()),
             {},
         ),
+        (linked_candidate(main1, trusted, Reason.AUDIT), Observation(main1, misplaced=True), {}),
     ]
     items = [decide(candidate, observed, **kwargs) for candidate, observed, kwargs in situations]
     assert all(item is not None for item in items)
@@ -803,6 +805,24 @@ def test_every_action_and_reason_is_produced_by_some_situation():
         Reason.TEMPORARY_KEY,
     }
     assert decide(linked_candidate(main1, trusted, Reason.AUDIT), Observation(main1)) is None
+
+
+def test_a_misplaced_object_is_deleted_and_created_again_under_its_parent():
+    """Equal content under the wrong parent is no equality: a child cannot move, so the
+    stray is deleted and ``relocation`` creates it again (deletes run first)."""
+    main1 = branch("main", "c1")
+    candidate = linked_candidate(main1, link_to(main1), Reason.AUDIT)
+    delete = decide(candidate, Observation(main1, misplaced=True))
+    create = relocation(candidate)
+    assert delete is not None
+    assert (delete.action, delete.reason, delete.target_identity) == (
+        Action.DELETE,
+        Reason.MISPLACED,
+        link_to(main1).target_identity,
+    )
+    assert (create.action, create.reason) == (Action.CREATE, Reason.MISPLACED)
+    assert create.expected_target_hash is None  # created anew: nothing there to expect
+    assert delete.sort_key < create.sort_key
 
 
 def test_split_checkpoint_keeps_only_candidates_and_agrees_with_select_candidates():
