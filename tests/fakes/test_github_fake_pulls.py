@@ -50,7 +50,8 @@ def test_a_pending_review_is_its_authors_until_submitted(fake):
         api(fake, f"/pulls/{number}/reviews"),
         json={"body": "draft", "comments": [{"path": "feature_work.txt", "line": 1, "body": "?"}]},
     ).json()
-    assert pending["state"] == "PENDING" and "submitted_at" not in pending
+    assert pending["state"] == "PENDING"
+    assert "submitted_at" not in pending
     other = fake.session(fake.add_token("octocat"))
     assert other.get(api(fake, f"/pulls/{number}/reviews")).json() == []
     assert other.get(api(fake, f"/pulls/{number}/comments")).json() == []
