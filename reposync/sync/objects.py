@@ -24,6 +24,8 @@ from reposync.sync.vocabulary import ObjectType
 
 ISSUE_STATES = ("open", "closed")
 STATE_REASONS = (None, "completed", "not_planned", "reopened")
+#: Why a conversation is locked: GitHub's four reasons (``None``: locked without one).
+LOCK_REASONS = (None, "off-topic", "too heated", "resolved", "spam")
 REVIEW_STATES = ("APPROVED", "CHANGES_REQUESTED", "COMMENTED", "DISMISSED", "PENDING")
 REVIEW_SIDES = ("LEFT", "RIGHT")
 REACTIONS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes")
@@ -211,8 +213,11 @@ def issue(
     created_at: datetime | str,
     closed_at: datetime | str | None = None,
     locked: bool = False,
+    active_lock_reason: str | None = None,
 ) -> CanonicalObject:
     number = _number(number)
+    if active_lock_reason is not None and not locked:
+        raise MalformedObject("an issue that is not locked has no lock reason")
     payload = {
         "title": _text("title", title, allow_empty=False),
         "body": _text("body", body),
@@ -226,6 +231,10 @@ def issue(
         "closed_at": timestamp(closed_at),
         "locked": bool(locked),
     }
+    # Only when there is one: an issue without a lock reason hashes as it did before the
+    # field existed, so stored objects and verified links stay equal.
+    if _choice("active_lock_reason", active_lock_reason, LOCK_REASONS) is not None:
+        payload["active_lock_reason"] = active_lock_reason
     return _build(
         ObjectType.ISSUE,
         identity,

@@ -135,6 +135,12 @@ class Representation(StrEnum):
     #: A review comment the target cannot place in its review (a file-level comment, a
     #: reply): it sits in a review the target opened for it, the header naming its review.
     OWN_REVIEW = "own_review"
+    #: A release asset whose name the target does not allow: stored under the name the
+    #: target gave it, the source's name kept beside it (GitHub: the asset's label).
+    RENAMED = "renamed"
+    #: A milestone due at a time the target cannot hold (GitHub keeps the day only): the
+    #: day is the target's, the exact time is kept in a header of its description.
+    DUE_DAY_ONLY = "due_day_only"
 
 
 class Phase(IntEnum):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from reposync.providers.github import shapes
 from reposync.providers.github.bodies import Parsed, parse
 from reposync.sync import objects
 from reposync.sync.canonical import CanonicalObject, ObjectRef
@@ -54,13 +55,21 @@ def label(data: dict[str, Any]) -> CanonicalObject:
 
 
 def milestone(data: dict[str, Any]) -> CanonicalObject:
+    """A milestone; its due time is the header's exact one while GitHub keeps its day
+    (``shapes``: GitHub keeps the day only), else GitHub's."""
+    parsed = parse(data.get("description"))
+    due_on = data.get("due_on")
+    exact = _attr(parsed, "due_on", None)
+    if isinstance(exact, str) and due_on and shapes.due_day(exact) == objects.timestamp(due_on):
+        due_on = exact
+    description = parsed.body if parsed.attribution is not None else data.get("description")
     return objects.milestone(
         str(data["number"]),
         data.get("updated_at") or "",
         title=data["title"],
-        description=data.get("description") or "",
+        description=description or "",
         state=data["state"],
-        due_on=data.get("due_on"),
+        due_on=due_on,
     )
 
 
@@ -93,8 +102,17 @@ def issue(data: dict[str, Any]) -> CanonicalObject:
         data.get("updated_at") or "",
         state_reason=_attr(parsed, "state_reason", STATE_REASONS.get(data.get("state_reason"))),
         **_conversation(data, parsed),
-        locked=_attr(parsed, "locked", bool(data.get("locked"))),
+        # GitHub's own lock state (a header's "locked" of older versions is ignored).
+        locked=bool(data.get("locked")),
+        active_lock_reason=_lock_reason(data),
     )
+
+
+def _lock_reason(data: dict[str, Any]) -> str | None:
+    """GitHub's reason of a locked conversation; one reposync does not know reads as
+    none (the lock itself is kept)."""
+    reason = data.get("active_lock_reason")
+    return reason if data.get("locked") and reason in objects.LOCK_REASONS else None
 
 
 def pull_request(data: dict[str, Any], *, carrier: bool = False) -> CanonicalObject:
@@ -293,7 +311,7 @@ def release_asset(data: dict[str, Any], release_identity: str, tag: str) -> Cano
         data.get("updated_at") or "",
         parent=ObjectRef(ObjectType.RELEASE, release_identity),
         parent_key=tag,
-        name=data["name"],
+        name=shapes.original_asset_name(data["name"], data.get("label")),
         content_type=data["content_type"],
         size=data["size"],
         sha256=digest.removeprefix("sha256:"),

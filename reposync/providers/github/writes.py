@@ -31,6 +31,7 @@ from reposync.errors import (
 )
 from reposync.providers.base import ApplyResult, TargetWrite, WriteStatus
 from reposync.providers.github import objects as gh
+from reposync.providers.github import shapes
 from reposync.providers.github.bodies import compose, parse
 from reposync.providers.github.client import GitHubClient
 from reposync.providers.github.reads import PLACEHOLDER_MARKER, read_one
@@ -46,7 +47,8 @@ MARKER_SCAN_PAGES = 5
 #: Fields GitHub's API cannot set, per type: they travel in the attributed header.
 ATTRIBUTED_FIELDS: dict[ObjectType, tuple[str, ...]] = {
     # state_reason too: GitHub sets "reopened" by itself when an issue is reopened.
-    ObjectType.ISSUE: ("author", "created_at", "closed_at", "assignees", "locked", "state_reason"),
+    # The lock is GitHub's own (lock/unlock), not a header field.
+    ObjectType.ISSUE: ("author", "created_at", "closed_at", "assignees", "state_reason"),
     ObjectType.ISSUE_COMMENT: ("author", "created_at"),
     ObjectType.PULL_REQUEST: (
         "author",
@@ -247,6 +249,8 @@ class GitHubWriter:
                 del fields["title"]
                 self.client.write("PATCH", self._path(f"/issues/{number}"), json_body=fields)
             self._close_if(number, payload)
+            if write.object_type is ObjectType.ISSUE:
+                self._lock_as(number, payload)
 
     # -- helpers ------------------------------------------------------------------------
 
@@ -271,6 +275,11 @@ class GitHubWriter:
             return Representation.PROJECTED
         if write.object_type is ObjectType.REVIEW:
             return self._review_representation(write)
+        if write.object_type is ObjectType.MILESTONE:
+            return self._milestone_representation(write.payload or {})
+        if write.object_type is ObjectType.RELEASE_ASSET:
+            name = str((write.payload or {}).get("name") or "")
+            return Representation.RENAMED if shapes.asset_name(name) != name else None
         if write.object_type in ATTRIBUTED_FIELDS:
             return Representation.ATTRIBUTED
         return None
@@ -445,16 +454,27 @@ class GitHubWriter:
         return write.target_identity or "", None
 
     def _milestone_body(self, payload: Mapping[str, Any]) -> dict[str, Any]:
-        body = {
-            "title": payload["title"],
-            "state": payload["state"],
-            "description": payload["description"],
-        }
-        if payload.get("due_on"):
-            body["due_on"] = payload["due_on"]
+        """A due time GitHub cannot keep (it keeps the day: ``shapes``) is sent as is (GitHub
+        takes its day) and kept exactly in a header of the description."""
+        due = payload.get("due_on")
+        description = payload["description"]
+        if not shapes.keeps_due(due):
+            description = compose(
+                description,
+                marker=None,
+                attribution={"due_on": due},
+                headline=f"Due {due} on the source; GitHub keeps the day only",
+            )
+        body = {"title": payload["title"], "state": payload["state"], "description": description}
+        if due:
+            body["due_on"] = due
         return body
 
-    def _create_milestone(self, write: TargetWrite) -> tuple[str, None]:
+    @staticmethod
+    def _milestone_representation(payload: Mapping[str, Any]) -> Representation | None:
+        return None if shapes.keeps_due(payload.get("due_on")) else Representation.DUE_DAY_ONLY
+
+    def _create_milestone(self, write: TargetWrite) -> tuple[str, Representation | None]:
         payload = write.payload or {}
         try:
             created = self.client.write(
@@ -467,11 +487,11 @@ class GitHubWriter:
                 if existing["title"] == payload["title"] and gh.milestone(
                     existing
                 ).content_hash == content_hash(dict(payload)):
-                    return str(existing["number"]), None
+                    return str(existing["number"]), self._milestone_representation(payload)
             raise
-        return str(created["number"]), None
+        return str(created["number"]), self._milestone_representation(payload)
 
-    def _update_milestone(self, write: TargetWrite) -> tuple[str, None]:
+    def _update_milestone(self, write: TargetWrite) -> tuple[str, Representation | None]:
         if (write.payload or {}).get("due_on") is None:
             try:
                 current = self.client.get(self._path(f"/milestones/{write.target_identity}"))
@@ -488,7 +508,7 @@ class GitHubWriter:
             self._path(f"/milestones/{write.target_identity}"),
             json_body=self._milestone_body(write.payload or {}),
         )
-        return write.target_identity or "", None
+        return write.target_identity or "", self._milestone_representation(write.payload or {})
 
     def _delete_milestone(self, write: TargetWrite) -> tuple[str, None]:
         self.client.write("DELETE", self._path(f"/milestones/{write.target_identity}"))
@@ -501,8 +521,32 @@ class GitHubWriter:
         fields = {**self._issue_fields(payload), "body": self._body(write, ObjectType.ISSUE)}
         number = self._take_or_create(write.number, fields)
         self._close_if(number, payload)
+        self._lock_as(number, payload, fresh=True)
         self._kinds[number] = "issue"
         return str(number), Representation.ATTRIBUTED
+
+    def _lock_as(self, number: int, payload: Mapping[str, Any], *, fresh: bool = False) -> None:
+        """Locks or unlocks the conversation as the payload has it (PUT/DELETE /lock).
+
+        A ``fresh`` issue (just created, or a placeholder taken over) is unlocked; any
+        other is read first (a conditional GET), so an unchanged lock costs no write.
+        Another reason is an unlock, then a lock with it (GitHub changes a reason only
+        on a locked conversation's lock page, so the API way is both steps).
+        """
+        want = bool(payload.get("locked"))
+        reason = payload.get("active_lock_reason") if want else None
+        if fresh and not want:
+            return
+        current = {} if fresh else self.client.get(self._path(f"/issues/{number}"))
+        locked = bool(current.get("locked"))
+        if locked == want and (not want or current.get("active_lock_reason") == reason):
+            return
+        path = self._path(f"/issues/{number}/lock")
+        if locked:
+            self.client.write("DELETE", path, creates_content=False)
+        if want:
+            body = {"lock_reason": reason} if reason is not None else None
+            self.client.write("PUT", path, json_body=body, creates_content=False)
 
     def _take_or_create(self, wanted: int | None, fields: dict[str, Any]) -> int:
         slot = self._numbered_slot(wanted)
@@ -532,6 +576,7 @@ class GitHubWriter:
         if payload.get("state_reason") in ("completed", "not_planned", "reopened"):
             body["state_reason"] = payload["state_reason"]
         self.client.write("PATCH", self._path(f"/issues/{write.target_identity}"), json_body=body)
+        self._lock_as(int(write.target_identity or 0), payload)
         return write.target_identity or "", Representation.ATTRIBUTED
 
     # -- pull requests ------------------------------------------------------------------
@@ -1026,43 +1071,63 @@ class GitHubWriter:
         self.client.write("DELETE", self._path(f"/releases/{write.target_identity}"))
         return write.target_identity or "", None
 
-    def _create_release_asset(self, write: TargetWrite) -> tuple[str, None]:
+    def _create_release_asset(self, write: TargetWrite) -> tuple[str, Representation | None]:
+        """Uploads under the source's name. A name GitHub rewrites (``shapes``) is sent as
+        the label too, which GitHub keeps verbatim and reads give back as the name
+        (``renamed``); should GitHub rename one this model did not foresee, the label is
+        set afterwards."""
         payload = write.payload or {}
+        name = str(payload["name"])
         release = self._parent(write)
         if release is None or write.content is None:
             raise WriteRefused(
                 "the release (or the bytes) are missing", refusal="dependency_missing", status=422
             )
-        existing = self._asset_named(release, payload["name"])
+        existing = self._asset_named(release, name)
         if existing is not None:
             if str(existing.get("digest")) == f"sha256:{payload['sha256']}":
-                return str(existing["id"]), None  # ours already (a retried upload)
+                # ours already (a retried upload)
+                return str(existing["id"]), self._representation(write)
             raise WriteRefused(
-                f"release {release} already has an asset {payload['name']!r} with other content",
+                f"release {release} already has an asset {name!r} with other content",
                 refusal="conflict",
                 status=422,
             )
+        params = {"name": name}
+        if shapes.asset_name(name) != name:
+            params["label"] = name
         url = f"{self.uploads_url}/repos/{self.repo}/releases/{release}/assets"
         with write.content() as stream:
             created = self.client.write(
                 "POST",
                 url,
                 data=stream,
-                params={"name": payload["name"]},
+                params=params,
                 headers={
                     "Content-Type": payload["content_type"],
                     "Content-Length": str(payload["size"]),
                 },
             )
-        return str(created["id"]), None
+        if created.get("name") == name:
+            return str(created["id"]), None
+        if created.get("label") != name:
+            self.client.write(
+                "PATCH",
+                self._path(f"/releases/assets/{created['id']}"),
+                json_body={"label": name},
+                creates_content=False,
+            )
+        return str(created["id"]), Representation.RENAMED
 
     def _asset_named(self, release: str, name: str) -> dict[str, Any] | None:
+        """The release's asset whose source name is ``name`` (GitHub's, or its label's
+        when GitHub renamed it)."""
         for asset in self.client.paginate(self._path(f"/releases/{release}/assets")):
-            if asset["name"] == name:
+            if shapes.original_asset_name(asset["name"], asset.get("label")) == name:
                 return asset
         return None
 
-    def _update_release_asset(self, write: TargetWrite) -> tuple[str, None]:
+    def _update_release_asset(self, write: TargetWrite) -> tuple[str, Representation | None]:
         """New bytes are a new upload: GitHub cannot replace an asset's content."""
         self._delete_release_asset(write)
         return self._create_release_asset(

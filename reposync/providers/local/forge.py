@@ -1483,6 +1483,7 @@ class LocalForge:
         state_reason: str | None = None,
         closed_at: datetime | str | None = None,
         locked: bool = False,
+        active_lock_reason: str | None = None,
     ) -> str:
         """Create an issue (next shared number unless ``number``); returns its identity."""
         return self._create_api(
@@ -1499,6 +1500,7 @@ class LocalForge:
                 "state_reason": state_reason,
                 "closed_at": closed_at,
                 "locked": locked,
+                "active_lock_reason": active_lock_reason,
             },
             number=number,
         )
