@@ -78,7 +78,7 @@ def git(
 
 
 def test_every_contract_operation_succeeds_once(fake):
-    """A tour through all 51 described operations; every one answers 2xx validly."""
+    """A tour through all 71 described operations; every one answers 2xx validly."""
     _, s = seeded(fake)
     app = fake.install_app("acme")
     jwt_session = fake.session(app.jwt())
@@ -201,6 +201,37 @@ def test_every_contract_operation_succeeds_once(fake):
     assert s.delete(api(fake, "/git/refs/heads/topic")).status_code == 204
     # -- end of issue 10: default branch and git refs --------------------------------------
 
+    # -- issue 10: issues and releases family (lock, an issue's labels, tag, asset edit) --
+    assert s.put(api(fake, "/issues/1/lock"), json={"lock_reason": "resolved"}).status_code == 204
+    assert s.delete(api(fake, "/issues/1/lock")).status_code == 204
+    assert s.post(api(fake, "/issues/1/labels"), json={"labels": ["a", "b"]}).status_code == 200
+    assert s.get(api(fake, "/issues/1/labels")).status_code == 200
+    assert s.delete(api(fake, "/issues/1/labels/a")).status_code == 200
+    assert s.put(api(fake, "/issues/1/labels"), json={"labels": ["c"]}).status_code == 200
+    assert s.delete(api(fake, "/issues/1/labels")).status_code == 204
+    tagged = s.post(api(fake, "/releases"), json={"tag_name": "v2.0"}).json()
+    assert s.get(api(fake, "/releases/tags/v2.0")).status_code == 200
+    asset = s.post(
+        tagged["upload_url"].split("{")[0],
+        params={"name": "a b.txt"},
+        data=b"x",
+        headers={"Content-Type": "text/plain"},
+    ).json()
+    edited = s.patch(api(fake, f"/releases/assets/{asset['id']}"), json={"label": "a b.txt"})
+    assert edited.status_code == 200
+    issues_releases_family = {
+        "issues/lock",
+        "issues/unlock",
+        "issues/list-labels-on-issue",
+        "issues/add-labels",
+        "issues/set-labels",
+        "issues/remove-all-labels",
+        "issues/remove-label",
+        "repos/get-release-by-tag",
+        "repos/update-release-asset",
+    }
+    # -- end of issue 10: issues and releases family ---------------------------------------
+
     hit = set()
     for record in fake.requests_log:
         base = fake.uploads_url if record.host == "uploads" else fake.api_url
@@ -209,7 +240,8 @@ def test_every_contract_operation_succeeds_once(fake):
             hit.add(op.operation_id)
     described = {op.operation_id for op in fake.contract.operations}
     assert pull_family - hit == set()
-    assert len(described) == 51
+    assert issues_releases_family - hit == set()
+    assert len(described) == 71
     assert described - hit == set()
     fake.assert_clean()
 

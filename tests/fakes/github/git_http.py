@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
 
     from tests.fakes.github.server import GitHubFake
+    from tests.fakes.github.state import State
 
 GIT_PATH = re.compile(
     r"^/(?P<owner>[^/]+)/(?P<name>[^/]+?)(?:\.git)?"
@@ -102,7 +103,7 @@ class GitHttpApp:
                 raise Refusal(f"{fault.status} Error", "injected fault\n")
             download = DOWNLOAD_PATH.match(path)
             if download is not None and method == "GET":
-                return self._download(download.groupdict(), start_response, log)
+                return self._download(download.groupdict(), start_response, log, environ)
             found = GIT_PATH.match(path)
             if found is None:
                 raise Refusal("404 Not Found", "Not Found\n")
@@ -248,13 +249,22 @@ class GitHttpApp:
                 self.fake.state.sync_pull_heads(repo)
 
     def _download(
-        self, parts: dict[str, str], start_response: StartResponse, log: Callable[[int], None]
+        self,
+        parts: dict[str, str],
+        start_response: StartResponse,
+        log: Callable[[int], None],
+        environ: WSGIEnvironment,
     ) -> Iterable[bytes]:
+        """An asset's bytes. A published asset of a public repository is anyone's; a
+        draft release's asset, or a private repository's, needs credentials that reach
+        the repository (a draft's: push access, as seeing a draft does) and is a 404
+        without them, as GitHub hides what a caller may not see."""
         state = self.fake.state
         with state.lock:
             repo, _ = state.find_repo(unquote(parts["owner"]), unquote(parts["name"]))
             tag, name = unquote(parts["tag"]), unquote(parts["asset"])
             asset = None
+            hidden = draft = False
             if repo is not None:
                 for release in repo.releases.values():
                     if release.tag_name == tag:
@@ -262,6 +272,19 @@ class GitHttpApp:
                             (repo.assets[i] for i in release.assets if repo.assets[i].name == name),
                             None,
                         )
+                        if asset is not None:
+                            hidden = release.draft or repo.private
+                            draft = release.draft
+                            break
+            if asset is not None and hidden:
+                token = _download_token(state, environ.get("HTTP_AUTHORIZATION"))
+                assert repo is not None
+                if (
+                    token is None
+                    or not auth.reaches(state, token, repo)
+                    or not auth.can(token, ("contents",), draft)
+                ):
+                    asset = None
             if asset is None:
                 raise Refusal("404 Not Found", "Not Found\n")
             asset.download_count += 1
@@ -271,6 +294,24 @@ class GitHttpApp:
             [("content-type", asset.content_type), ("content-length", str(asset.size))],
         )
         return _file_chunks(asset.path.open("rb"))
+
+
+def _download_token(state: State, header: str | None) -> Token | None:
+    """The live token of a download's ``Authorization``: ``Bearer``/``token`` (what API
+    clients send) or Basic with the token as password (what Git sends)."""
+    if not header:
+        return None
+    scheme, _, value = header.partition(" ")
+    secret: str | None = value.strip()
+    if scheme.lower() == "basic":
+        credentials = _basic_credentials(header)
+        secret = credentials[1] if credentials is not None else None
+    elif scheme.lower() not in ("bearer", "token"):
+        secret = None
+    token = state.token(secret) if secret else None
+    if token is None or (token.expires_at is not None and state.now() >= token.expires_at):
+        return None
+    return token
 
 
 def _file_chunks(handle: IO[bytes]) -> Iterator[bytes]:

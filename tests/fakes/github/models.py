@@ -82,6 +82,8 @@ class Issue:
     assignees: list[User] = field(default_factory=list)
     milestone: int | None = None  # milestone number
     locked: bool = False
+    #: "off-topic", "too heated", "resolved" or "spam"; ``None`` when locked without one.
+    active_lock_reason: str | None = None
     via_app: str | None = None  # slug of the app whose installation created it
     pull: PullInfo | None = None
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from tests.fakes.github import lookups, render
 from tests.fakes.github.clock import parse_iso
@@ -92,11 +94,26 @@ def _milestone_json(ctx: Ctx, ms: Milestone) -> dict[str, Any] | None:
     return render.milestone(ctx.urls, ctx.the_repo(), ms)
 
 
+#: GitHub keeps a milestone's due date as a day, which it answers as midnight US Pacific
+#: time (07:00 or 08:00 UTC, by daylight saving time).
+PACIFIC = ZoneInfo("America/Los_Angeles")
+
+
+def due_day(moment: datetime) -> datetime:
+    """What GitHub keeps of a due time: its day in US Pacific time, at midnight there.
+
+    So ``2020-09-24T06:59:00Z`` is kept as ``2020-09-23T07:00:00Z`` (the day before)
+    and ``2020-09-24T07:01:00Z`` as ``2020-09-24T07:00:00Z``.
+    """
+    day = moment.astimezone(PACIFIC).date()
+    return datetime(day.year, day.month, day.day, tzinfo=PACIFIC).astimezone(UTC)
+
+
 def _due_on(value: Any) -> Any:
     if value is None:
         return None
     try:
-        return parse_iso(str(value))
+        return due_day(parse_iso(str(value)))
     except ValueError as exc:
         raise validation_failed("Milestone", "due_on", "invalid") from exc
 
@@ -352,6 +369,93 @@ def update_issue(ctx: Ctx) -> Reply:
     return Reply(200, issue_json(ctx, issue))
 
 
+# -- locks --------------------------------------------------------------------------------
+
+LOCK_REASONS = ("off-topic", "too heated", "resolved", "spam")
+
+
+def lock_issue(ctx: Ctx) -> Reply:
+    """PUT /lock: locks the conversation (a pull request's too), with or without a reason.
+
+    Locking a locked conversation again keeps it locked and takes the reason given (the
+    contract refuses any reason but GitHub's four before this runs).
+    """
+    issue, body = lookups.issue(ctx), ctx.json()
+    reason = body.get("lock_reason")
+    if reason is not None and reason not in LOCK_REASONS:
+        raise validation_failed("Issue", "lock_reason", "invalid", value=str(reason))
+    issue.locked, issue.active_lock_reason = True, reason
+    issue.updated_at = ctx.state.now()
+    return Reply(204)
+
+
+def unlock_issue(ctx: Ctx) -> Reply:
+    """DELETE /lock: unlocks (an unlocked conversation stays so, still 204)."""
+    issue = lookups.issue(ctx)
+    if issue.locked:
+        issue.locked, issue.active_lock_reason = False, None
+        issue.updated_at = ctx.state.now()
+    return Reply(204)
+
+
+# -- an issue's labels ----------------------------------------------------------------------
+
+
+def _issue_labels(ctx: Ctx, issue: Issue) -> Reply:
+    repo = ctx.the_repo()
+    labels = [repo.labels[i] for i in issue.labels if i in repo.labels]
+    return ctx.page(labels, lambda lb: _label_json(ctx, lb))
+
+
+def _requested_labels(ctx: Ctx) -> list[Any]:
+    """``{"labels": [...]}`` (names or ``{"name": ...}``); GitHub wants at least one."""
+    values = ctx.json().get("labels")
+    if not isinstance(values, list) or not values:
+        raise validation_failed("Label", "labels", "missing_field")
+    return values
+
+
+def list_issue_labels(ctx: Ctx) -> Reply:
+    return _issue_labels(ctx, lookups.issue(ctx))
+
+
+def add_issue_labels(ctx: Ctx) -> Reply:
+    """Adds to the issue's labels (creating labels that do not exist); 200 with them all."""
+    issue = lookups.issue(ctx)
+    for label_id in _label_ids(ctx, _requested_labels(ctx)):
+        if label_id not in issue.labels:
+            issue.labels.append(label_id)
+    issue.updated_at = ctx.state.now()
+    return _issue_labels(ctx, issue)
+
+
+def set_issue_labels(ctx: Ctx) -> Reply:
+    """Replaces the issue's labels; 200 with the new ones."""
+    issue = lookups.issue(ctx)
+    issue.labels = _label_ids(ctx, _requested_labels(ctx))
+    issue.updated_at = ctx.state.now()
+    return _issue_labels(ctx, issue)
+
+
+def remove_all_issue_labels(ctx: Ctx) -> Reply:
+    issue = lookups.issue(ctx)
+    if issue.labels:
+        issue.labels = []
+        issue.updated_at = ctx.state.now()
+    return Reply(204)
+
+
+def remove_issue_label(ctx: Ctx) -> Reply:
+    """200 with the labels left; 404 "Label does not exist" when the issue lacks it."""
+    issue, repo = lookups.issue(ctx), ctx.the_repo()
+    label = repo.label_named(ctx.params["name"])
+    if label is None or label.id not in issue.labels:
+        raise ApiError(404, "Label does not exist")
+    issue.labels.remove(label.id)
+    issue.updated_at = ctx.state.now()
+    return _issue_labels(ctx, issue)
+
+
 # -- issue comments ---------------------------------------------------------------------
 
 
@@ -444,6 +548,15 @@ ROUTES = [
     write("POST", f"{R}/issues", create_issue, ISSUES, "Issue"),
     read(f"{R}/issues/{{issue_number}}", get_issue, IP),
     write("PATCH", f"{R}/issues/{{issue_number}}", update_issue, IP, "Issue"),
+    write("PUT", f"{R}/issues/{{issue_number}}/lock", lock_issue, IP, "Issue"),
+    write("DELETE", f"{R}/issues/{{issue_number}}/lock", unlock_issue, IP, "Issue"),
+    read(f"{R}/issues/{{issue_number}}/labels", list_issue_labels, IP),
+    write("POST", f"{R}/issues/{{issue_number}}/labels", add_issue_labels, IP, "Label"),
+    write("PUT", f"{R}/issues/{{issue_number}}/labels", set_issue_labels, IP, "Label"),
+    write("DELETE", f"{R}/issues/{{issue_number}}/labels", remove_all_issue_labels, IP, "Label"),
+    write(
+        "DELETE", f"{R}/issues/{{issue_number}}/labels/{{name}}", remove_issue_label, IP, "Label"
+    ),
     read(f"{R}/issues/comments", list_repo_comments, IP),
     read(f"{R}/issues/{{issue_number}}/comments", list_issue_comments, IP),
     write("POST", f"{R}/issues/{{issue_number}}/comments", create_comment, IP, "IssueComment"),

@@ -88,6 +88,16 @@ def get_release(ctx: Ctx) -> Reply:
     return Reply(200, release_json(ctx, _release(ctx)))
 
 
+def get_release_by_tag(ctx: Ctx) -> Reply:
+    """A published release by its tag: drafts have no tag yet, so never found here (404
+    even for those who may see drafts, as on GitHub)."""
+    tag = ctx.params["tag"]
+    for release in ctx.the_repo().releases.values():
+        if release.tag_name == tag and not release.draft:
+            return Reply(200, release_json(ctx, release))
+    raise not_found()
+
+
 def update_release(ctx: Ctx) -> Reply:
     release, body = _release(ctx), ctx.json()
     if "tag_name" in body:
@@ -131,11 +141,31 @@ def list_assets(ctx: Ctx) -> Reply:
     return ctx.page(found, lambda a: asset_json(ctx, a))
 
 
+#: What GitHub keeps of an asset name: ASCII letters, digits, ``_``, ``-`` and ``.``.
+_DISALLOWED = re.compile(r"[^A-Za-z0-9_.\-]+")
+
+
+def _clean(part: str) -> str:
+    return re.sub(r"\.{2,}", ".", _DISALLOWED.sub(".", part)).strip(".")
+
+
 def safe_asset_name(name: str) -> str:
-    """GitHub renames names with special characters or leading/trailing periods."""
-    cleaned = re.sub(r"[^A-Za-z0-9._+\-]", ".", name)
-    cleaned = re.sub(r"\.{2,}", ".", cleaned).strip(".")
-    return cleaned or "default"
+    """The name GitHub gives an uploaded asset ("renames asset filenames that have special
+    characters, non-alphanumeric characters, and leading or trailing periods").
+
+    Modelled on what uploads show: each run of other characters becomes one period
+    (``checksums file.txt`` -> ``checksums.file.txt``, ``a~b (c).deb`` ->
+    ``a.b.c.deb``), non-ASCII letters too (``ünïcode.bin`` -> ``n.code.bin``: no
+    transliteration), periods are not doubled nor kept at either end, and a name whose
+    stem has nothing left is ``default`` with its extension (``😀.pdf`` ->
+    ``default.pdf``).
+    """
+    stem, dot, extension = name.rpartition(".")
+    if not dot or not stem.strip("."):
+        stem, extension = name, ""
+    stem, extension = _clean(stem), _clean(extension)
+    stem = stem or "default"
+    return f"{stem}.{extension}" if extension else stem
 
 
 def upload_asset(ctx: Ctx) -> Reply:
@@ -145,8 +175,7 @@ def upload_asset(ctx: Ctx) -> Reply:
     if not raw_name:
         raise validation_failed("ReleaseAsset", "name", "missing_field")
     name = safe_asset_name(raw_name)
-    if any(repo.assets[i].name == name for i in release.assets if i in repo.assets):
-        raise validation_failed("ReleaseAsset", "name", "already_exists")
+    _check_asset_name(ctx, release, name, None)
     asset_id = ctx.state.next_id("asset")
     path = ctx.state.root / "assets" / str(asset_id)
     digest = hashlib.sha256()
@@ -167,6 +196,31 @@ def upload_asset(ctx: Ctx) -> Reply:
         digest="sha256:" + digest.hexdigest(),
     )
     return Reply(201, asset_json(ctx, asset))
+
+
+def _check_asset_name(ctx: Ctx, release: Release, name: str, asset_id: int | None) -> None:
+    """A release holds each (GitHub-given) name once: 422 already_exists."""
+    repo = ctx.the_repo()
+    for other in release.assets:
+        if other != asset_id and other in repo.assets and repo.assets[other].name == name:
+            raise validation_failed("ReleaseAsset", "name", "already_exists")
+
+
+def update_asset(ctx: Ctx) -> Reply:
+    """PATCH: ``name`` (renamed as an upload's would be) and ``label`` (kept verbatim,
+    ``""`` clears it); ``state`` is accepted and ignored for an uploaded asset."""
+    asset, body, repo = _asset(ctx), ctx.json(), ctx.the_repo()
+    if "name" in body:
+        raw = str(body["name"] or "")
+        if not raw.strip():
+            raise validation_failed("ReleaseAsset", "name", "missing_field")
+        name = safe_asset_name(raw)
+        _check_asset_name(ctx, repo.releases[asset.release_id], name, asset.id)
+        asset.name = name
+    if "label" in body:
+        asset.label = str(body["label"]) if body["label"] else None
+    asset.updated_at = ctx.state.now()
+    return Reply(200, asset_json(ctx, asset))
 
 
 def _asset(ctx: Ctx) -> Asset:
@@ -201,6 +255,7 @@ ROUTES = [
     read(f"{R}/releases", list_releases, C),
     write("POST", f"{R}/releases", create_release, C, "Release"),
     read(f"{R}/releases/{{release_id}}", get_release, C),
+    read(f"{R}/releases/tags/{{tag}}", get_release_by_tag, C),
     write("PATCH", f"{R}/releases/{{release_id}}", update_release, C, "Release"),
     write("DELETE", f"{R}/releases/{{release_id}}", delete_release, C, "Release"),
     read(f"{R}/releases/{{release_id}}/assets", list_assets, C),
@@ -208,5 +263,6 @@ ROUTES = [
         "POST", f"{R}/releases/{{release_id}}/assets", upload_asset, C, "ReleaseAsset", "uploads"
     ),
     read(f"{R}/releases/assets/{{asset_id}}", get_asset, C),
+    write("PATCH", f"{R}/releases/assets/{{asset_id}}", update_asset, C, "ReleaseAsset"),
     write("DELETE", f"{R}/releases/assets/{{asset_id}}", delete_asset, C, "ReleaseAsset"),
 ]
