@@ -174,25 +174,33 @@ def test_the_family_round_trips_through_github_and_back(tmp_path, world):
 
 def test_a_handoff_to_github_and_back_keeps_the_family(tmp_path, world):
     """local -> GitHub, hand the authority to GitHub (the reverse dry run finds nothing),
-    then GitHub -> a fresh local forge: equal to the original."""
+    a full apply GitHub -> local writes nothing, and the authority comes back; a fresh
+    local forge from GitHub equals the original, with nothing counted as a gap."""
     ctx, _, _ = world
     a = tmp_path / "a.git"
     family_forge(a)
+    original = family(a)
     request = SyncRequest(f"local:{a}", f"github:{REPO}")
     assert sync(ctx, request).status == "completed"
+    binding = bind(ctx, request).id
 
-    outcome = handoff(ctx, bind(ctx, request).id)
+    there = handoff(ctx, binding)
 
-    assert outcome.reverse_run_id is not None
-    planned = [
-        (i.object_type, i.action, i.object_key) for i in items_of(ctx, outcome.reverse_run_id)
-    ]
+    assert there.reverse_run_id is not None
+    planned = [(i.object_type, i.action, i.object_key) for i in items_of(ctx, there.reverse_run_id)]
     assert planned == []
-    assert outcome.switched, outcome.reason
+    assert there.switched, there.reason
+    reverse = sync(ctx, SyncRequest(f"github:{REPO}", f"local:{a}", full_audit=True))
+    assert (reverse.status, items_of(ctx, reverse.id)) == ("completed", [])
+    back_again = handoff(ctx, binding)
+    assert back_again.switched, back_again.reason
+    assert family(a) == original
+
     b = tmp_path / "b.git"
     back = sync(ctx, SyncRequest(f"github:{REPO}", f"local:{b}"))
     assert back.status == "completed", back.report["problems"]
-    assert family(b) == family(a)
+    assert back.report["data_gaps"]["total"] == 0  # a local forge holds it all natively
+    assert family(b) == original
 
 
 def test_lock_changes_on_the_source_reach_github(tmp_path, world):
@@ -218,3 +226,29 @@ def test_lock_changes_on_the_source_reach_github(tmp_path, world):
     assert (issues[4].locked, issues[4].active_lock_reason) == (True, "resolved")
     audit = sync(ctx, SyncRequest(request.source, request.target, full_audit=True))
     assert (audit.status, items_of(ctx, audit.id)) == ("completed", [])
+
+
+def test_a_lost_answer_to_a_renamed_assets_upload_never_uploads_it_twice(tmp_path, world):
+    """The upload happened under GitHub's name, its answer was lost: the asset is found by
+    the source's name in its label, counted renamed, and not sent again."""
+    ctx, _, fake = world
+    a = tmp_path / "a.git"
+    family_forge(a)
+    lost = fake.faults.commit_then_drop("POST", r"/releases/\d+/assets$", host="uploads", count=1)
+
+    run = sync(ctx, SyncRequest(f"local:{a}", f"github:{REPO}"))
+
+    assert run.status == "completed", run.report["problems"]
+    assert lost.hits == 1
+    [dropped] = [r for r in fake.requests_log if r.fault == "commit_then_drop"]
+    assert dropped.query["name"] in RENAMED  # the one lost was renamed by GitHub
+    assert run.report["data_gaps"]["renamed"] == {"release_asset": 4}
+    names = [
+        asset.name
+        for release in fake.state.releases(REPO)
+        for asset in fake.state.assets(REPO, release.id)
+    ]
+    assert len(names) == len(set(names)) == 5
+    b = tmp_path / "b.git"
+    assert sync(ctx, SyncRequest(f"github:{REPO}", f"local:{b}")).status == "completed"
+    assert family(b) == family(a)
