@@ -138,7 +138,8 @@ def review_payload(body: str = "Looks good.") -> dict[str, Any]:
 def first_payload(object_type: ObjectType) -> dict[str, Any]:
     return {
         T.LABEL: lambda: label_payload("bug"),
-        T.MILESTONE: lambda: milestone_payload("v1.0", due_on="2024-09-01T00:00:00Z"),
+        # Due at a time GitHub does not keep (it keeps the day): read back exactly all the same.
+        T.MILESTONE: lambda: milestone_payload("v1.0", due_on="2024-09-01T13:45:09Z"),
         T.ISSUE: lambda: issue_payload(1),
         T.ISSUE_COMMENT: lambda: comment_payload("Confirmed."),
         T.RELEASE: lambda: release_payload("v1.0"),
@@ -159,6 +160,8 @@ def changed_payload(object_type: ObjectType) -> dict[str, Any]:
             state_reason="completed",
             closed_at=LATER,
             assignees=["maintainer"],
+            locked=True,
+            active_lock_reason="resolved",
         ),
         T.ISSUE_COMMENT: lambda: comment_payload("Confirmed, and edited."),
         T.RELEASE: lambda: release_payload("v1.0", name="First release (edited)", prerelease=True),
