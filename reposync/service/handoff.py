@@ -94,7 +94,10 @@ def handoff(
     )
     run_until_done(ctx, Step(reverse.id, Stage.CHECKING_ACCESS, None))
     reverse = _load(ctx, reverse.id)
-    planned = reverse.report.get("planned_actions", {})
+    planned = dict(reverse.report.get("planned_actions", {}))
+    if (reverse.report.get("default_branch") or {}).get("action") == "create":
+        # The old authority's HEAD names no branch: giving it the standby's loses nothing.
+        planned["create"] = planned.get("create", 0) - 1
     writes = {action: planned[action] for action in WRITE_ACTIONS if planned.get(action)}
     if reverse.status != "completed" or writes:
         reason = f"the reverse dry-run was not empty ({reverse.status}, would {writes})"

@@ -203,3 +203,20 @@ def test_handoff_carries_the_default_branch_both_ways(tmp_path, ctx):
     back = sync(ctx, SyncRequest(f"local:{standby}", f"local:{source}"))
     assert back.status == "completed", back.report["problems"]
     assert head_of(source) == "refs/heads/main"
+
+
+def test_a_handoff_from_a_source_whose_head_names_no_branch_succeeds(tmp_path):
+    """The old authority's HEAD names no branch (``git init --bare`` left ``master``), the
+    standby has one (GitHub's): the reverse dry-run plans to give the old authority that
+    default branch. Nothing of its is lost by it, so the handoff no longer aborts."""
+    with GitHubFake() as fake:
+        fake.state.create_repo(REPO, private=True, default_branch="main")
+        with embedded_world(fake, tmp_path) as (ctx, _):
+            source = generate(tmp_path / "src.git", commits=2, branches=1, tags=0)
+            assert head_of(source) == "refs/heads/master"  # names no branch
+            request = SyncRequest(f"local:{source}", f"github:{REPO}")
+            assert sync(ctx, request).status == "completed"
+
+            outcome = handoff(ctx, bind(ctx, request).id)
+
+            assert outcome.switched, outcome.reason
