@@ -525,11 +525,19 @@ class GitHubWriter:
         self._kinds[number] = "issue"
         return str(number), Representation.ATTRIBUTED
 
-    def _lock_as(self, number: int, payload: Mapping[str, Any], *, fresh: bool = False) -> None:
+    def _lock_as(
+        self,
+        number: int,
+        payload: Mapping[str, Any],
+        *,
+        fresh: bool = False,
+        current: Mapping[str, Any] | None = None,
+    ) -> None:
         """Locks or unlocks the conversation as the payload has it (PUT/DELETE /lock).
 
-        A ``fresh`` issue (just created, or a placeholder taken over) is unlocked; any
-        other is read first (a conditional GET), so an unchanged lock costs no write.
+        A ``fresh`` issue (just created, or a placeholder taken over) is unlocked; for any
+        other the ``current`` issue JSON (an edit's answer) or a read of it (a conditional
+        GET) says whether anything is to do, so an unchanged lock costs no write.
         Another reason is an unlock, then a lock with it (GitHub changes a reason only
         on a locked conversation's lock page, so the API way is both steps).
         """
@@ -537,7 +545,10 @@ class GitHubWriter:
         reason = payload.get("active_lock_reason") if want else None
         if fresh and not want:
             return
-        current = {} if fresh else self.client.get(self._path(f"/issues/{number}"))
+        if fresh:
+            current = {}
+        elif current is None or "locked" not in current:
+            current = self.client.get(self._path(f"/issues/{number}"))
         locked = bool(current.get("locked"))
         if locked == want and (not want or current.get("active_lock_reason") == reason):
             return
@@ -575,8 +586,10 @@ class GitHubWriter:
         }
         if payload.get("state_reason") in ("completed", "not_planned", "reopened"):
             body["state_reason"] = payload["state_reason"]
-        self.client.write("PATCH", self._path(f"/issues/{write.target_identity}"), json_body=body)
-        self._lock_as(int(write.target_identity or 0), payload)
+        edited = self.client.write(
+            "PATCH", self._path(f"/issues/{write.target_identity}"), json_body=body
+        )
+        self._lock_as(int(write.target_identity or 0), payload, current=edited)
         return write.target_identity or "", Representation.ATTRIBUTED
 
     # -- pull requests ------------------------------------------------------------------
