@@ -37,6 +37,7 @@ into this tree at one boundary each, never leaked.
         ├── Conflict                    conflict
         ├── WriteRefused                write_refused            (item code in .refusal)
         ├── RepositoryMismatch          repository_mismatch
+        ├── ContentUnavailable          source_content_unavailable
         ├── UntrustedOrigin             untrusted_origin
         └── ProviderUnavailable         provider_unavailable     (retryable)
 """
@@ -287,6 +288,15 @@ class RepositoryMismatch(ProviderError):
     code = "repository_mismatch"
     http_status = 409
     suggested_action = "point the Binding's locator back at its repository, or create a new Binding"
+
+
+class ContentUnavailable(ProviderError):
+    """The source's bytes of one object (a release asset) could not be read: that object's
+    write fails, the rest of its batch goes on."""
+
+    code = "source_content_unavailable"
+    http_status = 502
+    suggested_action = "the next Run reads the asset again; check the source if it keeps failing"
 
 
 class UntrustedOrigin(ProviderError):

@@ -23,6 +23,7 @@ from urllib.parse import quote
 
 from reposync.errors import (
     Conflict,
+    ContentUnavailable,
     ObjectNotFound,
     ProviderUnavailable,
     RateLimited,
@@ -170,6 +171,15 @@ class GitHubWriter:
                     for w in writes[index:]
                 )
                 break
+            except ContentUnavailable as unreadable:  # the source's bytes: this write only
+                results.append(
+                    ApplyResult(
+                        write.item_id,
+                        WriteStatus.REFUSED,
+                        error_code=unreadable.code,
+                        message=unreadable.message,
+                    )
+                )
             except ResultUnknown as unknown:
                 # A create may have taken a number we did not see: count afresh before
                 # the next number is allocated (a stale count shifts every later one).

@@ -46,6 +46,7 @@ from typing import Any, BinaryIO
 from reposync import faults
 from reposync.errors import (
     Conflict,
+    ContentUnavailable,
     ObjectNotFound,
     PermissionDenied,
     ProviderError,
@@ -1341,13 +1342,16 @@ class LocalForge:
         try:
             digest = hashlib.sha256()
             size = 0
-            with os.fdopen(descriptor, "wb") as out, content() as stream:
-                while chunk := stream.read(ASSET_CHUNK):
-                    digest.update(chunk)
-                    size += len(chunk)
-                    out.write(chunk)
-                out.flush()
-                os.fsync(out.fileno())
+            try:
+                with os.fdopen(descriptor, "wb") as out, content() as stream:
+                    while chunk := stream.read(ASSET_CHUNK):
+                        digest.update(chunk)
+                        size += len(chunk)
+                        out.write(chunk)
+                    out.flush()
+                    os.fsync(out.fileno())
+            except ContentUnavailable as exc:  # the source's bytes: this write only
+                raise _Refused(exc.code, exc.message) from exc
             sha256 = digest.hexdigest()
             if sha256 != payload["sha256"] or size != payload["size"]:
                 raise _Refused(
