@@ -203,18 +203,25 @@ def test_numbers_and_parents_are_the_same_under_any_fault_schedule(
     assert recorder.violations == []
 
 
+def synced_then_misplaced(ctx, fake, tmp_path: Path) -> tuple[SourceForge, SyncRequest]:
+    """A synced forge, then "comment 0 on 2" moved under #4 on GitHub, as if its create
+    had gone to the wrong issue."""
+    source = numbered_forge(tmp_path / "src.git")
+    request = SyncRequest(f"local:{source.path}", f"github:{REPO}")
+    assert sync(ctx, request).status == "completed"
+    [moved] = [c for c in fake.state.comments(REPO) if parse(c.body).body == "comment 0 on 2"]
+    with fake.state.lock:
+        moved.issue_number = 4
+    return source, request
+
+
 def test_a_comment_under_the_wrong_issue_is_found_and_put_back(tmp_path, world):
     """Content hashes leave the parent out, so a comment that sits under another issue on
     GitHub read back "equal" and a full audit reported nothing. The audit now compares
     the parent too: the stray is deleted and the comment created again where it belongs,
     once; a second audit finds nothing."""
     ctx, fake = world
-    source = numbered_forge(tmp_path / "src.git")
-    request = SyncRequest(f"local:{source.path}", f"github:{REPO}")
-    assert sync(ctx, request).status == "completed"
-    [moved] = [c for c in fake.state.comments(REPO) if parse(c.body).body == "comment 0 on 2"]
-    with fake.state.lock:
-        moved.issue_number = 4  # as if a create had gone to the wrong issue
+    source, request = synced_then_misplaced(ctx, fake, tmp_path)
     audit_request = SyncRequest(request.source, request.target, full_audit=True)
 
     audit = sync(ctx, audit_request)
@@ -232,12 +239,7 @@ def test_a_checkpoint_that_edits_a_misplaced_comment_puts_it_back(tmp_path, worl
     """A checkpoint reads the target of what changed: the edited comment is found under
     the wrong issue and created again under its own, with the edit, once."""
     ctx, fake = world
-    source = numbered_forge(tmp_path / "src.git")
-    request = SyncRequest(f"local:{source.path}", f"github:{REPO}")
-    assert sync(ctx, request).status == "completed"
-    [moved] = [c for c in fake.state.comments(REPO) if parse(c.body).body == "comment 0 on 2"]
-    with fake.state.lock:
-        moved.issue_number = 4
+    source, request = synced_then_misplaced(ctx, fake, tmp_path)
     with forge(source.path) as f:
         [comment] = [
             c for c in f.list(ObjectType.ISSUE_COMMENT) if c.payload["body"] == "comment 0 on 2"
