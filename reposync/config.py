@@ -65,6 +65,12 @@ class Settings:
     dispatch_grace: float = 60.0
     #: API listen address for ``reposync api``.
     api_bind: str = "127.0.0.1:8080"
+    #: Request threads of each of the API's 2 worker processes, the Server-Sent Event
+    #: streams one process may hold (the other threads stay for the rest of the API),
+    #: and the streams one user may hold per process (beyond either: 429).
+    api_threads: int = 32
+    api_max_streams: int = 24
+    api_streams_per_user: int = 4
     #: GitHub (github:OWNER/NAME). Enterprise Server: point the three URLs at it.
     github_api_url: str = "https://api.github.com"
     github_uploads_url: str = "https://uploads.github.com"
@@ -98,6 +104,12 @@ class Settings:
     def __post_init__(self) -> None:
         if not isinstance(self.data_dir, Path):
             object.__setattr__(self, "data_dir", Path(self.data_dir).expanduser())
+        if not 0 < self.api_max_streams < self.api_threads:
+            raise ConfigurationError(
+                f"REPOSYNC_API_MAX_STREAMS ({self.api_max_streams}) must be at least 1 and "
+                f"below REPOSYNC_API_THREADS ({self.api_threads}): the other threads serve "
+                "the rest of the API"
+            )
         if not self.task_soft_time_limit < self.task_time_limit < self.visibility_timeout:
             raise ConfigurationError(
                 "REPOSYNC_TASK_SOFT_TIME_LIMIT < REPOSYNC_TASK_TIME_LIMIT < "
@@ -164,6 +176,9 @@ def _parse(name: str, raw: str, parser: Callable[[str], Any]) -> Any:
 _PARSERS: dict[str, Callable[[str], Any]] = {
     "data_dir": lambda raw: Path(raw).expanduser(),
     "local_target_hooks": _boolean,
+    "api_threads": int,
+    "api_max_streams": int,
+    "api_streams_per_user": int,
     "api_token_days": int,
     "local_roots": lambda raw: tuple(
         Path(part).expanduser() for part in raw.split(os.pathsep) if part.strip()

@@ -21,6 +21,7 @@ from reposync.service.context import ServiceContext
 from reposync.web.errors import PROBLEM_CONTENT_TYPE, register_error_handlers
 from reposync.web.limits import MAX_BODY_BYTES, refuse_deep_json
 from reposync.web.schemas.common import ProblemSchema
+from reposync.web.streams import StreamSlots
 
 API_PREFIX = "/api/ext/v1/sync"
 SWAGGER_ASSETS = "docs-assets"
@@ -89,6 +90,9 @@ def create_app(
         **SSE_DEFAULTS,
     )
     app.extensions["reposync.settings"] = settings
+    app.extensions["reposync.streams"] = StreamSlots(
+        settings.api_max_streams, settings.api_streams_per_user
+    )
     app.extensions["reposync.db"] = ctx.db
     app.extensions["reposync.ctx"] = ctx
     api = ReposyncApi(app)

@@ -41,6 +41,7 @@ HTTP_CODES: dict[int, str] = {
     413: "payload_too_large",
     415: "unsupported_media_type",
     422: "validation_error",
+    429: "too_many_requests",
     500: "internal_error",
 }
 

@@ -18,6 +18,7 @@ from reposync.web.schemas.events import (
     RunEventQueryArgsSchema,
 )
 from reposync.web.sse import HEADERS, event_stream
+from reposync.web.streams import StreamSlots
 
 blueprint = Blueprint("events", __name__, description="What happened during a Run")
 blueprint.before_request(load_user)
@@ -52,18 +53,22 @@ class RunEventsView(MethodView):
     @blueprint.arguments(RunEventHeadersSchema, location="headers")
     @blueprint.response(200, RunEventPageSchema)
     @blueprint.doc(**_STREAM_DOC)
-    @documents(blueprint, 401, 404)
+    @documents(blueprint, 401, 404, 429)
     def get(self, args: dict[str, Any], headers: dict[str, Any], run_id: int) -> Any:
         """List a Run's events after a sequence number, or follow them as Server-Sent Events.
 
         With ``Accept: text/event-stream`` the events after ``Last-Event-ID`` (or
         ``after_seq``) are streamed as they are appended, until the Run is terminal or
-        the stream's time is up (reconnect with ``Last-Event-ID``).
+        the stream's time is up (reconnect with ``Last-Event-ID``). A user holds a few
+        streams per server process, the server a bounded number: beyond, 429 with
+        ``Retry-After``.
         """
         ctx, user = service_context(), current_user()
         after_seq = max(args["after_seq"], headers.get("last_event_id") or 0)
         if _wants_stream():
             get_run_for(ctx, user, run_id)  # 404 now, as a problem, not inside the stream
+            slots: StreamSlots = current_app.extensions["reposync.streams"]
+            slots.take(user.id)  # 429 beyond the caps, before any thread is held for long
             stream = event_stream(
                 ctx,
                 user,
@@ -72,6 +77,9 @@ class RunEventsView(MethodView):
                 poll=current_app.config["REPOSYNC_SSE_POLL_SECONDS"],
                 max_seconds=current_app.config["REPOSYNC_SSE_MAX_SECONDS"],
             )
-            return Response(stream, mimetype=EVENT_STREAM, headers=HEADERS)
+            response = Response(stream, mimetype=EVENT_STREAM, headers=HEADERS)
+            # The server closes the response when the stream ends or the client leaves.
+            response.call_on_close(lambda: slots.release(user.id))
+            return response
         rows = run_events(ctx, user, run_id, after_seq=after_seq, limit=args["limit"])
         return {"items": rows, "next_after_seq": rows[-1].seq if rows else after_seq}

@@ -60,7 +60,7 @@ class _Gunicorn(BaseApplication):  # type: ignore[misc]
         # Threads, so that a few Server-Sent Event streams (up to 25 s each) do not
         # occupy every worker.
         self.cfg.set("worker_class", "gthread")
-        self.cfg.set("threads", 8)
+        self.cfg.set("threads", self._settings.api_threads)
         self.cfg.set("accesslog", "-")
 
     def load(self) -> Any:
