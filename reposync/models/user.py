@@ -35,6 +35,8 @@ class ApiToken(Base):
     expires_at: Mapped[datetime | None]
     #: Refreshed at most every few minutes, so a token in use costs no write per request.
     last_used_at: Mapped[datetime | None]
+    #: A stream token: it opens this Run's event stream and nothing else.
+    run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
 
 
 class RepositoryGrant(Base):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
@@ -26,6 +26,9 @@ from reposync.service.context import ServiceContext
 
 ROLES = ("admin", "member")
 TOKEN_PREFIX = "rs_"
+STREAM_TOKEN_PREFIX = "rs_stream_"
+#: A stream token opens its stream within this time (the stream then runs its course).
+STREAM_TOKEN_LIFETIME = timedelta(minutes=5)
 #: How stale ``last_used_at`` may get: a busy token costs one write per period, not per call.
 LAST_USED_RESOLUTION = timedelta(minutes=5)
 
@@ -87,14 +90,47 @@ def issue_token_record(
     return record, token
 
 
-def authenticate(ctx: ServiceContext, token: str | None) -> User:
-    """The token's user; a revoked or expired token is refused at once."""
+def issue_stream_token(ctx: ServiceContext, user: User, run_id: int) -> tuple[str, datetime]:
+    """A token that opens one Run's event stream for ``STREAM_TOKEN_LIFETIME``: for a
+    browser's EventSource, which cannot send an Authorization header (the token travels
+    in the URL, so it is short-lived and good for nothing else)."""
+    from reposync.service.queries import get_run_for
+
+    get_run_for(ctx, user, run_id)  # 404 for a Run the user cannot see
+    token = STREAM_TOKEN_PREFIX + secrets.token_urlsafe(32)
+    expires_at = utcnow() + STREAM_TOKEN_LIFETIME
+    with ctx.db.transaction() as session:
+        session.add(
+            ApiToken(
+                user_id=user.id,
+                name=f"event stream of run {run_id}",
+                token_hash=hash_token(token),
+                expires_at=expires_at,
+                run_id=run_id,
+            )
+        )
+    return token, expires_at
+
+
+def authenticate(ctx: ServiceContext, token: str | None, *, run_id: int | None = None) -> User:
+    """The token's user; a revoked or expired token is refused at once.
+
+    ``run_id``: the request opens that Run's event stream, which a stream token of that
+    Run may do too; everything else takes an API token.
+    """
+    user, scope = _authenticate(ctx, token)
+    if scope is not None and scope != run_id:
+        raise Unauthenticated("a stream token opens only the event stream of its Run")
+    return user
+
+
+def _authenticate(ctx: ServiceContext, token: str | None) -> tuple[User, int | None]:
     if not token:
         raise Unauthenticated("no API token: send Authorization: Bearer <token>")
     now = utcnow()
     with ctx.db.session() as session:
         row = session.execute(
-            select(User, ApiToken.id, ApiToken.last_used_at)
+            select(User, ApiToken.id, ApiToken.last_used_at, ApiToken.run_id)
             .join(ApiToken, ApiToken.user_id == User.id)
             .where(
                 ApiToken.token_hash == hash_token(token),
@@ -104,14 +140,14 @@ def authenticate(ctx: ServiceContext, token: str | None) -> User:
         ).one_or_none()
         if row is None:
             raise Unauthenticated("the API token is not valid (unknown, revoked or expired)")
-        user, token_id, last_used = row
+        user, token_id, last_used, scope = row
         session.expunge(user)
     if last_used is None or now - last_used > LAST_USED_RESOLUTION:
         with ctx.db.transaction() as session:
             session.execute(
                 update(ApiToken).where(ApiToken.id == token_id).values(last_used_at=now)
             )
-    return user
+    return user, scope
 
 
 def list_tokens(ctx: ServiceContext, user_id: int) -> list[ApiToken]:

@@ -39,9 +39,24 @@ def _bearer_token() -> str | None:
     return token.strip() or None
 
 
+#: The one endpoint a stream token opens, and where it may come in the URL.
+STREAM_ENDPOINT = "events.RunEventsView"
+STREAM_TOKEN_PARAMETER = "access_token"
+
+
 def load_user() -> None:
-    """``before_request`` of every protected blueprint: 401 without a valid token."""
-    g.user = authenticate(service_context(), _bearer_token())
+    """``before_request`` of every protected blueprint: 401 without a valid token.
+
+    A Run's event stream also takes a stream token of that Run in ``?access_token=``: a
+    browser's EventSource cannot send an Authorization header.
+    """
+    run_id = None
+    if request.endpoint == STREAM_ENDPOINT and request.view_args:
+        run_id = request.view_args.get("run_id")
+    token = _bearer_token()
+    if token is None and run_id is not None:
+        token = request.args.get(STREAM_TOKEN_PARAMETER) or None
+    g.user = authenticate(service_context(), token, run_id=run_id)
 
 
 def current_user() -> User:

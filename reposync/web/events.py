@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Response, current_app, request
+from flask import Response, current_app, request, url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
 from reposync.service.queries import get_run_for, run_events
+from reposync.service.users import issue_stream_token
 from reposync.web.auth import current_user, load_user, service_context
 from reposync.web.errors import documents
 from reposync.web.schemas.common import id_rule
@@ -16,6 +17,7 @@ from reposync.web.schemas.events import (
     RunEventHeadersSchema,
     RunEventPageSchema,
     RunEventQueryArgsSchema,
+    StreamTokenSchema,
 )
 from reposync.web.sse import HEADERS, event_stream
 from reposync.web.streams import StreamSlots
@@ -83,3 +85,21 @@ class RunEventsView(MethodView):
             return response
         rows = run_events(ctx, user, run_id, after_seq=after_seq, limit=args["limit"])
         return {"items": rows, "next_after_seq": rows[-1].seq if rows else after_seq}
+
+
+@blueprint.route(f"/runs/{id_rule('run_id')}/stream-token")
+class StreamTokenView(MethodView):
+    @blueprint.response(201, StreamTokenSchema)
+    @documents(blueprint, 401, 404)
+    def post(self, run_id: int) -> Any:
+        """A short-lived token that opens this Run's event stream, and nothing else.
+
+        For a browser's ``EventSource``, which cannot send an Authorization header:
+        ``GET /runs/{id}/events?access_token=<token>`` with ``Accept: text/event-stream``.
+        """
+        token, expires_at = issue_stream_token(service_context(), current_user(), run_id)
+        return {
+            "token": token,
+            "expires_at": expires_at,
+            "url": url_for("events.RunEventsView", run_id=run_id, access_token=token),
+        }

@@ -31,6 +31,14 @@ def _seq(**kwargs: Any) -> fields.Integer:
 class RunEventQueryArgsSchema(Schema):
     after_seq = _seq(load_default=0, metadata={"description": "continue after this seq"})
     limit = limit()
+    access_token = fields.String(
+        load_only=True,
+        validate=validate.Length(max=128),
+        metadata={
+            "description": "a stream token of this Run (POST /runs/{id}/stream-token), for "
+            "clients that cannot send an Authorization header"
+        },
+    )
 
 
 class RunEventHeadersSchema(Schema):
@@ -50,4 +58,14 @@ class RunEventPageSchema(Schema):
             "description": "the last seq of this page (or the given after_seq when it is "
             "empty): ask again after it, the history grows while the Run is active"
         },
+    )
+
+
+class StreamTokenSchema(Schema):
+    """A token for one Run's event stream, for clients that cannot send headers."""
+
+    token = fields.String(required=True, metadata={"description": "shown this once"})
+    expires_at = fields.DateTime(required=True)
+    url = fields.String(
+        required=True, metadata={"description": "the stream's URL with the token in it"}
     )

@@ -38,6 +38,7 @@ ENDPOINTS = [
     Endpoint("GET", "/runs/{run}/progress"),
     Endpoint("GET", "/runs/{run}/items"),
     Endpoint("GET", "/runs/{run}/events"),
+    Endpoint("POST", "/runs/{run}/stream-token"),
     Endpoint("POST", "/runs/{run}/cancel", None, "grant"),
     Endpoint("POST", "/runs/{run}/retry", None, "grant"),
     Endpoint("POST", "/runs/{run}/recover", None, "grant"),
