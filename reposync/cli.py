@@ -7,7 +7,6 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from reposync.config import Settings
@@ -250,20 +249,15 @@ def _user(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _token_line(token: Any) -> str:
-    """One token as ``reposync user tokens`` lists it: id, name, state and dates."""
-    state = (
-        "revoked"
-        if token.revoked_at is not None
-        else "expired"
-        if token.expires_at is not None and token.expires_at <= datetime.now(UTC)
-        else "active"
-    )
+    """One token as ``reposync user tokens`` lists it: id, state, name and dates."""
+    from reposync.service.users import token_state
 
     def when(value: Any) -> str:
         return value.isoformat(timespec="seconds") if value is not None else "-"
 
     return (
-        f"{token.id}\t{state}\t{token.name or '-'}\tcreated {when(token.created_at)}"
+        f"{token.id}\t{token_state(token)}\t{token.name or '-'}"
+        f"\tcreated {when(token.created_at)}"
         f"\texpires {when(token.expires_at)}\tlast used {when(token.last_used_at)}"
     )
 

@@ -3,20 +3,22 @@
 An applier gets items already persisted ``applying`` (intent before write), performs
 the external write, and reports what read-back proved for each item. It never decides
 an item succeeded from a write's response alone.
+
+Not split yet, on purpose: issue 11 gives a RunItem one shape (today ``ApplyItem``
+mirrors ``PlannedItem`` and ``ItemOutcome`` mirrors ``ApplyResult``); the Git and object
+appliers move into modules of their own with that change, so the code moves once.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, BinaryIO, Protocol, cast
+from typing import Any, Protocol
 
 from sqlalchemy import select
 
-from reposync.errors import ContentUnavailable, ProviderError, ReposyncError
+from reposync.errors import ProviderError
 from reposync.git import transport
 from reposync.git.locks import remove_stale_locks
 from reposync.git.workspace import PushWorkspace
@@ -34,6 +36,7 @@ from reposync.providers.base import (
     WriteStatus,
     read_index,
 )
+from reposync.service.asset_streams import asset_reader
 from reposync.service.execution import StageExecution
 from reposync.service.mapping import (
     MappingContext,
@@ -45,7 +48,7 @@ from reposync.service.mapping import (
 )
 from reposync.sync.canonical import CanonicalObject, IndexEntry
 from reposync.sync.key_moves import AFTER_TEMPORARY, TEMPORARY
-from reposync.sync.objects import parent_number
+from reposync.sync.objects import misplaced
 from reposync.sync.planner import Reason
 from reposync.sync.vocabulary import Action, ItemState, ObjectType, Representation
 
@@ -393,7 +396,7 @@ class ObjectApplier:
             content = None
             if item.object_type is ObjectType.RELEASE_ASSET and isinstance(source, AssetSource):
                 size = int(obj.payload.get("size") or 0) if obj is not None else 0
-                content = _asset_reader(source, item.source_identity or "", size)
+                content = asset_reader(source, item.source_identity or "", size)
             expected = item.expected_target_hash
             if item.intent.get(AFTER_TEMPORARY) and obj is not None:
                 # The target holds what this item's temporary key step wrote.
@@ -585,13 +588,10 @@ class ObjectApplier:
         """Why the target object hangs under another issue than the source's, if it does."""
         if source is None or self._context is None:
             return None
-        wanted, found = parent_number(source.unique_key), parent_number(obj.unique_key)
-        if wanted is None or found is None:
+        places = misplaced(source.unique_key, obj.unique_key, self._context.numbers)
+        if places is None:
             return None
-        wanted = self._context.numbers.get(wanted, wanted)
-        if found == wanted:
-            return None
-        return f"{source.object_key} is under #{found} on the target, not #{wanted}"
+        return f"{source.object_key} is under #{places[0]} on the target, not #{places[1]}"
 
     def _load_for_recovery(self, ex: StageExecution, items: Sequence[ApplyItem]) -> None:
         """Items settled after a crash have no recorded read-back hash: recompute it."""
@@ -621,65 +621,6 @@ def _created_with_parent(target: Provider, object_type: ObjectType) -> bool:
     return isinstance(target, NestedCreator) and any(
         object_type in target.nested_types(parent) for parent in ObjectType
     )
-
-
-def _asset_reader(source: AssetSource, identity: str, size: int) -> Callable[[], BinaryIO]:
-    """Opens the source's bytes of one asset when the target reads them. Any failure to
-    open or read them is ``ContentUnavailable``: the target refuses that one write and the
-    rest of the batch goes on (it was the whole batch's ``provider_unavailable``)."""
-
-    def open_asset() -> BinaryIO:
-        try:
-            return cast(BinaryIO, _Guarded(source.open_asset(identity), identity, size))
-        except ContentUnavailable:
-            raise
-        except (ReposyncError, OSError) as exc:
-            raise ContentUnavailable(f"the source's bytes of asset {identity}: {exc}") from exc
-
-    return open_asset
-
-
-class _Guarded(io.RawIOBase):
-    """A source stream whose read errors (a dropped download) are ``ContentUnavailable``.
-
-    It announces the payload's size (``len``, ``tell``) so that an HTTP upload sends a
-    Content-Length instead of chunks.
-    """
-
-    def __init__(self, stream: BinaryIO, identity: str, size: int) -> None:
-        self._stream = stream
-        self._identity = identity
-        self._size = size
-        self._position = 0
-
-    def __len__(self) -> int:
-        return self._size
-
-    def readable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._position
-
-    def read(self, size: int = -1) -> bytes:
-        try:
-            data = self._stream.read(size)
-        except Exception as exc:  # any transport's error type: urllib3, OSError, ...
-            raise ContentUnavailable(
-                f"reading the source's bytes of asset {self._identity} failed: {exc}"
-            ) from exc
-        self._position += len(data)
-        return data
-
-    def readinto(self, buffer: Any) -> int:
-        data = self.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self._stream.close()
-        super().close()
 
 
 def applier_for(object_type: ObjectType) -> Applier:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from itertools import islice
 from typing import Any
@@ -26,9 +26,8 @@ from reposync.service.inventory import load_snapshot
 from reposync.service.link_states import load_links
 from reposync.service.mapping import expected_target_hash, number_map, target_type
 from reposync.sync.batching import BatchLimits, assign_batches
-from reposync.sync.canonical import IndexEntry
 from reposync.sync.key_moves import order_key_moves
-from reposync.sync.objects import parent_number
+from reposync.sync.objects import misplaced
 from reposync.sync.planner import (
     Candidate,
     Observation,
@@ -174,7 +173,8 @@ def _observe(
             )
             for candidate in chunk:
                 entry = found.get(candidate.target_identity or "")
-                if entry is not None and _misplaced(candidate.source, entry, numbers):
+                source_key = candidate.source.unique_key if candidate.source else None
+                if entry is not None and misplaced(source_key, entry.unique_key, numbers):
                     # Equal content under another issue is no equality.
                     yield candidate, Observation(entry, misplaced=True)
                     continue
@@ -189,13 +189,6 @@ def _observe(
                 ):
                     entry = replace(entry, content_hash=candidate.source.content_hash)
                 yield candidate, Observation(entry)
-
-
-def _misplaced(source: IndexEntry | None, target: IndexEntry, numbers: Mapping[int, int]) -> bool:
-    """The target object hangs under another issue or pull request than the source's."""
-    wanted = parent_number(source.unique_key) if source is not None else None
-    found = parent_number(target.unique_key)
-    return wanted is not None and found is not None and numbers.get(wanted, wanted) != found
 
 
 def _chunks(items: Sequence[Candidate], size: int) -> Iterator[Sequence[Candidate]]:

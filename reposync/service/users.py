@@ -150,6 +150,15 @@ def _authenticate(ctx: ServiceContext, token: str | None) -> tuple[User, int | N
     return user, scope
 
 
+def token_state(token: ApiToken, now: datetime | None = None) -> str:
+    """``active``, ``expired`` or ``revoked``: what a listing says of a token."""
+    if token.revoked_at is not None:
+        return "revoked"
+    if token.expires_at is not None and token.expires_at <= (now or utcnow()):
+        return "expired"
+    return "active"
+
+
 def list_tokens(ctx: ServiceContext, user_id: int) -> list[ApiToken]:
     """A user's tokens (never their secrets), oldest first."""
     with ctx.db.session() as session:

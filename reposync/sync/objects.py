@@ -10,6 +10,9 @@ Conventions of every payload:
 * references inside content use natural keys: labels by name, milestones by title;
 * structural references (a comment's issue, a reply's parent) are ``refs``, not payload;
 * the own number of an issue or pull request is identity, not payload.
+
+One module, on purpose: the builders share their validators and key helpers, and a
+reader looking for how any type hashes finds every type here, one builder each.
 """
 
 from __future__ import annotations
@@ -145,6 +148,18 @@ def parent_number(unique_key: str | None) -> int | None:
         return None
     head = unique_key.partition(KEY_SEPARATOR)[0][1:]
     return int(head) if head.isdigit() else None
+
+
+def misplaced(
+    source_key: str | None, target_key: str | None, numbers: Mapping[int, int]
+) -> tuple[int, int] | None:
+    """(where the target object is, where it belongs) when a nested object hangs under
+    another issue than its source's; ``numbers`` maps source numbers to target ones."""
+    wanted, found = parent_number(source_key), parent_number(target_key)
+    if wanted is None or found is None:
+        return None
+    wanted = numbers.get(wanted, wanted)
+    return None if found == wanted else (found, wanted)
 
 
 def nested_unique_key(parent_key: str | None, payload: Mapping[str, Any]) -> str | None:

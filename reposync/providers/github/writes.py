@@ -12,6 +12,10 @@ What GitHub cannot hold natively is written so it reads back exactly:
   that number takes over (a pull request converts its placeholder with ``issue``);
 * a create whose response is lost is looked for at once (marker, or the natural key of
   labels, milestones and assets) and otherwise reported ``UNKNOWN``, never re-sent.
+
+Not split yet: issue 11 gives the local forge the shape GitHub's provider has
+(client, reads, writes, objects); this writer then splits the same way, by family
+(numbers and issues, pull requests and reviews, releases and assets).
 """
 
 from __future__ import annotations

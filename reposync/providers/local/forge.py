@@ -24,6 +24,9 @@ same canonical object any other provider would build from the same data.
 
 Nothing is created on disk until something is written: a read-only source without
 metadata stays untouched, and reads of a missing store return nothing.
+
+Not split yet: issue 11 (finding 1) splits it into store, reads, writes, assets and
+authoring, with names that shadow nothing; it is the next issue in line.
 """
 
 from __future__ import annotations

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from marshmallow import Schema, fields, pre_dump, validate
 
 from reposync.models import ApiToken
+from reposync.service.users import token_state
 from reposync.web.schemas.common import one_of, text
 
 ROLES = ["admin", "member"]
@@ -48,16 +48,8 @@ class _TokenFields(Schema):
 
 
 def token_fields(token: ApiToken) -> dict[str, Any]:
-    now = datetime.now(UTC)
-    state = (
-        "revoked"
-        if token.revoked_at is not None
-        else "expired"
-        if token.expires_at is not None and token.expires_at <= now
-        else "active"
-    )
     names = ("id", "user_id", "name", "created_at", "expires_at", "last_used_at", "revoked_at")
-    return {**{name: getattr(token, name) for name in names}, "state": state}
+    return {**{name: getattr(token, name) for name in names}, "state": token_state(token)}
 
 
 class TokenSchema(_TokenFields):
