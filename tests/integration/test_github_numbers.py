@@ -254,3 +254,43 @@ def test_a_checkpoint_that_edits_a_misplaced_comment_puts_it_back(tmp_path, worl
     expected["comment 0 on 2, edited"] = expected.pop("comment 0 on 2")
     assert github_view(fake)[1] == expected
     assert len(fake.state.comments(REPO)) == len(expected)
+
+
+def test_a_failed_placeholder_check_never_creates_under_another_number(tmp_path, github_fake):
+    """Number 2 was never used, so GitHub holds a placeholder there; later the source
+    gets an issue #2. Checking the placeholder met 5xx answers (more than the client's
+    retries): that was read as "no placeholder" and the issue was created as #4. Now
+    the stage is tried again and the issue takes #2."""
+    repo = "acme/placeholders"
+    github_fake.state.create_repo(repo, private=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        db = Database(f"sqlite:///{Path(scratch) / 'reposync.db'}")
+        db.upgrade()
+        try:
+            ctx, _ = github_context(
+                github_fake,
+                db,
+                Path(scratch) / "data",
+                github_fake.add_token("acme"),
+                retry_backoff=0.0,
+                retry_backoff_max=0.0,
+            )
+            source = tmp_path / "src.git"
+            generate(source, commits=2, branches=0, tags=0)
+            with forge(source) as f:
+                f.create_issue("one", author="ann", created_at=WHEN, number=1)
+                f.create_issue("three", author="ann", created_at=WHEN, number=3)
+            request = SyncRequest(f"local:{source}", f"github:{repo}")
+            assert sync(ctx, request).status == "completed"
+            with forge(source) as f:
+                f.create_issue("two, at last", author="bob", created_at=WHEN, number=2)
+            github_fake.faults.error("GET", rf"/repos/{repo}/issues/2$", status=502, count=4)
+
+            run = sync_until_settled(ctx, request)
+        finally:
+            github_fake.faults.clear()
+            db.dispose()
+
+    assert run is not None
+    assert run.status == "completed", run.report["problems"]
+    assert github_view(github_fake, repo)[0] == {1: "one", 2: "two, at last", 3: "three"}
