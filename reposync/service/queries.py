@@ -169,6 +169,17 @@ def run_events(
     ctx: ServiceContext, user: User, run_id: int, *, after_seq: int = 0, limit: int | None = None
 ) -> list[RunEvent]:
     get_run_for(ctx, user, run_id)
+    return events_after(ctx, run_id, after_seq=after_seq, limit=limit)
+
+
+def events_after(
+    ctx: ServiceContext, run_id: int, *, after_seq: int, limit: int | None = None
+) -> list[RunEvent]:
+    """A Run's events after ``after_seq``, for a caller that has authorized the reader.
+
+    The API's shared event feed reads once per Run for every stream of it, whoever holds
+    them; each stream was authorized when it opened (``get_run_for``).
+    """
     with ctx.db.session() as session:
         rows = (
             session.execute(
@@ -183,6 +194,12 @@ def run_events(
         for row in rows:
             session.expunge(row)
         return list(rows)
+
+
+def run_status(ctx: ServiceContext, run_id: int) -> str | None:
+    """The status of a Run (None: no such Run), for a caller that has authorized the reader."""
+    with ctx.db.session() as session:
+        return session.execute(select(Run.status).where(Run.id == run_id)).scalar_one_or_none()
 
 
 def retry_run(ctx: ServiceContext, user: User, run_id: int) -> Run:
