@@ -196,6 +196,15 @@ def events_after(
         return list(rows)
 
 
+def last_event_seq(ctx: ServiceContext, run_id: int) -> int:
+    """The sequence number of a Run's latest event (0: none yet), unchecked like the above."""
+    with ctx.db.session() as session:
+        last = session.execute(
+            select(func.max(RunEvent.seq)).where(RunEvent.run_id == run_id)
+        ).scalar_one()
+        return int(last or 0)
+
+
 def run_status(ctx: ServiceContext, run_id: int) -> str | None:
     """The status of a Run (None: no such Run), for a caller that has authorized the reader."""
     with ctx.db.session() as session:
