@@ -26,9 +26,14 @@ from reposync.web.streams import StreamSlots
 API_PREFIX = "/api/ext/v1/sync"
 SWAGGER_ASSETS = "docs-assets"
 
-#: Server-Sent Events: how often the service is polled, and how long one stream lasts
-#: at most (clients reconnect with Last-Event-ID; proxies never see an endless request).
-SSE_DEFAULTS = {"REPOSYNC_SSE_POLL_SECONDS": 1.0, "REPOSYNC_SSE_MAX_SECONDS": 25.0}
+#: Server-Sent Events: how often a Run's feed reads the database, how long one stream
+#: lasts at most (clients reconnect with Last-Event-ID; proxies never see an endless
+#: request), and how often a quiet stream sends a comment to keep proxies from closing it.
+SSE_DEFAULTS = {
+    "REPOSYNC_SSE_POLL_SECONDS": 1.0,
+    "REPOSYNC_SSE_MAX_SECONDS": 25.0,
+    "REPOSYNC_SSE_KEEPALIVE_SECONDS": 10.0,
+}
 
 
 class ReposyncApi(Api):
