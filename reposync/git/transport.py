@@ -14,20 +14,17 @@ complete the push after another execution took over.
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from reposync.errors import GitTransportError
 from reposync.git import procfs
-
-if TYPE_CHECKING:
-    from reposync.git.workspace import PushWorkspace
+from reposync.git.environment import git_env
+from reposync.git.workspace import PushWorkspace
 
 #: Stay far below ARG_MAX (2 MiB here) and MAX_ARG_STRLEN: one group = one git process.
 ARGV_BUDGET_BYTES = 512 * 1024
@@ -81,49 +78,6 @@ class PushOutcome:
     groups: int = 0
     accepted: set[str] = field(default_factory=set)
     rejected: dict[str, str] = field(default_factory=dict)
-
-
-#: What ``git`` (and a local target's hooks, when they run) may see of this process's
-#: environment: where programs and the home are, locale, proxies and CA bundles. Never
-#: the REPOSYNC_* settings, tokens, key paths or the broker and database URLs.
-INHERITED_ENV = frozenset(
-    {
-        "PATH",
-        "HOME",
-        "TMPDIR",
-        "USER",
-        "LOGNAME",
-        "http_proxy",
-        "https_proxy",
-        "no_proxy",
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "NO_PROXY",
-        "ALL_PROXY",
-        "SSL_CERT_FILE",
-        "SSL_CERT_DIR",
-        "GIT_SSL_CAINFO",
-        "GIT_SSL_CAPATH",
-        "GIT_EXEC_PATH",
-    }
-)
-
-
-def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """A minimal environment: child processes inherit no secret of the worker's."""
-    env = {name: value for name, value in os.environ.items() if name in INHERITED_ENV}
-    env.update(
-        {
-            "GIT_TERMINAL_PROMPT": "0",
-            "LC_ALL": "C",
-            "LANG": "C",
-            "GIT_ASKPASS": "",
-            "SSH_ASKPASS": "",
-        }
-    )
-    if extra:
-        env.update(extra)
-    return env
 
 
 def _groups(updates: Sequence[RefUpdate], budget: int) -> Iterator[list[RefUpdate]]:

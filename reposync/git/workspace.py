@@ -14,7 +14,7 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from reposync.git.transport import git_env
+from reposync.git.environment import git_env
 
 
 class PushWorkspace:
