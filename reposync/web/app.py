@@ -18,6 +18,7 @@ from flask_smorest.utils import prepare_response
 from reposync.config import Settings
 from reposync.models.db import Database
 from reposync.service.context import ServiceContext
+from reposync.web import bindings, events, health, items, overview, runs, users
 from reposync.web.errors import PROBLEM_CONTENT_TYPE, register_error_handlers
 from reposync.web.limits import MAX_BODY_BYTES, refuse_deep_json
 from reposync.web.schemas.common import ProblemSchema
@@ -101,9 +102,6 @@ def create_app(
     app.extensions["reposync.db"] = ctx.db
     app.extensions["reposync.ctx"] = ctx
     api = ReposyncApi(app)
-
-    from reposync.web import bindings, events, health, items, overview, runs, users
-
     for module in (health, overview, bindings, runs, items, events, users):
         api.register_blueprint(module.blueprint, url_prefix=API_PREFIX)
     app.add_url_rule(f"{API_PREFIX}/{SWAGGER_ASSETS}/<path:name>", "swagger_assets", _swagger_asset)
@@ -113,7 +111,3 @@ def create_app(
 
 def _swagger_asset(name: str) -> Response:
     return send_from_directory(swagger_ui_bundle.swagger_ui_path, name, max_age=86400)
-
-
-def extension(app: Flask, name: str) -> Any:
-    return app.extensions[f"reposync.{name}"]

@@ -10,7 +10,7 @@ from flask_smorest import Blueprint
 from marshmallow import Schema, fields
 
 from reposync.errors import DatabaseUnavailable
-from reposync.web.app import extension
+from reposync.models.db import Database
 
 blueprint = Blueprint("health", __name__, description="Liveness and readiness")
 
@@ -27,8 +27,9 @@ class Health(MethodView):
     @blueprint.alt_response(503, schema=HealthSchema, description="database unreachable")
     def get(self) -> Any:
         """Report whether the API can serve requests."""
+        db: Database = current_app.extensions["reposync.db"]
         try:
-            extension(current_app, "db").check_connection()
+            db.check_connection()
         except DatabaseUnavailable:
             return {"status": "degraded", "database": "unreachable"}, 503
         return {"status": "ok", "database": "ok"}
