@@ -22,7 +22,7 @@ into this tree at one boundary each, never leaked.
     ├── Forbidden                       forbidden
     │   └── LocatorRefused              locator_refused
     ├── NotAllowedNow                   not_allowed_now
-    │   ├── ResultUnknownFence          result_unknown_unresolved
+    │   ├── ResultUnknownUnresolved     result_unknown_unresolved
     │   └── VisibilityUnconfirmed       visibility_unconfirmed
     ├── BindingBusy                     binding_busy
     ├── LeaseLost                       lease_lost
@@ -166,7 +166,7 @@ class NotAllowedNow(ReposyncError):
     suggested_action = "resolve the condition named in the message, then try again"
 
 
-class ResultUnknownFence(NotAllowedNow):
+class ResultUnknownUnresolved(NotAllowedNow):
     """A write's outcome is unknown: nothing may touch the Binding until it is proven."""
 
     code = "result_unknown_unresolved"

@@ -116,9 +116,9 @@ def update_binding(
     now: datetime | None = None,
 ) -> Binding:
     """Change what an operator may change; the rules of each field are checked here."""
-    from reposync.service.fences import require_no_unknown
     from reposync.service.runs import active_run
     from reposync.service.schedules import next_slot, validate_cron
+    from reposync.service.unknown_outcomes import require_no_unknown
 
     with ctx.db.transaction() as session:
         binding = session.execute(
@@ -161,9 +161,9 @@ def update_binding(
 
 
 def delete_binding(ctx: ServiceContext, binding_id: int) -> None:
-    """Forget a Binding, its Runs and links; never while it runs or is fenced."""
-    from reposync.service.fences import require_no_unknown
+    """Forget a Binding, its Runs and links; never while it runs or a write is unknown."""
     from reposync.service.runs import active_run
+    from reposync.service.unknown_outcomes import require_no_unknown
 
     with ctx.db.transaction() as session:
         binding = get_binding(session, binding_id)

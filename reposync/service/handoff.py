@@ -25,10 +25,10 @@ from reposync.providers.base import StandbyMarker
 from reposync.service.bindings import endpoint_spec, get_binding
 from reposync.service.context import ServiceContext, Step
 from reposync.service.events import emit
-from reposync.service.fences import require_no_unknown
 from reposync.service.leases import ClaimRefused, claim_binding, fenced, new_owner, release
 from reposync.service.pipeline import run_until_done
 from reposync.service.runs import active_run, create_run
+from reposync.service.unknown_outcomes import require_no_unknown
 from reposync.sync.canonical import DigestBuilder
 from reposync.sync.vocabulary import AuditMode, RunKind, RunMode, Side, Stage, Trigger
 

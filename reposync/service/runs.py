@@ -11,7 +11,7 @@ from reposync.models import Binding, Run, utcnow
 from reposync.service.bindings import get_binding
 from reposync.service.context import ServiceContext, Step
 from reposync.service.events import emit
-from reposync.service.fences import require_no_unknown
+from reposync.service.unknown_outcomes import require_no_unknown
 from reposync.sync.vocabulary import (
     ACTIVE_RUN_STATUSES,
     AuditMode,

@@ -18,9 +18,9 @@ from sqlalchemy.exc import IntegrityError
 from reposync.errors import UnschedulableCron, UsageError
 from reposync.models import Binding
 from reposync.service.context import ServiceContext, Step
-from reposync.service.fences import unresolved_unknown
 from reposync.service.leases import database_now
 from reposync.service.runs import active_run, new_run
+from reposync.service.unknown_outcomes import unresolved_unknown
 from reposync.sync.vocabulary import AuditMode, Stage, Trigger
 
 log = logging.getLogger(__name__)
@@ -112,7 +112,7 @@ def tick(ctx: ServiceContext, now: datetime | None = None) -> list[int]:
             if active_run(session, binding.id) is not None:
                 continue  # coalesce: the slot stays pending until the Run ends
             if unresolved_unknown(session, binding.id):
-                continue  # the Binding is fenced until recovery
+                continue  # blocked until recovery proves its unknown writes
             slot = binding.next_run_at
             try:
                 with session.begin_nested():

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reposync.errors import ReposyncError, ResultUnknownFence
+from reposync.errors import ReposyncError, ResultUnknownUnresolved
 from reposync.models.db import Database
 from reposync.providers.github.bodies import parse
 from reposync.service.embedded import SyncRequest, sync
@@ -90,7 +90,7 @@ def sync_until_settled(ctx, request: SyncRequest, attempts: int = 8):
     for _ in range(attempts):
         try:
             run = sync(ctx, request)
-        except ResultUnknownFence:
+        except ResultUnknownUnresolved:
             for run_id in blocked:  # a recovery that met a fault itself: once more
                 with contextlib.suppress(ReposyncError):
                     recover_run(ctx, run_id)

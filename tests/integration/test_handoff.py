@@ -1,11 +1,11 @@
-"""Authority handoff between two local forges, and the result-unknown fence."""
+"""Authority handoff between two local forges, and the block of an unknown write outcome."""
 
 from __future__ import annotations
 
 import pytest
 from sqlalchemy import insert, select
 
-from reposync.errors import NotAllowedNow, ResultUnknownFence
+from reposync.errors import NotAllowedNow, ResultUnknownUnresolved
 from reposync.models import Binding, Run, RunItem
 from reposync.service import handoff as handoff_module
 from reposync.service.context import ServiceContext
@@ -163,15 +163,15 @@ def plant_unknown(ctx, binding_id, target_ref: str, object_id: str) -> int:
     return run.id
 
 
-def test_an_unknown_write_fences_the_binding_until_recovery_proves_it(ctx, pair):
-    """No new Run, no handoff while an outcome is unknown; read-back lifts the fence."""
+def test_an_unknown_write_blocks_the_binding_until_recovery_proves_it(ctx, pair):
+    """No new Run, no handoff while an outcome is unknown; read-back lifts the block."""
     _, b, binding_id = pair
     main = refs(b)["refs/heads/main"]
     run_id = plant_unknown(ctx, binding_id, "refs/heads/main", main)
 
-    with pytest.raises(ResultUnknownFence):
+    with pytest.raises(ResultUnknownUnresolved):
         create_run(ctx, binding_id)
-    with pytest.raises(ResultUnknownFence):
+    with pytest.raises(ResultUnknownUnresolved):
         handoff_module.start_handoff(ctx, binding_id)
 
     result = recover_run(ctx, run_id)
@@ -183,7 +183,7 @@ def test_an_unknown_write_fences_the_binding_until_recovery_proves_it(ctx, pair)
         assert run is not None
     assert item.state == "completed"
     assert run.status == "completed"
-    assert create_run(ctx, binding_id).status == "queued"  # the fence is lifted
+    assert create_run(ctx, binding_id).status == "queued"  # the block is lifted
 
 
 def test_recovery_proves_absence_on_an_exhaustive_target_and_never_writes(ctx, pair):

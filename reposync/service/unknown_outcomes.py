@@ -1,11 +1,17 @@
-"""Binding-wide conditions that stop everything until they are resolved."""
+"""Writes of unknown outcome: until recovery proves each one, the Binding is blocked.
+
+A write whose response was lost (``result_unknown``) may or may not have landed. Nothing
+else may touch the Binding meanwhile: no new Run, handoff, schedule, sync switch or
+delete. Not to be confused with the lease fence (``leases.fence``), which refuses the
+writes of an execution that lost its lease.
+"""
 
 from __future__ import annotations
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from reposync.errors import ResultUnknownFence
+from reposync.errors import ResultUnknownUnresolved
 from reposync.models import Run, RunItem
 from reposync.sync.vocabulary import ItemState
 
@@ -29,7 +35,7 @@ def unresolved_unknown(session: Session, binding_id: int) -> int:
 def require_no_unknown(session: Session, binding_id: int, doing: str) -> None:
     count = unresolved_unknown(session, binding_id)
     if count:
-        raise ResultUnknownFence(
+        raise ResultUnknownUnresolved(
             f"binding {binding_id} has {count} write(s) whose outcome is unknown; "
             f"{doing} waits until recovery proves them"
         )
