@@ -65,11 +65,12 @@ class Settings:
     dispatch_grace: float = 60.0
     #: API listen address for ``reposync api``.
     api_bind: str = "127.0.0.1:8080"
-    #: Request threads of each of the API's 2 worker processes, the Server-Sent Event
-    #: streams one process may hold (the other threads stay for the rest of the API),
-    #: and the streams one user may hold per process (beyond either: 429).
+    #: Request threads of each of the API's 2 worker processes; the Server-Sent Event
+    #: streams one process may hold, each on a thread of its own beyond those (a waiting
+    #: stream costs a blocked thread: its Run's shared feed reads the database); and the
+    #: streams one user may hold per process (beyond either: 429).
     api_threads: int = 32
-    api_max_streams: int = 24
+    api_max_streams: int = 256
     api_streams_per_user: int = 4
     #: GitHub (github:OWNER/NAME). Enterprise Server: point the three URLs at it.
     github_api_url: str = "https://api.github.com"
@@ -104,11 +105,11 @@ class Settings:
     def __post_init__(self) -> None:
         if not isinstance(self.data_dir, Path):
             object.__setattr__(self, "data_dir", Path(self.data_dir).expanduser())
-        if not 0 < self.api_max_streams < self.api_threads:
+        if self.api_threads < 1 or self.api_max_streams < 1 or self.api_streams_per_user < 1:
             raise ConfigurationError(
-                f"REPOSYNC_API_MAX_STREAMS ({self.api_max_streams}) must be at least 1 and "
-                f"below REPOSYNC_API_THREADS ({self.api_threads}): the other threads serve "
-                "the rest of the API"
+                "REPOSYNC_API_THREADS, REPOSYNC_API_MAX_STREAMS and "
+                "REPOSYNC_API_STREAMS_PER_USER must each be at least 1 (got "
+                f"{self.api_threads} / {self.api_max_streams} / {self.api_streams_per_user})"
             )
         if not self.task_soft_time_limit < self.task_time_limit < self.visibility_timeout:
             raise ConfigurationError(

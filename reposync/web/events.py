@@ -8,18 +8,18 @@ from flask import Response, current_app, request, url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from reposync.service.queries import get_run_for, run_events
+from reposync.service.queries import events_after, get_run_for, run_events
 from reposync.service.users import issue_stream_token
 from reposync.web.auth import current_user, load_user, service_context
 from reposync.web.errors import documents
-from reposync.web.schemas.common import id_rule
+from reposync.web.schemas.common import MAX_PAGE, id_rule
 from reposync.web.schemas.events import (
     RunEventHeadersSchema,
     RunEventPageSchema,
     RunEventQueryArgsSchema,
     StreamTokenSchema,
 )
-from reposync.web.sse import HEADERS, event_stream
+from reposync.web.sse import HEADERS, event_stream, feeds_of
 from reposync.web.streams import StreamSlots
 
 blueprint = Blueprint("events", __name__, description="What happened during a Run")
@@ -71,13 +71,15 @@ class RunEventsView(MethodView):
             get_run_for(ctx, user, run_id)  # 404 now, as a problem, not inside the stream
             slots: StreamSlots = current_app.extensions["reposync.streams"]
             slots.take(user.id)  # 429 beyond the caps, before any thread is held for long
+            config = current_app.config
             stream = event_stream(
-                ctx,
-                user,
+                feeds_of(current_app, ctx),
+                lambda run, seq: events_after(ctx, run, after_seq=seq, limit=MAX_PAGE),
                 run_id,
                 after_seq,
-                poll=current_app.config["REPOSYNC_SSE_POLL_SECONDS"],
-                max_seconds=current_app.config["REPOSYNC_SSE_MAX_SECONDS"],
+                poll=config["REPOSYNC_SSE_POLL_SECONDS"],
+                keepalive=config["REPOSYNC_SSE_KEEPALIVE_SECONDS"],
+                max_seconds=config["REPOSYNC_SSE_MAX_SECONDS"],
             )
             response = Response(stream, mimetype=EVENT_STREAM, headers=HEADERS)
             # The server closes the response when the stream ends or the client leaves.

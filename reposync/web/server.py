@@ -57,10 +57,13 @@ class _Gunicorn(BaseApplication):  # type: ignore[misc]
         gunicorn_util.write_error = write_problem  # inherited by the forked workers
         self.cfg.set("bind", self._bind)
         self.cfg.set("workers", 2)
-        # Threads, so that a few Server-Sent Event streams (up to 25 s each) do not
-        # occupy every worker.
+        # Threads: the API's own, and one more for each event stream the process may
+        # hold, so that streams (up to 25 s each, capped per process) never take the
+        # threads the rest of the API answers with.
+        threads = self._settings.api_threads + self._settings.api_max_streams
         self.cfg.set("worker_class", "gthread")
-        self.cfg.set("threads", self._settings.api_threads)
+        self.cfg.set("threads", threads)
+        self.cfg.set("worker_connections", max(1000, 2 * threads))
         self.cfg.set("accesslog", "-")
 
     def load(self) -> Any:

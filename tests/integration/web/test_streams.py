@@ -7,11 +7,18 @@ holds at most ``api_max_streams`` streams (below its thread count) and a user at
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
 
 from reposync.config import Settings
 from reposync.errors import ConfigurationError
 from reposync.service.context import ServiceContext
+from reposync.service.events import emit
+from reposync.service.queries import last_event_seq
 from reposync.web.app import create_app
 from tests.integration.web.conftest import assert_problem, bearer, url
 
@@ -62,6 +69,58 @@ def test_a_stream_that_ends_gives_its_slot_back(capped, tokens, queued_run):
         response.close()
 
 
-def test_stream_caps_keep_threads_for_the_rest_of_the_api():
-    with pytest.raises(ConfigurationError, match="must be at least 1 and below"):
-        Settings(api_threads=8, api_max_streams=8)
+@pytest.mark.parametrize("field", ["api_threads", "api_max_streams", "api_streams_per_user"])
+def test_stream_caps_are_at_least_one(field):
+    with pytest.raises(ConfigurationError, match="must each be at least 1"):
+        Settings(**{field: 0})
+
+
+def test_streams_of_a_run_share_one_database_reader(ctx, tokens, queued_run):
+    """Issue 12 #4: every stream polled the database itself (40 streams: 40 reads a poll,
+    and the rest of the API waited). Now the Run's feed reads for all of them: in a whole
+    second of 40 open streams the events table is read fewer times than there are
+    streams, and every stream still receives each new event."""
+    streams = 40
+    settings = ctx.settings.with_overrides(
+        api_threads=streams + 8, api_max_streams=streams, api_streams_per_user=streams
+    )
+    app = create_app(settings, ctx=ServiceContext(settings=settings, db=ctx.db))
+    app.config.update(REPOSYNC_SSE_POLL_SECONDS=0.05, REPOSYNC_SSE_MAX_SECONDS=1.5)
+    client = app.test_client()
+    last_seq = last_event_seq(ctx, queued_run.id)
+    reads: list[str] = []
+
+    def count(conn, cursor, statement, parameters, context, executemany):
+        if "FROM run_events" in statement:
+            reads.append(statement)
+
+    responses = [
+        client.get(
+            url(f"/runs/{queued_run.id}/events"),
+            headers={**bearer(tokens.member), **STREAM, "Last-Event-ID": str(last_seq)},
+            buffered=False,
+        )
+        for _ in range(streams)
+    ]
+    assert {r.status_code for r in responses} == {200}
+    received: list[str] = [""] * streams
+
+    def follow(n: int) -> None:
+        received[n] = b"".join(responses[n].response).decode()
+
+    event.listen(Engine, "before_cursor_execute", count)
+    try:
+        threads = [threading.Thread(target=follow, args=(n,)) for n in range(streams)]
+        for thread in threads:
+            thread.start()
+        time.sleep(0.5)
+        with ctx.db.transaction() as session:
+            emit(session, queued_run.id, "progress", "apply", message="half way")
+        for thread in threads:
+            thread.join(10)
+    finally:
+        event.remove(Engine, "before_cursor_execute", count)
+    for response in responses:
+        response.close()
+    assert all(f"id: {last_seq + 1}\n" in text for text in received)
+    assert 0 < len(reads) < streams, len(reads)
