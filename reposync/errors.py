@@ -33,7 +33,8 @@ into this tree at one boundary each, never leaked.
         ├── RateLimited                 rate_limited             (retryable, retry_at)
         ├── QuotaExceeded               quota_exceeded
         ├── ObjectNotFound              not_found                (also LookupError)
-        ├── ResultUnknown               result_unknown
+        ├── ResultUnknown               result_unknown           (a rerun clears it)
+        ├── VerifyMismatch              verify_mismatch          (a rerun clears it)
         ├── Conflict                    conflict
         ├── WriteRefused                write_refused            (item code in .refusal)
         ├── RepositoryMismatch          repository_mismatch
@@ -57,10 +58,18 @@ class ReposyncError(Exception):
     exit_status: ClassVar[int] = 1
     #: What an operator should do about it; shown in reports and the API.
     suggested_action: ClassVar[str] = "inspect the logs and report a bug"
+    #: Whether a later Run clears it with nobody changing anything: what a report's
+    #: problem calls ``retryable``. None: as ``retryable`` (which says whether a stage may
+    #: run again by itself; an unknown outcome never is, yet recovering the Run proves it).
+    clears_on_rerun: ClassVar[bool | None] = None
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+    @classmethod
+    def rerun_clears(cls) -> bool:
+        return cls.retryable if cls.clears_on_rerun is None else cls.clears_on_rerun
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -235,6 +244,10 @@ class RateLimited(ProviderError):
         super().__init__(message)
         self.retry_at = retry_at
 
+    @classmethod
+    def rerun_clears(cls) -> bool:
+        return cls.retryable if cls.clears_on_rerun is None else cls.clears_on_rerun
+
     def to_dict(self) -> dict[str, object]:
         return {**super().to_dict(), "retry_at": self.retry_at.isoformat()}
 
@@ -256,12 +269,25 @@ class ResultUnknown(ProviderError):
 
     code = "result_unknown"
     suggested_action = "recover the Run: reposync proves each outcome by read-back"
+    clears_on_rerun = True
+
+
+class VerifyMismatch(ProviderError):
+    """A write was accepted, but the target did not read back as written (an item's code;
+    the forge changed or dropped part of it)."""
+
+    code = "verify_mismatch"
+    http_status = 502
+    suggested_action = "the target did not read back as written; run a full audit"
+    clears_on_rerun = True
 
 
 class Conflict(ProviderError):
     code = "conflict"
     http_status = 409
-    suggested_action = "resolve the conflicting object on the target, or change the conflict policy"
+    suggested_action = (
+        "resolve the objects on the target, or set the Binding's conflict policy to use_source"
+    )
 
 
 class WriteRefused(ProviderError):
@@ -316,6 +342,11 @@ class ProviderUnavailable(ProviderError):
     suggested_action = "wait for the forge to come back; the Run can be retried"
 
 
+def error_class(code: str) -> type[ReposyncError] | None:
+    """The class whose stable code this is (None: an item's own code, such as a refusal)."""
+    return _BY_CODE.get(code)
+
+
 def all_error_classes() -> list[type[ReposyncError]]:
     """Every class of the tree, for tests that check codes are unique and documented."""
     found: list[type[ReposyncError]] = []
@@ -325,3 +356,6 @@ def all_error_classes() -> list[type[ReposyncError]]:
         found.append(cls)
         pending.extend(cls.__subclasses__())
     return found
+
+
+_BY_CODE = {cls.code: cls for cls in all_error_classes()}

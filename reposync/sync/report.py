@@ -10,6 +10,15 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from reposync.errors import (
+    Conflict,
+    PermissionDenied,
+    RateLimited,
+    ResultUnknown,
+    ResultUnknownUnresolved,
+    VisibilityUnconfirmed,
+    error_class,
+)
 from reposync.sync.vocabulary import Action, ItemState, RunStatus
 
 COUNTER_NAMES = (
@@ -25,7 +34,7 @@ COUNTER_NAMES = (
     "pending_changes",
 )
 
-CONFLICT_CODE = "conflict"
+CONFLICT_CODE = Conflict.code
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,8 +177,7 @@ def _row_problems(rows: Iterable[ItemAggregate]) -> Iterator[Problem]:
                 message=row.error_message
                 or f"{row.count} {row.object_type} object(s) exist on the target with "
                 "different content and are not managed by this Binding; kept as they are",
-                suggested_action="resolve the objects on the target, or set the "
-                "Binding's conflict policy to use_source",
+                suggested_action=Conflict.suggested_action,
                 retryable=False,
                 count=row.count,
                 object_type=row.object_type,
@@ -189,12 +197,13 @@ def _row_problems(rows: Iterable[ItemAggregate]) -> Iterator[Problem]:
             )
         elif row.state in (ItemState.FAILED, ItemState.BLOCKED):
             code = row.error_code or "item_failed"
+            known = error_class(code)
             yield Problem(
                 error_code=code,
                 problem_type="blocked" if row.state is ItemState.BLOCKED else "error",
                 message=row.error_message or f"{row.count} {row.object_type} item(s) {row.state}",
-                suggested_action=_ITEM_ACTIONS.get(code, "inspect the Run's items and retry"),
-                retryable=code in _RETRYABLE_CODES,
+                suggested_action=known.suggested_action if known else ITEM_ACTION,
+                retryable=known.rerun_clears() if known else False,
                 count=row.count,
                 object_type=row.object_type,
                 examples=row.examples,
@@ -213,21 +222,9 @@ def _row_problems(rows: Iterable[ItemAggregate]) -> Iterator[Problem]:
             )
 
 
-_ITEM_ACTIONS = {
-    "result_unknown": "recover the Run: reposync proves each outcome by read-back",
-    "attempts_exhausted": "inspect the item's error; retry the Run once the cause is fixed",
-    "permission_denied": "grant the connection write access to the target",
-    "verify_mismatch": "the target did not read back as written; run a full audit",
-}
-_RETRYABLE_CODES = frozenset(
-    {
-        "result_unknown",
-        "rate_limited",
-        "provider_unavailable",
-        "git_transport_failed",
-        "verify_mismatch",
-    }
-)
+#: What to do about an item's own code (a forge's refusal: ``invalid``, ``dependency_missing``
+#: ...); codes of the error tree say it themselves.
+ITEM_ACTION = "inspect the Run's items and retry"
 
 
 def final_status(
@@ -254,10 +251,10 @@ def final_status(
 
 _BLOCKING_RUN_CODES = frozenset(
     {
-        "permission_denied",
-        "rate_limited",
-        "result_unknown",
-        "visibility_unconfirmed",
-        "result_unknown_unresolved",
+        PermissionDenied.code,
+        RateLimited.code,
+        ResultUnknown.code,
+        VisibilityUnconfirmed.code,
+        ResultUnknownUnresolved.code,
     }
 )

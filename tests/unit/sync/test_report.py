@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from reposync import errors
 from reposync.sync.report import (
     CONFLICT_CODE,
     COUNTER_NAMES,
@@ -347,22 +348,32 @@ def test_report_row_becomes_a_preserved_problem():
     [
         ("result_unknown", True, "recover the Run"),
         ("verify_mismatch", True, "run a full audit"),
-        ("permission_denied", False, "grant the connection write access"),
-        ("attempts_exhausted", False, "inspect the item's error"),
-        ("rate_limited", True, "inspect the Run's items and retry"),
-        ("provider_unavailable", True, "inspect the Run's items and retry"),
-        ("git_transport_failed", True, "inspect the Run's items and retry"),
+        ("permission_denied", False, "grant the connection's credentials access"),
+        ("attempts_exhausted", False, "retry the Run once the cause is fixed"),
+        ("rate_limited", True, "the Run resumes at retry_at"),
+        ("provider_unavailable", True, "wait for the forge to come back"),
+        ("git_transport_failed", True, "the Run can be retried"),
+        ("dependency_missing", False, "inspect the Run's items and retry"),
         ("weird_code", False, "inspect the Run's items and retry"),
     ],
 )
 def test_failed_row_problem_suggestion_and_retryability(code, retryable, suggestion):
-    """Failed items carry their code, a code-specific suggestion and retryability."""
+    """Failed items carry their code, the error tree's suggestion and whether a rerun
+    clears it (an item's own code, like a refusal: a generic suggestion, not retryable)."""
     (problem,) = item_problems([row(A.CREATE, S.FAILED, code, count=2)])
     assert problem.error_code == code
     assert problem.problem_type == "error"
     assert problem.retryable is retryable
     assert suggestion in problem.suggested_action
     assert problem.message == "2 git_ref item(s) failed"
+
+
+def test_the_report_and_the_error_tree_say_the_same():
+    """One source: every code of the tree reads in a report as the tree says."""
+    for cls in errors.all_error_classes():
+        (problem,) = item_problems([row(A.CREATE, S.FAILED, cls.code)])
+        assert problem.suggested_action == cls.suggested_action
+        assert problem.retryable is cls.rerun_clears()
 
 
 def test_blocked_row_is_a_blocked_problem():
