@@ -31,8 +31,8 @@ sys.path.insert(0, str(ROOT))
 
 from reposync.config import Settings  # noqa: E402
 from reposync.models.db import Database  # noqa: E402
+from reposync.service.bindings import SyncRequest, bind  # noqa: E402
 from reposync.service.context import ServiceContext  # noqa: E402
-from reposync.service.embedded import SyncRequest, bind  # noqa: E402
 from reposync.service.events import emit  # noqa: E402
 from reposync.service.runs import create_run  # noqa: E402
 from reposync.service.users import create_user, issue_token  # noqa: E402

@@ -30,9 +30,10 @@ from reposync.config import Settings  # noqa: E402
 from reposync.models.db import Database  # noqa: E402
 from reposync.providers.base import EndpointSpec, ProviderEnvironment  # noqa: E402
 from reposync.providers.local import LocalProvider  # noqa: E402
+from reposync.service.bindings import SyncRequest  # noqa: E402
 from reposync.service.budgets import DatabaseWriteBudget  # noqa: E402
 from reposync.service.context import ServiceContext  # noqa: E402
-from reposync.service.embedded import SyncRequest, sync  # noqa: E402
+from reposync.service.embedded import sync  # noqa: E402
 from reposync.sync.vocabulary import ObjectType  # noqa: E402
 from tests.fakes.github import GitHubFake, accelerated_clock  # noqa: E402
 from tests.gitrepo import generate  # noqa: E402

@@ -138,8 +138,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _sync(settings: Settings, args: argparse.Namespace) -> int:
     from reposync.console import ProgressLine, render_report
     from reposync.models.db import Database
+    from reposync.service.bindings import SyncRequest
     from reposync.service.context import ServiceContext
-    from reposync.service.embedded import SyncRequest, sync
+    from reposync.service.embedded import sync
 
     request = SyncRequest(
         source=args.source,
@@ -182,8 +183,8 @@ def _handoff(settings: Settings, args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
     from reposync.models.db import Database
+    from reposync.service.bindings import SyncRequest, bind
     from reposync.service.context import ServiceContext
-    from reposync.service.embedded import SyncRequest, bind
     from reposync.service.handoff import handoff
 
     db = Database(settings.effective_database_url)

@@ -1,7 +1,13 @@
-"""Bindings: create or find the pair of endpoints a Run syncs."""
+"""Bindings: create one for a pair of repositories, change it, forget it.
+
+Creation validates in an order that writes nothing until every input is known good:
+locators, source, target, database; only then is a missing target created and the
+Binding made. ``reposync sync``, ``reposync handoff`` and ``POST /bindings`` all bind here.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -9,23 +15,89 @@ from sqlalchemy import or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from reposync.errors import NotAllowedNow, RecordNotFound, UsageError, WrongDirection
+from reposync.errors import (
+    NotAllowedNow,
+    RecordNotFound,
+    RepositoryNotFound,
+    UsageError,
+    WrongDirection,
+)
 from reposync.models import Binding, utcnow
-from reposync.providers.base import EndpointInfo, EndpointSpec
+from reposync.providers.base import EndpointInfo, EndpointSpec, ProviderEnvironment
+from reposync.providers.registry import parse_locator, provider_class
 from reposync.service.context import ServiceContext
+from reposync.service.cron import next_slot, validate_cron
+from reposync.service.lookups import active_run, endpoint_spec, get_binding
+from reposync.service.pipeline.stages.visibility import confirmation_hash, reported_visibility
+from reposync.service.unknown_outcomes import require_no_unknown
 from reposync.sync.vocabulary import RefConflictPolicy, Side
 
 
-def endpoint_spec(binding: Binding, side: Side) -> EndpointSpec:
-    provider, repository_id, locator, connection_id = binding.side(side)
-    return EndpointSpec(provider, locator, repository_id, connection_id)
+@dataclass(frozen=True, slots=True)
+class SyncRequest:
+    """A pair to bind, and how to sync it (``embedded.sync`` takes the same request)."""
+
+    source: str
+    target: str
+    dry_run: bool = False
+    full_audit: bool = False
+    conflict_policy: RefConflictPolicy | None = None
+    #: The operator's yes to a standby more public than the authority (see visibility).
+    confirm_visibility: bool = False
 
 
-def get_binding(session: Session, binding_id: int) -> Binding:
-    binding = session.get(Binding, binding_id)
-    if binding is None:
-        raise RecordNotFound(f"binding {binding_id} does not exist")
+def validate(
+    request: SyncRequest, env: ProviderEnvironment | None = None
+) -> tuple[EndpointSpec, EndpointSpec, bool]:
+    """Check both locators without writing anything; returns (source, target, exists)."""
+    source = parse_locator(request.source)
+    target = parse_locator(request.target)
+    if not provider_class(source.provider).exists(source, env):
+        raise RepositoryNotFound(f"source {source.display} does not exist")
+    target_exists = provider_class(target.provider).exists(target, env)
+    if not target_exists and request.dry_run:
+        raise UsageError(
+            f"target {target.display} does not exist; a dry run writes nothing, so it cannot "
+            "create it (run without --dry-run)"
+        )
+    if (source.provider, source.locator) == (target.provider, target.locator):
+        raise UsageError("SOURCE and TARGET are the same repository")
+    return source, target, target_exists
+
+
+def bind(ctx: ServiceContext, request: SyncRequest) -> Binding:
+    """Validate the pair, create a missing target, and create or reuse its Binding."""
+    binding = bind_pair(ctx, request)[0]
+    if request.confirm_visibility:
+        binding = confirm_visibility(ctx, binding.id)
     return binding
+
+
+def bind_pair(ctx: ServiceContext, request: SyncRequest) -> tuple[Binding, bool]:
+    """``bind``, also saying whether the Binding is new."""
+    source_spec, target_spec, target_exists = validate(request, ctx.environment)
+    ctx.db.ensure_current()
+    env = ctx.environment
+    source = provider_class(source_spec.provider).open(source_spec, env)
+    if not target_exists:
+        provider_class(target_spec.provider).create(target_spec, env)
+    target = provider_class(target_spec.provider).open(target_spec, env)
+    try:
+        source_info, target_info = source.endpoint(), target.endpoint()
+    finally:
+        source.close()
+        target.close()
+    if source_info.repository_id == target_info.repository_id:
+        raise UsageError("SOURCE and TARGET are the same repository")
+    binding, created = get_or_create_binding(
+        ctx,
+        source_info,
+        target_info,
+        ref_conflict_policy=request.conflict_policy or RefConflictPolicy.KEEP_TARGET,
+    )
+    if request.conflict_policy is not None:
+        _set_policy(ctx, binding.id, request.conflict_policy)
+    return binding, created
 
 
 def find_binding(session: Session, one: EndpointInfo, other: EndpointInfo) -> Binding | None:
@@ -116,10 +188,6 @@ def update_binding(
     now: datetime | None = None,
 ) -> Binding:
     """Change what an operator may change; the rules of each field are checked here."""
-    from reposync.service.runs import active_run
-    from reposync.service.schedules import next_slot, validate_cron
-    from reposync.service.unknown_outcomes import require_no_unknown
-
     with ctx.db.transaction() as session:
         binding = session.execute(
             select(Binding).where(Binding.id == binding_id).with_for_update()
@@ -162,12 +230,43 @@ def update_binding(
 
 def delete_binding(ctx: ServiceContext, binding_id: int) -> None:
     """Forget a Binding, its Runs and links; never while it runs or a write is unknown."""
-    from reposync.service.runs import active_run
-    from reposync.service.unknown_outcomes import require_no_unknown
-
     with ctx.db.transaction() as session:
         binding = get_binding(session, binding_id)
         if active_run(session, binding_id) is not None:
             raise NotAllowedNow(f"binding {binding_id} has an active Run; cancel it first")
         require_no_unknown(session, binding_id, "deleting the Binding")
         session.delete(binding)
+
+
+def confirm_visibility(ctx: ServiceContext, binding_id: int) -> Binding:
+    """Store the operator's confirmation for the sides' current visibilities."""
+    with ctx.db.session() as session:
+        binding = get_binding(session, binding_id)
+        session.expunge(binding)
+    assert ctx.open_provider is not None
+    source_side = binding.authority
+    source = ctx.open_provider(endpoint_spec(binding, source_side))
+    target = ctx.open_provider(endpoint_spec(binding, source_side.other))
+    try:
+        digest = confirmation_hash(
+            binding,
+            source_side,
+            reported_visibility(source) or "",
+            reported_visibility(target) or "",
+        )
+    finally:
+        source.close()
+        target.close()
+    with ctx.db.transaction() as session:
+        stored = get_binding(session, binding_id)
+        stored.visibility_confirmation = digest
+        session.flush()
+        session.expunge(stored)
+    return stored
+
+
+def _set_policy(ctx: ServiceContext, binding_id: int, policy: RefConflictPolicy) -> None:
+    with ctx.db.transaction() as session:
+        binding = session.get(Binding, binding_id)
+        assert binding is not None
+        binding.ref_conflict_policy = policy.value

@@ -10,6 +10,7 @@ from reposync.config import Settings
 from reposync.models.db import Database
 from reposync.providers.base import EndpointSpec, Provider, ProviderEnvironment
 from reposync.providers.registry import open_endpoint
+from reposync.service.budgets import DatabaseWriteBudget
 from reposync.sync.vocabulary import Stage
 
 
@@ -80,8 +81,6 @@ class ServiceContext:
 
     def __post_init__(self) -> None:
         if self.environment is None:
-            from reposync.service.budgets import DatabaseWriteBudget
-
             self.environment = ProviderEnvironment(
                 settings=self.settings, budget=DatabaseWriteBudget(self.db)
             )

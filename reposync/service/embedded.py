@@ -1,8 +1,7 @@
-"""``reposync sync SOURCE TARGET``: validate, bind, and run in this process.
+"""``reposync sync SOURCE TARGET``: bind the pair, then run in this process.
 
-Validation happens in an order that writes nothing until every input is known good:
-locators, source, target, database; only then is a missing target created, the
-Binding made and the Run started.
+Binding (``bindings.bind``) validates everything before it writes anything; only then is
+a Run started, or one an earlier process left unfinished resumed.
 """
 
 from __future__ import annotations
@@ -14,19 +13,16 @@ from datetime import timedelta
 
 from sqlalchemy import func, select
 
-from reposync.errors import BindingBusy, RepositoryNotFound, UsageError
+from reposync.errors import BindingBusy
 from reposync.models import Binding, Run, RunItem
-from reposync.providers.base import EndpointSpec, ProviderEnvironment
-from reposync.providers.registry import parse_locator, provider_class
-from reposync.service.bindings import get_or_create_binding
+from reposync.service.bindings import SyncRequest, bind
 from reposync.service.context import ProviderPool, ServiceContext, Step
-from reposync.service.leases import database_now
-from reposync.service.pipeline import run_until_done
-from reposync.service.runs import active_run, create_run
-from reposync.service.visibility import confirm_visibility
+from reposync.service.lookups import active_run
+from reposync.service.pipeline.leases import database_now
+from reposync.service.pipeline.runner import run_until_done
+from reposync.service.runs import create_run
 from reposync.sync.vocabulary import (
     AuditMode,
-    RefConflictPolicy,
     RunKind,
     RunMode,
     RunStatus,
@@ -46,71 +42,6 @@ class Progress:
 
 
 ProgressCallback = Callable[[Progress], None]
-
-
-@dataclass(frozen=True, slots=True)
-class SyncRequest:
-    source: str
-    target: str
-    dry_run: bool = False
-    full_audit: bool = False
-    conflict_policy: RefConflictPolicy | None = None
-    #: The operator's yes to a standby more public than the authority (see visibility).
-    confirm_visibility: bool = False
-
-
-def validate(
-    request: SyncRequest, env: ProviderEnvironment | None = None
-) -> tuple[EndpointSpec, EndpointSpec, bool]:
-    """Check both locators without writing anything; returns (source, target, exists)."""
-    source = parse_locator(request.source)
-    target = parse_locator(request.target)
-    if not provider_class(source.provider).exists(source, env):
-        raise RepositoryNotFound(f"source {source.display} does not exist")
-    target_exists = provider_class(target.provider).exists(target, env)
-    if not target_exists and request.dry_run:
-        raise UsageError(
-            f"target {target.display} does not exist; a dry run writes nothing, so it cannot "
-            "create it (run without --dry-run)"
-        )
-    if (source.provider, source.locator) == (target.provider, target.locator):
-        raise UsageError("SOURCE and TARGET are the same repository")
-    return source, target, target_exists
-
-
-def bind(ctx: ServiceContext, request: SyncRequest) -> Binding:
-    """Validate the pair, create a missing target, and create or reuse its Binding."""
-    binding = bind_pair(ctx, request)[0]
-    if request.confirm_visibility:
-        binding = confirm_visibility(ctx, binding.id)
-    return binding
-
-
-def bind_pair(ctx: ServiceContext, request: SyncRequest) -> tuple[Binding, bool]:
-    """``bind``, also saying whether the Binding is new."""
-    source_spec, target_spec, target_exists = validate(request, ctx.environment)
-    ctx.db.ensure_current()
-    env = ctx.environment
-    source = provider_class(source_spec.provider).open(source_spec, env)
-    if not target_exists:
-        provider_class(target_spec.provider).create(target_spec, env)
-    target = provider_class(target_spec.provider).open(target_spec, env)
-    try:
-        source_info, target_info = source.endpoint(), target.endpoint()
-    finally:
-        source.close()
-        target.close()
-    if source_info.repository_id == target_info.repository_id:
-        raise UsageError("SOURCE and TARGET are the same repository")
-    binding, created = get_or_create_binding(
-        ctx,
-        source_info,
-        target_info,
-        ref_conflict_policy=request.conflict_policy or RefConflictPolicy.KEEP_TARGET,
-    )
-    if request.conflict_policy is not None:
-        _set_policy(ctx, binding.id, request.conflict_policy)
-    return binding, created
 
 
 def sync(
@@ -248,10 +179,3 @@ def read_progress(ctx: ServiceContext, run_id: int) -> Progress:
     total = sum(counts.values())
     done = total - counts.get("planned", 0) - counts.get("applying", 0) - counts.get("verifying", 0)
     return Progress(run_id, stage, total, done)
-
-
-def _set_policy(ctx: ServiceContext, binding_id: int, policy: RefConflictPolicy) -> None:
-    with ctx.db.transaction() as session:
-        binding = session.get(Binding, binding_id)
-        assert binding is not None
-        binding.ref_conflict_policy = policy.value

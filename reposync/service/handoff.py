@@ -22,12 +22,13 @@ from sqlalchemy import update
 from reposync.errors import NotAllowedNow, ReposyncError
 from reposync.models import Binding, Run
 from reposync.providers.base import StandbyMarker
-from reposync.service.bindings import endpoint_spec, get_binding
 from reposync.service.context import ServiceContext, Step
 from reposync.service.events import emit
-from reposync.service.leases import ClaimRefused, claim_binding, fenced, new_owner, release
-from reposync.service.pipeline import run_until_done
-from reposync.service.runs import active_run, create_run
+from reposync.service.lookups import active_run, endpoint_spec, get_binding
+from reposync.service.pipeline.leases import ClaimRefused, claim_binding, fenced, new_owner, release
+from reposync.service.pipeline.runner import run_until_done
+from reposync.service.pipeline.stages.inventory import SYNCED_TYPES
+from reposync.service.runs import create_run
 from reposync.service.unknown_outcomes import require_no_unknown
 from reposync.sync.canonical import DigestBuilder
 from reposync.sync.vocabulary import AuditMode, RunKind, RunMode, Side, Stage, Trigger
@@ -215,8 +216,6 @@ def _abort(
 
 def _digest(ctx: ServiceContext, binding: Binding, side: Side) -> str:
     """The stable digest of one side's full inventory (what a forward Run records)."""
-    from reposync.service.inventory import SYNCED_TYPES
-
     assert ctx.open_provider is not None
     provider = ctx.open_provider(endpoint_spec(binding, side))
     try:

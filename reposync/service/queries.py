@@ -10,16 +10,37 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
+from sqlalchemy.sql import ColumnElement
 
 from reposync.errors import RecordNotFound
-from reposync.models import Binding, Run, RunEvent, RunItem, User
+from reposync.models import Binding, RepositoryGrant, Run, RunEvent, RunItem, User
 from reposync.service.context import ServiceContext
-from reposync.service.runs import create_run
-from reposync.service.users import visible
-from reposync.sync.vocabulary import ACTIVE_RUN_STATUSES, AuditMode, RunMode, Trigger
+from reposync.sync.vocabulary import ACTIVE_RUN_STATUSES
 
 MAX_PAGE = 200
+
+
+def visible(user: User) -> ColumnElement[bool]:
+    """SQL condition on ``Binding``: the Bindings this user may see."""
+    if user.role == "admin":
+        return Binding.id.is_not(None)
+    granted = select(RepositoryGrant.provider, RepositoryGrant.repository_id).where(
+        RepositoryGrant.user_id == user.id
+    )
+    pairs = granted.subquery()
+    return or_(
+        select(pairs)
+        .where(
+            pairs.c.provider == Binding.a_provider, pairs.c.repository_id == Binding.a_repository_id
+        )
+        .exists(),
+        select(pairs)
+        .where(
+            pairs.c.provider == Binding.b_provider, pairs.c.repository_id == Binding.b_repository_id
+        )
+        .exists(),
+    )
 
 
 def _limit(limit: int | None, default: int = 50) -> int:
@@ -209,25 +230,6 @@ def run_status(ctx: ServiceContext, run_id: int) -> str | None:
     """The status of a Run (None: no such Run), for a caller that has authorized the reader."""
     with ctx.db.session() as session:
         return session.execute(select(Run.status).where(Run.id == run_id)).scalar_one_or_none()
-
-
-def retry_run(ctx: ServiceContext, user: User, run_id: int) -> Run:
-    """A new Run of the same Binding, mode and audit, remembering what it retries."""
-    run = get_run_for(ctx, user, run_id)
-    new = create_run(
-        ctx,
-        run.binding_id,
-        mode=RunMode(run.mode),
-        audit_mode=AuditMode(run.audit_mode),
-        trigger=Trigger.RETRY,
-        parent_run_id=run.id,
-        attempt=run.attempt + 1,
-    )
-    from reposync.service.context import Step
-    from reposync.sync.vocabulary import Stage
-
-    ctx.dispatcher.dispatch(Step(new.id, Stage.CHECKING_ACCESS, None))
-    return new
 
 
 def overview(ctx: ServiceContext, user: User) -> list[dict[str, Any]]:

@@ -13,7 +13,12 @@ from reposync.errors import NotAllowedNow, RecordNotFound
 from reposync.models import Binding, Run, RunEvent
 from reposync.service.context import ServiceContext, Step
 from reposync.service.events import emit
-from reposync.service.leases import ClaimRefused, claim_binding, database_now, new_owner
+from reposync.service.pipeline.execution import StageExecution
+from reposync.service.pipeline.leases import ClaimRefused, claim_binding, database_now, new_owner
+from reposync.service.pipeline.stages.applier_contract import ItemOutcome
+from reposync.service.pipeline.stages.appliers import applier_for
+from reposync.service.pipeline.stages.applying import item_rows, record_blocked
+from reposync.service.pipeline.stages.finalizing import finish
 from reposync.sync.vocabulary import (
     ACTIVE_RUN_STATUSES,
     ItemState,
@@ -163,11 +168,6 @@ def recover_run(ctx: ServiceContext, run_id: int) -> dict[str, int]:
     plans it again. Anything else stays blocked: an outcome that cannot be proven is not
     guessed. The Run's report is rebuilt afterwards.
     """
-    from reposync.service.appliers import ItemOutcome, applier_for
-    from reposync.service.applying import item_rows, record_blocked
-    from reposync.service.execution import StageExecution
-    from reposync.service.finalizing import finish
-
     with ctx.db.session() as session:
         run = session.get(Run, run_id)
         if run is None:

@@ -1,16 +1,16 @@
-"""Runs: create, enqueue, cancel, look up."""
+"""Runs: create, enqueue, retry, cancel."""
 
 from __future__ import annotations
 
-from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from reposync.errors import BindingBusy, RecordNotFound
-from reposync.models import Binding, Run, utcnow
-from reposync.service.bindings import get_binding
+from reposync.errors import BindingBusy
+from reposync.models import Binding, Run, User, utcnow
 from reposync.service.context import ServiceContext, Step
 from reposync.service.events import emit
+from reposync.service.lookups import get_binding, get_run
+from reposync.service.queries import get_run_for
 from reposync.service.unknown_outcomes import require_no_unknown
 from reposync.sync.vocabulary import (
     ACTIVE_RUN_STATUSES,
@@ -20,22 +20,6 @@ from reposync.sync.vocabulary import (
     Stage,
     Trigger,
 )
-
-
-def get_run(session: Session, run_id: int) -> Run:
-    run = session.get(Run, run_id)
-    if run is None:
-        raise RecordNotFound(f"run {run_id} does not exist")
-    return run
-
-
-def active_run(session: Session, binding_id: int) -> Run | None:
-    return session.execute(
-        select(Run).where(
-            Run.binding_id == binding_id,
-            Run.status.in_([s.value for s in ACTIVE_RUN_STATUSES]),
-        )
-    ).scalar_one_or_none()
 
 
 def new_run(
@@ -120,6 +104,22 @@ def enqueue_run(ctx: ServiceContext, binding_id: int, **options: object) -> Run:
     run = create_run(ctx, binding_id, **options)  # type: ignore[arg-type]
     ctx.dispatcher.dispatch(Step(run.id, Stage.CHECKING_ACCESS, None))
     return run
+
+
+def retry_run(ctx: ServiceContext, user: User, run_id: int) -> Run:
+    """A new Run of the same Binding, mode and audit, remembering what it retries."""
+    run = get_run_for(ctx, user, run_id)
+    new = create_run(
+        ctx,
+        run.binding_id,
+        mode=RunMode(run.mode),
+        audit_mode=AuditMode(run.audit_mode),
+        trigger=Trigger.RETRY,
+        parent_run_id=run.id,
+        attempt=run.attempt + 1,
+    )
+    ctx.dispatcher.dispatch(Step(new.id, Stage.CHECKING_ACCESS, None))
+    return new
 
 
 def request_cancel(ctx: ServiceContext, run_id: int) -> Run:

@@ -11,48 +11,22 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
-from croniter import CroniterBadCronError, CroniterBadDateError, croniter
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from reposync.errors import UnschedulableCron, UsageError
+from reposync.errors import UnschedulableCron
 from reposync.models import Binding
 from reposync.service.context import ServiceContext, Step
-from reposync.service.leases import database_now
-from reposync.service.runs import active_run, new_run
+from reposync.service.cron import next_slot
+from reposync.service.lookups import active_run
+from reposync.service.pipeline.leases import database_now
+from reposync.service.runs import new_run
 from reposync.service.unknown_outcomes import unresolved_unknown
 from reposync.sync.vocabulary import AuditMode, Stage, Trigger
 
 log = logging.getLogger(__name__)
 
 TICK_BATCH = 50
-
-
-def validate_cron(expression: str, now: datetime) -> str:
-    """A cron expression that parses and fires again after ``now``; one that never does
-    would leave the Binding's schedule with no next slot."""
-    expression = expression.strip()
-    try:
-        croniter(expression)
-    except (CroniterBadCronError, ValueError) as exc:
-        raise UsageError(f"{expression!r} is not a cron expression: {exc}") from exc
-    next_slot(expression, now)
-    return expression
-
-
-def next_slot(expression: str, after: datetime) -> datetime:
-    """The first occurrence strictly after ``after`` (UTC).
-
-    Raises ``UnschedulableCron`` when there is none (croniter gives up after searching
-    the years ahead: ``0 0 31 2 *``, a year field in the past).
-    """
-    try:
-        value: datetime = croniter(expression, after).get_next(datetime)
-    except CroniterBadDateError as exc:
-        raise UnschedulableCron(
-            f"{expression!r} has no time after {after.isoformat()} at which it fires"
-        ) from exc
-    return value
 
 
 def _next_or_pause(binding: Binding, now: datetime) -> datetime | None:

@@ -12,7 +12,6 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.sql import ColumnElement
 
 from reposync.errors import (
     Forbidden,
@@ -21,8 +20,9 @@ from reposync.errors import (
     Unauthenticated,
     UsageError,
 )
-from reposync.models import ApiToken, Binding, RepositoryGrant, User, utcnow
+from reposync.models import ApiToken, RepositoryGrant, User, utcnow
 from reposync.service.context import ServiceContext
+from reposync.service.queries import get_run_for
 
 ROLES = ("admin", "member")
 TOKEN_PREFIX = "rs_"
@@ -94,8 +94,6 @@ def issue_stream_token(ctx: ServiceContext, user: User, run_id: int) -> tuple[st
     """A token that opens one Run's event stream for ``STREAM_TOKEN_LIFETIME``: for a
     browser's EventSource, which cannot send an Authorization header (the token travels
     in the URL, so it is short-lived and good for nothing else)."""
-    from reposync.service.queries import get_run_for
-
     get_run_for(ctx, user, run_id)  # 404 for a Run the user cannot see
     token = STREAM_TOKEN_PREFIX + secrets.token_urlsafe(32)
     expires_at = utcnow() + STREAM_TOKEN_LIFETIME
@@ -243,25 +241,3 @@ def grant(ctx: ServiceContext, user_id: int, provider: str, repository_id: str) 
 def require_admin(user: User) -> None:
     if user.role != "admin":
         raise Forbidden("this needs the admin role")
-
-
-def visible(user: User) -> ColumnElement[bool]:
-    """SQL condition on ``Binding``: the Bindings this user may see."""
-    if user.role == "admin":
-        return Binding.id.is_not(None)
-    granted = select(RepositoryGrant.provider, RepositoryGrant.repository_id).where(
-        RepositoryGrant.user_id == user.id
-    )
-    pairs = granted.subquery()
-    return or_(
-        select(pairs)
-        .where(
-            pairs.c.provider == Binding.a_provider, pairs.c.repository_id == Binding.a_repository_id
-        )
-        .exists(),
-        select(pairs)
-        .where(
-            pairs.c.provider == Binding.b_provider, pairs.c.repository_id == Binding.b_repository_id
-        )
-        .exists(),
-    )

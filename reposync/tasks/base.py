@@ -17,7 +17,7 @@ from kombu.exceptions import OperationalError as KombuOperationalError
 from reposync.config import Settings
 from reposync.models.db import Database
 from reposync.service.context import ServiceContext, Step
-from reposync.service.pipeline import execute_step
+from reposync.service.pipeline.runner import execute_step
 from reposync.sync.vocabulary import Stage
 
 log = logging.getLogger(__name__)

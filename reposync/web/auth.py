@@ -3,7 +3,7 @@
 The rules, checked here and in the service layer:
 
 - every endpoint except ``/health`` and the OpenAPI document needs a valid token (401);
-- reads show what ``service.users.visible`` lets the user see: admins everything, members
+- reads show what ``service.queries.visible`` lets the user see: admins everything, members
   the Bindings one of whose repositories they were granted, and those Bindings' Runs; a
   record the user cannot see answers 404, exactly like one that does not exist;
 - Binding administration (create, change, delete, handoff) needs the admin role (403);

@@ -11,12 +11,16 @@ from flask import url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from reposync.service.bindings import delete_binding, update_binding
+from reposync.service.bindings import (
+    SyncRequest,
+    bind_pair,
+    confirm_visibility,
+    delete_binding,
+    update_binding,
+)
 from reposync.service.confinement import confine
-from reposync.service.embedded import SyncRequest, bind_pair
 from reposync.service.handoff import start_handoff
 from reposync.service.queries import get_binding_for, list_bindings
-from reposync.service.visibility import confirm_visibility
 from reposync.sync.vocabulary import RefConflictPolicy
 from reposync.web.auth import admin_only, current_user, load_user, service_context
 from reposync.web.errors import documents

@@ -10,7 +10,8 @@ from pathlib import Path
 from sqlalchemy import select
 
 from reposync.models import RunItem
-from reposync.service.embedded import SyncRequest, sync
+from reposync.service.bindings import SyncRequest
+from reposync.service.embedded import sync
 from reposync.sync.vocabulary import ObjectType
 from tests.github_env import embedded_world
 from tests.gitrepo import generate

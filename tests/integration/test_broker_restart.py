@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from reposync.service.embedded import SyncRequest, bind
+from reposync.service.bindings import SyncRequest, bind
 from reposync.service.runs import enqueue_run
 from tests.gitrepo import generate, init_bare, refs
 from tests.integration.conftest import TERMINAL, run_row

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from reposync.models import Run
+from reposync.service.bindings import SyncRequest
 from reposync.service.context import ServiceContext
-from reposync.service.embedded import SyncRequest, sync
+from reposync.service.embedded import sync
 from reposync.sync.vocabulary import ObjectType
 from tests.gitrepo import delete_refs, generate, refs
 from tests.integration.test_forge_sync import forge, items_of

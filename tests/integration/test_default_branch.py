@@ -14,8 +14,9 @@ import pytest
 from sqlalchemy import select
 
 from reposync.models import RunItem
+from reposync.service.bindings import SyncRequest, bind
 from reposync.service.context import ServiceContext
-from reposync.service.embedded import SyncRequest, bind, sync
+from reposync.service.embedded import sync
 from reposync.service.handoff import handoff
 from reposync.sync.vocabulary import ObjectType
 from tests.fakes.github import GitHubFake

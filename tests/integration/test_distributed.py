@@ -13,9 +13,9 @@ import pytest
 from sqlalchemy import func, select
 
 from reposync.models import Binding, RunEvent, RunItem
+from reposync.service.bindings import SyncRequest, bind
 from reposync.service.context import ServiceContext, Step
-from reposync.service.embedded import SyncRequest, bind
-from reposync.service.pipeline import execute_step
+from reposync.service.pipeline.runner import execute_step
 from reposync.service.runs import create_run, enqueue_run
 from reposync.sync.vocabulary import Stage
 from reposync.tasks.base import task_name

@@ -11,10 +11,11 @@ import pytest
 from sqlalchemy import select, update
 
 from reposync.models import Binding, ObjectLink, Run, RunEvent, RunItem
-from reposync.service import applying
+from reposync.service.bindings import SyncRequest, bind
 from reposync.service.context import ServiceContext, Step
-from reposync.service.embedded import SyncRequest, bind, sync
-from reposync.service.pipeline import execute_step
+from reposync.service.embedded import sync
+from reposync.service.pipeline.runner import execute_step
+from reposync.service.pipeline.stages import applying
 from reposync.service.runs import create_run, request_cancel
 from reposync.sync.vocabulary import Stage
 from tests.gitrepo import commit_on, delete_refs, generate, refs, set_ref

@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 from reposync.models import RunEvent, RunItem
 from reposync.providers.base import EndpointSpec
 from reposync.providers.local import LocalProvider
-from reposync.service.embedded import SyncRequest, bind
+from reposync.service.bindings import SyncRequest, bind
 from reposync.service.runs import enqueue_run
 from tests.gitrepo import generate
 from tests.integration.conftest import completed_transitions, run_row, wait_terminal

@@ -16,8 +16,9 @@ from reposync.errors import PermissionDenied
 from reposync.models import RunItem
 from reposync.providers.base import EndpointSpec
 from reposync.providers.local import LocalProvider
+from reposync.service.bindings import SyncRequest
 from reposync.service.context import ServiceContext
-from reposync.service.embedded import SyncRequest, sync
+from reposync.service.embedded import sync
 from reposync.sync.vocabulary import ObjectType
 from tests.gitrepo import commit_on, delete_refs, generate, init_bare, refs, set_ref
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from reposync.service.bindings import SyncRequest
 from reposync.service.context import ServiceContext
-from reposync.service.embedded import SyncRequest, sync
+from reposync.service.embedded import sync
 from tests.gitrepo import commit_on, generate
 
 SECRETS = {

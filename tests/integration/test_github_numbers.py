@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 from reposync.errors import ReposyncError, ResultUnknownUnresolved
 from reposync.models.db import Database
 from reposync.providers.github.bodies import parse
-from reposync.service.embedded import SyncRequest, sync
+from reposync.service.bindings import SyncRequest
+from reposync.service.embedded import sync
 from reposync.service.recovery import recover_run
 from reposync.sync.vocabulary import ObjectType
 from tests.github_env import embedded_world, github_context

@@ -16,7 +16,8 @@ from sqlalchemy import select
 from reposync.models import RunItem
 from reposync.providers.base import EndpointSpec
 from reposync.providers.local import LocalProvider
-from reposync.service.embedded import SyncRequest, sync
+from reposync.service.bindings import SyncRequest
+from reposync.service.embedded import sync
 from reposync.sync.vocabulary import ObjectType
 from tests.fakes.github import GitHubFake
 from tests.github_env import embedded_world

@@ -8,8 +8,9 @@ from sqlalchemy import insert, select
 from reposync.errors import NotAllowedNow, ResultUnknownUnresolved
 from reposync.models import Binding, Run, RunItem
 from reposync.service import handoff as handoff_module
+from reposync.service.bindings import SyncRequest, bind
 from reposync.service.context import ServiceContext
-from reposync.service.embedded import SyncRequest, bind, sync
+from reposync.service.embedded import sync
 from reposync.service.handoff import handoff
 from reposync.service.recovery import recover_run, redispatch_stalled
 from reposync.service.runs import create_run

@@ -12,7 +12,7 @@ from sqlalchemy import select, text, update
 from reposync.errors import LeaseLost
 from reposync.models import Binding, Run, RunItem
 from reposync.models.db import Database
-from reposync.service.leases import ClaimRefused, Heartbeat, Lease, claim, fenced
+from reposync.service.pipeline.leases import ClaimRefused, Heartbeat, Lease, claim, fenced
 from reposync.sync.vocabulary import Stage
 
 

@@ -78,8 +78,9 @@ from reposync.models import Run, RunItem
 from reposync.models.db import Database
 from reposync.providers.base import EndpointSpec
 from reposync.providers.local import LocalProvider
+from reposync.service.bindings import SyncRequest
 from reposync.service.context import ServiceContext
-from reposync.service.embedded import SyncRequest, sync
+from reposync.service.embedded import sync
 from reposync.sync.canonical import ObjectRef
 from reposync.sync.vocabulary import ObjectType
 from tests.gitrepo import generate, init_bare, refs

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from reposync.models.db import Database
+from reposync.service.bindings import SyncRequest
 from reposync.service.context import ServiceContext
-from reposync.service.embedded import SyncRequest, sync
+from reposync.service.embedded import sync
 from tests.github_env import embedded_world
 from tests.gitrepo import generate
 from tests.integration.test_forge_sync import populate

@@ -22,7 +22,8 @@ from sqlalchemy import select
 from reposync.config import Settings
 from reposync.git import procfs
 from reposync.models import RunEvent
-from reposync.service.embedded import SyncRequest, sync
+from reposync.service.bindings import SyncRequest
+from reposync.service.embedded import sync
 from tests.gitrepo import commit_on, enable_reflog, generate, reflog_lengths, refs
 
 pytestmark = pytest.mark.skipif(not procfs.available(), reason="needs Linux /proc")

@@ -17,9 +17,10 @@ import pytest
 from sqlalchemy import select
 
 from reposync.models import Run, RunEvent
-from reposync.service.appliers import GitRefApplier
+from reposync.service.bindings import SyncRequest
 from reposync.service.context import ServiceContext
-from reposync.service.embedded import SyncRequest, sync
+from reposync.service.embedded import sync
+from reposync.service.pipeline.stages.appliers import GitRefApplier
 from reposync.sync.vocabulary import RunStatus
 from tests.gitrepo import commit_on, generate, refs
 
@@ -107,7 +108,7 @@ def test_a_source_that_keeps_moving_gets_a_bounded_chain_of_follow_ups(ctx, tmp_
 
 
 def _superseded(item):
-    from reposync.service.appliers import ItemOutcome
+    from reposync.service.pipeline.stages.applier_contract import ItemOutcome
     from reposync.sync.vocabulary import ItemState
 
     return ItemOutcome(item, ItemState.SUPERSEDED, "superseded", "moved (test)")

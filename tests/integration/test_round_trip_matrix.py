@@ -19,7 +19,8 @@ import pytest
 
 from reposync.providers.base import EndpointSpec
 from reposync.providers.local import LocalProvider
-from reposync.service.embedded import SyncRequest, bind, sync
+from reposync.service.bindings import SyncRequest, bind
+from reposync.service.embedded import sync
 from reposync.service.handoff import handoff
 from reposync.sync.vocabulary import ObjectType
 from tests.github_env import embedded_world

@@ -12,10 +12,10 @@ from sqlalchemy import select
 from reposync.errors import NotAllowedNow, UnschedulableCron
 from reposync.models import Binding, Run
 from reposync.service import schedules
-from reposync.service.bindings import update_binding
+from reposync.service.bindings import SyncRequest, bind, update_binding
 from reposync.service.context import ServiceContext, Step
-from reposync.service.embedded import SyncRequest, bind, sync
-from reposync.service.pipeline import run_until_done
+from reposync.service.embedded import sync
+from reposync.service.pipeline.runner import run_until_done
 from reposync.service.runs import create_run
 from reposync.sync.vocabulary import Stage
 from tests.gitrepo import generate

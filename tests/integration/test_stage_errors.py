@@ -22,9 +22,9 @@ from sqlalchemy import select
 from reposync.config import Settings
 from reposync.models import Binding, RunEvent
 from reposync.models.db import Database
-from reposync.service import pipeline
 from reposync.service.context import ServiceContext
 from reposync.service.embedded import SyncRequest, sync
+from reposync.service.pipeline import runner
 from reposync.sync.vocabulary import Stage
 from tests.gitrepo import generate
 from tests.integration.test_forge_sync import forge
@@ -149,7 +149,7 @@ def test_an_unexpected_exception_fails_the_run_and_frees_the_binding(quick, sync
     def broken(ex):
         raise ValueError("inventory entries out of order")
 
-    monkeypatch.setitem(pipeline.HANDLERS, Stage.PLANNING, broken)
+    monkeypatch.setitem(runner.HANDLERS, Stage.PLANNING, broken)
     run = sync(quick, request)
     assert run.status == "failed"
     assert run.error_code == "internal_error"

@@ -12,8 +12,9 @@ import pytest
 from sqlalchemy import update
 
 from reposync.models import Binding
-from reposync.service.bindings import get_binding
-from reposync.service.embedded import SyncRequest, sync
+from reposync.service.bindings import SyncRequest
+from reposync.service.embedded import sync
+from reposync.service.lookups import get_binding
 from tests.github_env import embedded_world
 from tests.gitrepo import generate, refs, set_ref
 

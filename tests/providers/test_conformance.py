@@ -174,7 +174,7 @@ _item_ids = itertools.count(1)
 
 
 def marker(object_type: ObjectType, key: object) -> str:
-    """What the engine stores with a created object (``service.mapping.marker``'s shape)."""
+    """What the engine stores with a created object (the shape of ``stages.mapping.marker``)."""
     return f"reposync:conformance-source:{object_type.value}:{key}"
 
 

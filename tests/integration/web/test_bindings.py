@@ -94,7 +94,7 @@ def test_create_maps_service_errors(client, admin, tmp_path):
 
 
 def test_create_with_confirm_visibility_confirms_it(client, admin, tmp_path):
-    """confirm_visibility stores a confirmation (reposync.service.visibility)."""
+    """confirm_visibility stores a confirmation (reposync.service.bindings)."""
     source = generate(tmp_path / "vis-src.git", commits=1, branches=0, tags=0)
     response = client.post(
         url("/bindings"),
@@ -191,7 +191,8 @@ def test_patch_enables_sync_after_a_full_apply(client, admin, binding, ctx, sour
         url(f"/bindings/{binding.id}"), headers=admin, json={"sync_enabled": True}
     )
     assert_problem(refused, 409, "not_allowed_now")
-    from reposync.service.embedded import SyncRequest, sync
+    from reposync.service.bindings import SyncRequest
+    from reposync.service.embedded import sync
 
     run = sync(
         ctx, SyncRequest(f"local:{source_repo}", f"local:{tmp_path / 'dst.git'}", full_audit=True)

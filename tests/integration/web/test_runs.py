@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from reposync.service.embedded import SyncRequest, sync
+from reposync.service.bindings import SyncRequest
+from reposync.service.embedded import sync
 from tests.integration.web.conftest import assert_problem, bearer, url
 
 

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 
-from reposync.service.embedded import SyncRequest, bind
+from reposync.service.bindings import SyncRequest, bind
 from reposync.service.runs import create_run
 from reposync.web.app import API_PREFIX
 from tests.gitrepo import generate

@@ -1,7 +1,7 @@
 """Small builders for the pure sync tests: refs, links, a dict target and a tiny executor.
 
 The target model is a ``dict`` of ref name -> object id. ``plan`` feeds the planner the
-way ``reposync.service.planning`` does (select, observe only what the mode allows,
+way ``reposync.service.pipeline.stages.planning`` does (select, observe only what the mode allows,
 decide); ``apply`` writes like the Git applier: every write is a compare-and-swap on the
 item's ``expected_revision`` (absent = the ref must not exist).
 """

@@ -27,9 +27,15 @@ from sqlalchemy.orm import Session
 from reposync.errors import RateLimited, ReposyncError
 from reposync.models import Run, RunItem, utcnow
 from reposync.models.db import driver_datetime, executemany, fetch
-from reposync.service.appliers import ApplyItem, ItemOutcome, applier_for
-from reposync.service.execution import StageExecution
-from reposync.service.links import VerifiedPair, drop_links, mark_unreliable, write_links
+from reposync.service.pipeline.execution import StageExecution
+from reposync.service.pipeline.stages.applier_contract import ApplyItem, ItemOutcome
+from reposync.service.pipeline.stages.appliers import applier_for
+from reposync.service.pipeline.stages.links import (
+    VerifiedPair,
+    drop_links,
+    mark_unreliable,
+    write_links,
+)
 from reposync.sync.vocabulary import Action, ItemState, ObjectType, Representation, Stage
 
 _UNFINISHED = (ItemState.APPLYING.value, ItemState.VERIFYING.value)

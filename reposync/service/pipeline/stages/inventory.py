@@ -15,8 +15,8 @@ from sqlalchemy import delete
 from reposync.models import InventoryEntry
 from reposync.models.db import executemany, fetch
 from reposync.providers.base import EmptyChecker, InventoryListing
-from reposync.service.execution import StageExecution
-from reposync.service.link_states import has_links, load_links
+from reposync.service.pipeline.execution import StageExecution
+from reposync.service.pipeline.stages.link_states import has_links, load_links
 from reposync.sync.canonical import DigestBuilder, IndexEntry
 from reposync.sync.planner import PlanMode, split_checkpoint
 from reposync.sync.report import PlanningCounters

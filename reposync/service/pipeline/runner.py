@@ -19,11 +19,18 @@ from reposync.errors import (
     ReposyncError,
 )
 from reposync.git.transport import guarded
-from reposync.service import access, applying, finalizing, inventory, planning, verifying
-from reposync.service.bindings import get_binding
 from reposync.service.context import ServiceContext, Step
-from reposync.service.execution import StageExecution
-from reposync.service.leases import ClaimRefused, Heartbeat, claim, give_up, new_owner
+from reposync.service.lookups import get_binding
+from reposync.service.pipeline.execution import StageExecution
+from reposync.service.pipeline.leases import ClaimRefused, Heartbeat, claim, give_up, new_owner
+from reposync.service.pipeline.stages import (
+    access,
+    applying,
+    finalizing,
+    inventory,
+    planning,
+    verifying,
+)
 from reposync.sync.vocabulary import Stage
 
 log = logging.getLogger(__name__)

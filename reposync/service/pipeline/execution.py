@@ -16,10 +16,10 @@ from sqlalchemy.orm import Session
 
 from reposync.models import Binding, Run
 from reposync.providers.base import EndpointSpec, Provider
-from reposync.service.bindings import endpoint_spec
 from reposync.service.context import ServiceContext
 from reposync.service.events import emit
-from reposync.service.leases import Lease, fenced
+from reposync.service.lookups import endpoint_spec
+from reposync.service.pipeline.leases import Lease, fenced
 from reposync.sync.vocabulary import RunMode, Side, Stage
 
 

@@ -16,7 +16,7 @@ from sqlalchemy import select
 
 from reposync.models import ObjectLink
 from reposync.providers.base import TargetRef, TargetWrite
-from reposync.service.execution import StageExecution
+from reposync.service.pipeline.execution import StageExecution
 from reposync.sync.canonical import CanonicalObject, ObjectRef, content_hash
 from reposync.sync.key_moves import temporary_payload
 from reposync.sync.objects import rewrite_issue_references

@@ -10,8 +10,8 @@ from __future__ import annotations
 from sqlalchemy import func, select
 
 from reposync.models import RunItem
-from reposync.service.applying import next_batch, settle_unfinished
-from reposync.service.execution import StageExecution
+from reposync.service.pipeline.execution import StageExecution
+from reposync.service.pipeline.stages.applying import next_batch, settle_unfinished
 from reposync.sync.vocabulary import ItemState, Stage
 
 

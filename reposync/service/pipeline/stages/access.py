@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from reposync.providers.base import StandbyMarker
-from reposync.service import visibility
-from reposync.service.execution import StageExecution
+from reposync.service.pipeline.execution import StageExecution
+from reposync.service.pipeline.stages import visibility
 from reposync.sync.vocabulary import Stage
 
 

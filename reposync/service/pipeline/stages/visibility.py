@@ -4,6 +4,9 @@ When the standby is more public than the authority, a Run (and a handoff) needs 
 confirmation: a hash over both immutable repository ids, the direction and both
 visibilities. A later visibility change yields another hash, so the old confirmation no
 longer counts: the Run is blocked before any write and scheduling is turned off.
+
+The access stage checks here; the operator's confirmation is stored by
+``bindings.confirm_visibility``.
 """
 
 from __future__ import annotations
@@ -15,9 +18,7 @@ from sqlalchemy import update
 from reposync.errors import VisibilityUnconfirmed
 from reposync.models import Binding
 from reposync.providers.base import Provider, VisibilityReporter
-from reposync.service.bindings import endpoint_spec, get_binding
-from reposync.service.context import ServiceContext
-from reposync.service.execution import StageExecution
+from reposync.service.pipeline.execution import StageExecution
 from reposync.sync.vocabulary import Side
 
 RANK = {"private": 0, "internal": 1, "public": 2}
@@ -31,13 +32,14 @@ def confirmation_hash(binding: Binding, source: Side, source_vis: str, target_vi
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
-def _visibility(provider: Provider) -> str | None:
+def reported_visibility(provider: Provider) -> str | None:
+    """What the provider says of its repository, when it can say anything."""
     return provider.visibility() if isinstance(provider, VisibilityReporter) else None
 
 
 def check(ex: StageExecution, source: Provider, target: Provider) -> None:
     """Record both sides' visibility; refuse a more public standby without confirmation."""
-    source_vis, target_vis = _visibility(source), _visibility(target)
+    source_vis, target_vis = reported_visibility(source), reported_visibility(target)
     columns = (
         {"a_visibility": source_vis, "b_visibility": target_vis}
         if ex.source_side is Side.A
@@ -60,27 +62,3 @@ def check(ex: StageExecution, source: Provider, target: Provider) -> None:
             f"{ex.spec('target').display} is {target_vis} but {ex.spec('source').display} is "
             f"{source_vis}: syncing would publish private data; confirm it on the Binding first"
         )
-
-
-def confirm_visibility(ctx: ServiceContext, binding_id: int) -> Binding:
-    """Store the operator's confirmation for the sides' current visibilities."""
-    with ctx.db.session() as session:
-        binding = get_binding(session, binding_id)
-        session.expunge(binding)
-    assert ctx.open_provider is not None
-    source_side = binding.authority
-    source = ctx.open_provider(endpoint_spec(binding, source_side))
-    target = ctx.open_provider(endpoint_spec(binding, source_side.other))
-    try:
-        digest = confirmation_hash(
-            binding, source_side, _visibility(source) or "", _visibility(target) or ""
-        )
-    finally:
-        source.close()
-        target.close()
-    with ctx.db.transaction() as session:
-        stored = get_binding(session, binding_id)
-        stored.visibility_confirmation = digest
-        session.flush()
-        session.expunge(stored)
-    return stored

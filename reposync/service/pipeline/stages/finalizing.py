@@ -15,11 +15,11 @@ from sqlalchemy.orm import Session
 
 from reposync.errors import LeaseLost, RateLimited, ReposyncError
 from reposync.models import Binding, InventoryEntry, Run, RunItem, utcnow
-from reposync.service.applying import block_unfinished, settle_unfinished
 from reposync.service.context import Step
-from reposync.service.default_branch import default_branch_report
-from reposync.service.execution import StageExecution
-from reposync.service.leases import release
+from reposync.service.pipeline.execution import StageExecution
+from reposync.service.pipeline.leases import release
+from reposync.service.pipeline.stages.applying import block_unfinished, settle_unfinished
+from reposync.service.pipeline.stages.default_branch import default_branch_report
 from reposync.service.runs import new_run
 from reposync.sync.report import (
     ItemAggregate,

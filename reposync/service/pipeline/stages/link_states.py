@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from sqlalchemy import select
 
 from reposync.models import ObjectLink
-from reposync.service.execution import StageExecution
+from reposync.service.pipeline.execution import StageExecution
 from reposync.sync.planner import LinkKey, LinkState
 from reposync.sync.vocabulary import ObjectType, Side
 

@@ -21,10 +21,10 @@ from reposync.models import RunItem, utcnow
 from reposync.models.db import driver_datetime, executemany
 from reposync.providers.base import AncestryChecker, read_index
 from reposync.providers.registry import provider_class
-from reposync.service.execution import StageExecution
-from reposync.service.inventory import load_snapshot
-from reposync.service.link_states import load_links
-from reposync.service.mapping import expected_target_hash, number_map, target_type
+from reposync.service.pipeline.execution import StageExecution
+from reposync.service.pipeline.stages.inventory import load_snapshot
+from reposync.service.pipeline.stages.link_states import load_links
+from reposync.service.pipeline.stages.mapping import expected_target_hash, number_map, target_type
 from reposync.sync.batching import BatchLimits, assign_batches
 from reposync.sync.key_moves import order_key_moves
 from reposync.sync.objects import misplaced

@@ -16,14 +16,14 @@ from sqlalchemy import select
 from reposync.errors import ProviderError, RateLimited, ResultUnknown, WriteRefused
 from reposync.models import ObjectLink, RunItem
 from reposync.providers.base import DefaultBranchWriter, read_index
-from reposync.service.appliers import ApplyItem, ItemOutcome, WriteReport
-from reposync.service.execution import StageExecution
+from reposync.service.pipeline.execution import StageExecution
+from reposync.service.pipeline.stages.applier_contract import ApplyItem, ItemOutcome, WriteReport
 from reposync.sync.canonical import DEFAULT_BRANCH_IDENTITY
 from reposync.sync.vocabulary import Action, ItemState, ObjectType, Side
 
 
 class DefaultBranchApplier:
-    """``Applier`` of ``default_branch`` items (see ``reposync.service.appliers``)."""
+    """``Applier`` of ``default_branch`` items (see ``applier_contract``)."""
 
     def __init__(self) -> None:
         self._branch: str | None = None  # the source's, as re-read by ``prepare``

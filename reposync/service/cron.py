@@ -1,0 +1,40 @@
+"""Cron expressions: whether one parses and fires again, and its next slot (UTC).
+
+Apart from ``schedules`` (the tick that creates scheduled Runs) because a Binding's update
+validates its cron too, and Bindings come before the Runs a schedule creates.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from croniter import CroniterBadCronError, CroniterBadDateError, croniter
+
+from reposync.errors import UnschedulableCron, UsageError
+
+
+def validate_cron(expression: str, now: datetime) -> str:
+    """A cron expression that parses and fires again after ``now``; one that never does
+    would leave the Binding's schedule with no next slot."""
+    expression = expression.strip()
+    try:
+        croniter(expression)
+    except (CroniterBadCronError, ValueError) as exc:
+        raise UsageError(f"{expression!r} is not a cron expression: {exc}") from exc
+    next_slot(expression, now)
+    return expression
+
+
+def next_slot(expression: str, after: datetime) -> datetime:
+    """The first occurrence strictly after ``after`` (UTC).
+
+    Raises ``UnschedulableCron`` when there is none (croniter gives up after searching
+    the years ahead: ``0 0 31 2 *``, a year field in the past).
+    """
+    try:
+        value: datetime = croniter(expression, after).get_next(datetime)
+    except CroniterBadDateError as exc:
+        raise UnschedulableCron(
+            f"{expression!r} has no time after {after.isoformat()} at which it fires"
+        ) from exc
+    return value
