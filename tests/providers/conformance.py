@@ -14,8 +14,8 @@ Declarations come from each provider's documented behaviour, not from trial and 
   created, updated and deleted; creates are idempotent by marker; no rate limits; the
   repository is a directory, so it is private.
 * github (``reposync/providers/github``): GitHub's REST API cannot delete issues or pull
-  requests and cannot delete a submitted review (``writes.py`` has no handler: the write
-  comes back ``REFUSED``/``unsupported``); authorship and timestamps travel in an
+  requests and cannot delete a submitted review (``writes/`` has no handler for them: the
+  write comes back ``REFUSED``/``unsupported``); authorship and timestamps travel in an
   attributed header (``bodies.py``); labels, milestones and assets have no body to carry a
   marker and are recovered by natural key; primary and secondary rate limits apply; a
   body holds at most 65,536 characters (GitHub's documented limit, counted on what is

@@ -40,7 +40,8 @@ from reposync.providers.base import (
 from reposync.providers.github.auth import token_source
 from reposync.providers.github.client import EtagCache, GitHubClient
 from reposync.providers.github.reads import Inventory, read_many
-from reposync.providers.github.writes import GitHubWriter, find_markers
+from reposync.providers.github.writes.batch import GitHubWriter
+from reposync.providers.github.writes.markers import find_markers
 from reposync.sync.canonical import (
     DEFAULT_BRANCH_IDENTITY,
     CanonicalObject,

@@ -1,0 +1,102 @@
+"""What the writes of one batch share: the repository, its client, and what the batch
+learnt on the way (the next free number, label and milestone names, what each issue
+number is, what the batch created), so a family's handler needs nothing else."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from reposync.errors import WriteRefused
+from reposync.providers.base import TargetWrite
+from reposync.providers.github.bodies import compose
+from reposync.providers.github.client import GitHubClient
+from reposync.providers.github.writes.numbers import NumberAllocator
+from reposync.sync.vocabulary import Action, ObjectType, Representation
+
+#: Fields GitHub's API cannot set, per type: they travel in the attributed header.
+ATTRIBUTED_FIELDS: dict[ObjectType, tuple[str, ...]] = {
+    # state_reason too: GitHub sets "reopened" by itself when an issue is reopened.
+    # The lock is GitHub's own (lock/unlock), not a header field.
+    ObjectType.ISSUE: ("author", "created_at", "closed_at", "assignees", "state_reason"),
+    ObjectType.ISSUE_COMMENT: ("author", "created_at"),
+    ObjectType.PULL_REQUEST: (
+        "author",
+        "created_at",
+        "closed_at",
+        "assignees",
+        "base_sha",
+        "head_ref",  # a pull request on a shadow branch keeps its fork's branch name
+        "head_sha",
+        "merged",
+        "merged_at",
+    ),
+    ObjectType.REVIEW: ("state", "commit_id", "author", "submitted_at"),
+    ObjectType.REVIEW_COMMENT: ("commit_id", "author", "created_at"),
+    ObjectType.RELEASE: ("author", "created_at", "published_at"),
+}
+
+
+class WriteContext:
+    """One batch's view of one repository (keeps per-batch caches)."""
+
+    def __init__(
+        self,
+        client: GitHubClient,
+        repo: str,
+        uploads_url: str,
+        source_label: Callable[[TargetWrite], str | None],
+    ) -> None:
+        self.client = client
+        self.repo = repo  # "owner/name"
+        self.uploads_url = uploads_url.rstrip("/")
+        self.source_label = source_label
+        self.numbers = NumberAllocator(client, repo)
+        self.milestones: dict[str, int] | None = None  # title -> number
+        self.labels: dict[str, str] | None = None  # id -> name
+        self.kinds: dict[int, str] = {}  # number -> "pull" | "carrier" | "issue"
+        #: Marker -> identity of what this batch created (references within a batch).
+        self.created: dict[str, str] = {}
+
+    def path(self, suffix: str) -> str:
+        return f"/repos/{self.repo}{suffix}"
+
+    def body(
+        self, write: TargetWrite, kind: ObjectType, extra: Mapping[str, Any] | None = None
+    ) -> str:
+        """The write's body with the header of the fields GitHub cannot set for ``kind``."""
+        payload = write.payload or {}
+        attribution = {key: payload.get(key) for key in ATTRIBUTED_FIELDS.get(kind, ())}
+        attribution.update(extra or {})
+        return compose(
+            payload.get("body") or "",
+            marker=write.marker,
+            attribution=attribution or None,
+            source_label=self.source_label(write),
+        )
+
+    def ref(self, write: TargetWrite, name: str) -> str | None:
+        """A reference's target identity: from the links, or created earlier in this batch."""
+        ref = write.refs.get(name)
+        if ref is None:
+            return None
+        return ref.identity or self.created.get(ref.marker)
+
+    def parent(self, write: TargetWrite) -> str | None:
+        return self.ref(write, "parent")
+
+
+def number(ref_identity: str | None) -> int:
+    """The issue number a reference names; ``dependency_missing`` while it names nothing."""
+    if ref_identity is None:
+        raise WriteRefused(
+            "the parent is not on GitHub yet", refusal="dependency_missing", status=422
+        )
+    return int(ref_identity)
+
+
+#: Performs one write of one (action, type): the target identity, and how the object
+#: exists on GitHub when that is not its type's own representation.
+Handler = Callable[[WriteContext, TargetWrite], tuple[str, Representation | None]]
+#: A family's handlers; a pair without one is refused ``unsupported``.
+Handlers = Mapping[tuple[Action, ObjectType], Handler]
