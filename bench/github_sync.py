@@ -30,6 +30,7 @@ from reposync.config import Settings  # noqa: E402
 from reposync.models.db import Database  # noqa: E402
 from reposync.providers.base import EndpointSpec, ProviderEnvironment  # noqa: E402
 from reposync.providers.local import LocalProvider  # noqa: E402
+from reposync.providers.local.authoring import ForgeAuthoring  # noqa: E402
 from reposync.service.bindings import SyncRequest  # noqa: E402
 from reposync.service.budgets import DatabaseWriteBudget  # noqa: E402
 from reposync.service.context import ServiceContext  # noqa: E402
@@ -57,7 +58,7 @@ class SharedClock:
 def build_source(path: Path, issues: int, comments: int) -> None:
     generate(path, commits=3, branches=1, tags=0)
     provider = LocalProvider.open(EndpointSpec("local", str(path)))
-    forge = provider.forge
+    forge = ForgeAuthoring(provider.forge)
     ids = forge.create_many(
         "issue",
         [

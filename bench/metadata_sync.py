@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 from bench.runner import timed_sync  # noqa: E402
 from reposync.providers.base import EndpointSpec  # noqa: E402
 from reposync.providers.local import LocalProvider  # noqa: E402
+from reposync.providers.local.authoring import ForgeAuthoring  # noqa: E402
 from tests.gitrepo import generate  # noqa: E402
 
 
@@ -42,7 +43,7 @@ def build_forge(
     generate(path, commits=3, branches=1, tags=1)
     rng = random.Random(seed)
     provider = LocalProvider.open(EndpointSpec("local", str(path)))
-    forge = provider.forge
+    forge = ForgeAuthoring(provider.forge)
     base = datetime(2024, 1, 1, tzinfo=UTC)
     label_names = [f"area/{n:03d}" for n in range(labels)]
     forge.create_many(

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from reposync.providers.base import EndpointSpec
 from reposync.providers.local import LocalProvider
+from reposync.providers.local.authoring import ForgeAuthoring
 
 
 def main(path: Path) -> None:
@@ -19,7 +20,7 @@ def main(path: Path) -> None:
         return
     subprocess.run(["git", "init", "-q", "--bare", str(path)], check=True)
     provider = LocalProvider.open(EndpointSpec("local", str(path)))
-    forge = provider.forge
+    forge = ForgeAuthoring(provider.forge)
     when = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
     forge.create_label("bug", color="d73a4a", description="Something is broken")
     forge.create_label("good first issue", color="7057ff")

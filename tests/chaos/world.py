@@ -33,6 +33,7 @@ from typing import Any
 
 from reposync.providers.base import EndpointSpec
 from reposync.providers.local import LocalProvider
+from reposync.providers.local.authoring import ForgeAuthoring
 from reposync.sync.vocabulary import ObjectType
 from tests.gitrepo import (
     commit_on,
@@ -69,7 +70,7 @@ PUSH_SLEEP = 1.0
 def open_forge(path: Path) -> Iterator[Any]:
     provider = LocalProvider.open(EndpointSpec("local", str(path)))
     try:
-        yield provider.forge
+        yield ForgeAuthoring(provider.forge)
     finally:
         provider.close()
 
@@ -518,13 +519,13 @@ class World:
         done: list[str] = []
         heads = refs(self.source)
         with open_forge(self.source) as f:
-            issues = f.list("issue")
-            comments = f.list("issue_comment")
-            labels = f.list("label")
-            milestones = f.list("milestone")
-            releases = f.list("release")
-            pulls = f.list("pull_request")
-            reviews = f.list("review")
+            issues = f.reader.objects_of("issue")
+            comments = f.reader.objects_of("issue_comment")
+            labels = f.reader.objects_of("label")
+            milestones = f.reader.objects_of("milestone")
+            releases = f.reader.objects_of("release")
+            pulls = f.reader.objects_of("pull_request")
+            reviews = f.reader.objects_of("review")
             label_names = [
                 o.payload["name"] for o in labels if o.payload["name"].startswith("area")
             ]
@@ -549,7 +550,9 @@ class World:
                 for comment in victims:
                     f.delete("issue_comment", comment.identity)
                 done.append(f"delete {len(victims)} comments of issue {issue.identity}")
-            gone = {c.identity for c in comments} - {c.identity for c in f.list("issue_comment")}
+            gone = {c.identity for c in comments} - {
+                c.identity for c in f.reader.objects_of("issue_comment")
+            }
 
             for issue in rng.sample(issues, min(len(issues), rng.randint(1, 4))):
                 change: dict[str, Any] = {"title": f"{issue.payload['title']} ({round_no})"}

@@ -41,7 +41,7 @@ def release_with_two_assets(path: Path) -> None:
 
 def assets_of(path: Path) -> set[str]:
     with forge(path) as f:
-        return {a.payload["name"] for a in f.list(ObjectType.RELEASE_ASSET)}
+        return {a.payload["name"] for a in f.reader.objects_of(ObjectType.RELEASE_ASSET)}
 
 
 def test_a_local_source_asset_without_its_bytes_fails_alone(tmp_path, ctx):

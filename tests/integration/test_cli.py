@@ -332,11 +332,13 @@ def test_ctrl_c_then_the_next_invocation_resumes_and_reports_that_run(tmp_path, 
 
     from reposync.providers.base import EndpointSpec
     from reposync.providers.local import LocalProvider
+    from reposync.providers.local.authoring import ForgeAuthoring
 
     provider = LocalProvider.open(EndpointSpec("local", str(source)))
     try:
+        authoring = ForgeAuthoring(provider.forge)
         for n in range(5):
-            provider.forge.create_label(f"label-{n}", color="ededed")
+            authoring.create_label(f"label-{n}", color="ededed")
     finally:
         provider.close()
     target = tmp_path / "dst.git"

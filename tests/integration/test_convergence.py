@@ -45,7 +45,7 @@ def converged(ctx: ServiceContext, request: SyncRequest) -> Run:
 def keyed(path: Path, object_type: ObjectType, field: str) -> dict[str, Any]:
     """Unique key -> one payload field: who holds which name on a forge."""
     with forge(path) as f:
-        return {o.unique_key: o.payload[field] for o in f.list(object_type)}
+        return {o.unique_key: o.payload[field] for o in f.reader.objects_of(object_type)}
 
 
 # -- gone objects that need no write ------------------------------------------------------
@@ -134,7 +134,7 @@ def reply(path: Path, review: str, to: str, body: str) -> str:
 def replies(path: Path) -> dict[str, str]:
     """Reply body -> what it answers on that forge ("gone" for a deleted comment)."""
     with forge(path) as f:
-        comments = f.list(ObjectType.REVIEW_COMMENT)
+        comments = f.reader.objects_of(ObjectType.REVIEW_COMMENT)
         bodies = {c.identity: c.payload["body"] for c in comments}
         return {
             c.payload["body"]: bodies.get(c.refs["in_reply_to"].identity, "gone")
@@ -181,7 +181,9 @@ def rename(path: Path, object_type: ObjectType, field: str, moves: list[tuple[st
     ``old`` is the unique key, ``new`` the field's new value."""
     with forge(path) as f:
         for old, new in moves:
-            [identity] = [o.identity for o in f.list(object_type) if o.unique_key == old]
+            [identity] = [
+                o.identity for o in f.reader.objects_of(object_type) if o.unique_key == old
+            ]
             f.update(object_type, identity, **{field: new})
 
 
@@ -293,6 +295,8 @@ def test_a_deleted_pull_requests_number_given_to_an_issue_arrives(ctx, pair):
     converged(ctx, request)
 
     with forge(target) as f:
-        numbered = {o.number: (o.object_type, o.payload["title"]) for o in f.list("issue")}
-        assert f.list(ObjectType.PULL_REQUEST) == []
+        numbered = {
+            o.number: (o.object_type, o.payload["title"]) for o in f.reader.objects_of("issue")
+        }
+        assert f.reader.objects_of(ObjectType.PULL_REQUEST) == []
     assert numbered == {1: ("issue", "first"), 2: ("issue", "takes its number")}

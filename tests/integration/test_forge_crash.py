@@ -16,6 +16,7 @@ from sqlalchemy import func, select
 from reposync.models import RunEvent, RunItem
 from reposync.providers.base import EndpointSpec
 from reposync.providers.local import LocalProvider
+from reposync.providers.local.authoring import ForgeAuthoring
 from reposync.service.bindings import SyncRequest, bind
 from reposync.service.runs import enqueue_run
 from tests.gitrepo import generate
@@ -31,7 +32,7 @@ def make_source(path: Path) -> None:
     generate(path, commits=3, branches=1, tags=0)
     provider = LocalProvider.open(EndpointSpec("local", str(path)))
     try:
-        forge = provider.forge
+        forge = ForgeAuthoring(provider.forge)
         for n, issue in enumerate(
             forge.create_many(
                 "issue", [{"title": f"issue {n}", "author": "ann"} for n in range(ISSUES)]

@@ -16,6 +16,7 @@ from reposync.errors import PermissionDenied
 from reposync.models import RunItem
 from reposync.providers.base import EndpointSpec
 from reposync.providers.local import LocalProvider
+from reposync.providers.local.authoring import ForgeAuthoring
 from reposync.service.bindings import SyncRequest
 from reposync.service.context import ServiceContext
 from reposync.service.embedded import sync
@@ -30,7 +31,7 @@ FORGE_TYPES = [t for t in ObjectType if t is not ObjectType.GIT_REF]
 def forge(path: Path) -> Iterator[Any]:
     provider = LocalProvider.open(EndpointSpec("local", str(path)))
     try:
-        yield provider.forge
+        yield ForgeAuthoring(provider.forge)
     finally:
         provider.close()
 
@@ -44,7 +45,7 @@ def snapshot(path: Path, *, skip: tuple[ObjectType, ...] = ()) -> dict[str, list
                 continue
             state[object_type.value] = sorted(
                 (obj.number or 0, obj.unique_key or "", obj.content_hash)
-                for obj in f.list(object_type)
+                for obj in f.reader.objects_of(object_type)
             )
         return state
 
@@ -148,15 +149,21 @@ def test_everything_a_forge_holds_is_synced_then_nothing_is_read_again(ctx, pair
     got = snapshot(target, skip=(ObjectType.REACTION,))
     assert got == expected
     with forge(target) as f:
-        assert f.count(ObjectType.REACTION) == 0  # archive-only: never written
+        assert f.reader.count(ObjectType.REACTION) == 0  # archive-only: never written
         numbers = sorted(
-            o.number for o in f.list(ObjectType.ISSUE) + f.list(ObjectType.PULL_REQUEST)
+            o.number
+            for o in f.reader.objects_of(ObjectType.ISSUE)
+            + f.reader.objects_of(ObjectType.PULL_REQUEST)
         )
         assert numbers == [1, 2, 3]
-        [asset] = f.list(ObjectType.RELEASE_ASSET)
-        assert f.open_asset(asset.identity).read() == b"\x1f\x8b" + b"x" * 5000
-        [reply] = [c for c in f.list(ObjectType.REVIEW_COMMENT) if c.payload["is_reply"]]
-        [parent] = [c for c in f.list(ObjectType.REVIEW_COMMENT) if not c.payload["is_reply"]]
+        [asset] = f.reader.objects_of(ObjectType.RELEASE_ASSET)
+        assert f.assets.open_asset(asset.identity).read() == b"\x1f\x8b" + b"x" * 5000
+        [reply] = [
+            c for c in f.reader.objects_of(ObjectType.REVIEW_COMMENT) if c.payload["is_reply"]
+        ]
+        [parent] = [
+            c for c in f.reader.objects_of(ObjectType.REVIEW_COMMENT) if not c.payload["is_reply"]
+        ]
         assert reply.refs["in_reply_to"].identity == parent.identity
     assert first.report["data_gaps"]["projected"] == {}
     assert first.report["data_gaps"]["archive_only"] == {"reaction": 1}
@@ -208,15 +215,17 @@ def test_full_audit_repairs_metadata_drift_on_the_standby(ctx, pair):
     provider = LocalProvider.open(EndpointSpec("local", str(target)))
     try:  # an operator lifts the standby guard and edits anyway
         provider.mark_standby(None)
-        [issue] = [i for i in provider.forge.list(ObjectType.ISSUE) if i.number == 1]
-        provider.forge.update("issue", issue.identity, title="edited on the standby")
+        [issue] = [i for i in provider.forge.reader.objects_of(ObjectType.ISSUE) if i.number == 1]
+        ForgeAuthoring(provider.forge).update(
+            "issue", issue.identity, title="edited on the standby"
+        )
     finally:
         provider.close()
     assert sync(ctx, request).counters["updated"] == 0  # a checkpoint trusts its links
     audit = sync(ctx, SyncRequest(request.source, request.target, full_audit=True))
     assert audit.counters["updated"] == 1
     with forge(target) as f:
-        [issue] = [i for i in f.list(ObjectType.ISSUE) if i.number == 1]
+        [issue] = [i for i in f.reader.objects_of(ObjectType.ISSUE) if i.number == 1]
         assert issue.payload["title"] == "It crashes"
 
 
@@ -254,7 +263,9 @@ def test_baseline_adopts_equal_objects_reports_target_only_and_never_overwrites(
     assert run.counters["created"] == 1 + 3  # milestone v2, and the three refs
     assert run.counters["unchanged"] == 2
     with forge(target) as f:
-        colors = {label.payload["name"]: label.payload["color"] for label in f.list("label")}
+        colors = {
+            label.payload["name"]: label.payload["color"] for label in f.reader.objects_of("label")
+        }
     assert colors == {"bug": "d73a4a", "docs": "ffffff", "standby-only": "000000"}
     problems = {p["error_code"]: p for p in run.report["problems"]}
     assert problems["conflict"]["examples"] == ["label docs"]
@@ -270,7 +281,7 @@ def test_dry_run_writes_no_forge_object(ctx, pair):
     assert dry.status == "completed"
     assert dry.report["planned_actions"]["create"] >= 14
     with forge(target) as f:
-        assert f.count() == 0
+        assert f.reader.count() == 0
 
 
 def test_several_linked_objects_gone_from_the_source_are_deleted_in_one_checkpoint(ctx, pair):
@@ -296,7 +307,7 @@ def test_several_linked_objects_gone_from_the_source_are_deleted_in_one_checkpoi
     assert run.status == "completed", run.report["problems"]
     assert run.counters["deleted"] == 2
     with forge(target) as f:
-        bodies = sorted(c.payload["body"] for c in f.list(ObjectType.ISSUE_COMMENT))
+        bodies = sorted(c.payload["body"] for c in f.reader.objects_of(ObjectType.ISSUE_COMMENT))
     assert bodies == sorted(f"comment {n}" for n in range(1, 13) if n not in (2, 10))
 
 

@@ -243,7 +243,9 @@ def test_a_checkpoint_that_edits_a_misplaced_comment_puts_it_back(tmp_path, worl
     source, request = synced_then_misplaced(ctx, fake, tmp_path)
     with forge(source.path) as f:
         [comment] = [
-            c for c in f.list(ObjectType.ISSUE_COMMENT) if c.payload["body"] == "comment 0 on 2"
+            c
+            for c in f.reader.objects_of(ObjectType.ISSUE_COMMENT)
+            if c.payload["body"] == "comment 0 on 2"
         ]
         f.update(ObjectType.ISSUE_COMMENT, comment.identity, body="comment 0 on 2, edited")
 

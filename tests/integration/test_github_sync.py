@@ -59,7 +59,10 @@ def local_state(path: Path, types: list[ObjectType]) -> dict[str, Counter[str]]:
     """Content hashes per type (identities differ between forges; content must not)."""
     provider = LocalProvider.open(EndpointSpec("local", str(path)))
     try:
-        return {t.value: Counter(o.content_hash for o in provider.forge.list(t)) for t in types}
+        return {
+            t.value: Counter(o.content_hash for o in provider.forge.reader.objects_of(t))
+            for t in types
+        }
     finally:
         provider.close()
 
@@ -125,7 +128,7 @@ def test_github_to_local_then_round_trip_keeps_every_object(tmp_path, world):
     assert local_state(back, KEPT) == local_state(source, KEPT)
     # Comments: the source's only; the review request's projection is no comment.
     with forge(back) as f:
-        bodies = [c.payload["body"] for c in f.list(ObjectType.ISSUE_COMMENT)]
+        bodies = [c.payload["body"] for c in f.reader.objects_of(ObjectType.ISSUE_COMMENT)]
     assert sorted(bodies) == sorted(["me too", "LGTM?"])
     # GitHub creates a release's tag when it does not exist: it comes back as a ref.
     assert set(refs(back)) == set(refs(source)) | {"refs/tags/v1.0", SHADOW}
@@ -152,8 +155,8 @@ def test_github_data_made_in_the_ui_reaches_the_local_forge(tmp_path, world):
 
     assert run.status == "completed", run.report["problems"]
     with forge(local) as f:
-        [issue] = f.list(ObjectType.ISSUE)
-        [comment] = f.list(ObjectType.ISSUE_COMMENT)
+        [issue] = f.reader.objects_of(ObjectType.ISSUE)
+        [comment] = f.reader.objects_of(ObjectType.ISSUE_COMMENT)
     assert (issue.number, issue.payload["author"], issue.payload["labels"]) == (
         number,
         "octocat",
@@ -226,7 +229,7 @@ def test_a_fork_pull_request_on_github_brings_its_commits_to_the_local_forge(tmp
     assert run.status == "completed", run.report["problems"]
     assert refs(local)[f"refs/heads/reposync/pr/{number}/head"] == head
     with forge(local) as f:
-        [pr] = f.list(ObjectType.PULL_REQUEST)
+        [pr] = f.reader.objects_of(ObjectType.PULL_REQUEST)
     assert (pr.payload["head_ref"], pr.payload["head_sha"]) == ("patch-1", head)
 
 

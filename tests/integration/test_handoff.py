@@ -62,7 +62,10 @@ def test_handoff_switches_authority_then_syncs_the_other_way(ctx, pair):
     assert back.source_side == "b"
     assert refs(a)["refs/heads/main"] == refs(b)["refs/heads/main"]
     with forge(a) as f:
-        assert {lb.payload["name"] for lb in f.list("label")} == {"bug", "after-handoff"}
+        assert {lb.payload["name"] for lb in f.reader.objects_of("label")} == {
+            "bug",
+            "after-handoff",
+        }
 
 
 def test_a_source_change_during_handoff_aborts_and_keeps_the_authority(ctx, pair, monkeypatch):

@@ -107,15 +107,15 @@ def family_forge(path: Path) -> None:
 def family(path: Path) -> dict[str, list[Any]]:
     """The family canonically: content hashes, and each asset with its release's."""
     with forge(path) as f:
-        releases = {r.identity: r for r in f.list(ObjectType.RELEASE)}
+        releases = {r.identity: r for r in f.reader.objects_of(ObjectType.RELEASE)}
         out: dict[str, list[Any]] = {
-            t.value: sorted((o.number or 0, o.content_hash) for o in f.list(t))
+            t.value: sorted((o.number or 0, o.content_hash) for o in f.reader.objects_of(t))
             for t in FAMILY
             if t is not ObjectType.RELEASE_ASSET
         }
         out["release_asset"] = sorted(
             (releases[a.refs["parent"].identity].payload["tag"], a.content_hash)
-            for a in f.list(ObjectType.RELEASE_ASSET)
+            for a in f.reader.objects_of(ObjectType.RELEASE_ASSET)
         )
         return out
 
@@ -213,7 +213,7 @@ def test_lock_changes_on_the_source_reach_github(tmp_path, world):
     request = SyncRequest(f"local:{a}", f"github:{REPO}")
     assert sync(ctx, request).status == "completed"
     with forge(a) as f:
-        by_number = {i.number: i.identity for i in f.list(ObjectType.ISSUE)}
+        by_number = {i.number: i.identity for i in f.reader.objects_of(ObjectType.ISSUE)}
         f.update(ObjectType.ISSUE, by_number[1], locked=False, active_lock_reason=None)
         f.update(ObjectType.ISSUE, by_number[3], locked=True, active_lock_reason="spam")
         f.update(ObjectType.ISSUE, by_number[4], active_lock_reason="resolved")

@@ -78,6 +78,7 @@ from reposync.models import Run, RunItem
 from reposync.models.db import Database
 from reposync.providers.base import EndpointSpec
 from reposync.providers.local import LocalProvider
+from reposync.providers.local.authoring import ForgeAuthoring
 from reposync.service.bindings import SyncRequest
 from reposync.service.context import ServiceContext
 from reposync.service.embedded import sync
@@ -167,7 +168,7 @@ class ForgeSync(RuleBasedStateMachine):
         self.target = init_bare(self.root / "dst.git")
         self.repo = pygit2.Repository(str(self.source))
         self.provider = LocalProvider.open(EndpointSpec("local", str(self.source)))
-        self.forge = self.provider.forge
+        self.forge = ForgeAuthoring(self.provider.forge)
         self.commits = _commits_of(self.repo)
         self.tick = 0
         #: The source's fingerprint (identities, hashes, refs) at the last converged Run.
@@ -264,7 +265,7 @@ class ForgeSync(RuleBasedStateMachine):
     def objects(self, *types: ObjectType) -> list[Any]:
         found: list[Any] = []
         for object_type in types:
-            found.extend(self.forge.list(object_type))
+            found.extend(self.forge.reader.objects_of(object_type))
         return found
 
     def pick(self, objects: list[Any], n: int) -> Any:
@@ -883,7 +884,7 @@ class ForgeSync(RuleBasedStateMachine):
                 self.forge.delete(ObjectType.RELEASE_ASSET, asset.identity)
         elif op == "reupload":  # removed and uploaded again under its name
             asset = self.pick(assets, n)
-            with self.forge.open_asset(asset.identity) as stream:
+            with self.forge.assets.open_asset(asset.identity) as stream:
                 content = stream.read()
             if not flag:
                 content += b"v2\n"
@@ -1050,7 +1051,7 @@ class ForgeSync(RuleBasedStateMachine):
         with target_forge(self.target) as forge:
             for object_type in FORGE_TYPES:
                 if object_type in NOT_ON_TARGET:
-                    state[object_type.value] = forge.count(object_type)
+                    state[object_type.value] = forge.reader.count(object_type)
                 else:
                     state[object_type.value] = canonical(forge, object_type)
         return state
@@ -1064,7 +1065,7 @@ class ForgeSync(RuleBasedStateMachine):
             for object_type in FORGE_TYPES:
                 rows[object_type.value] = [
                     (o.identity, o.revision, o.number, o.unique_key, o.content_hash)
-                    for o in provider.forge.list(object_type)
+                    for o in provider.forge.reader.objects_of(object_type)
                 ]
             assets = provider.forge.root / "assets"
             rows["asset_files"] = (
@@ -1086,7 +1087,7 @@ def canonical(forge: Any, object_type: ObjectType) -> list[tuple[int, str, str, 
     """(number, unique key, content hash, what it replies to) of every object of a type:
     identities left out (they differ between the sides); a review comment's reply is
     named by the unique key and hash of the comment it answers ("gone" once deleted)."""
-    objects = forge.list(object_type)
+    objects = forge.reader.objects_of(object_type)
     by_identity = {o.identity: f"{o.unique_key} {o.content_hash}" for o in objects}
 
     def replied(obj: Any) -> str:

@@ -61,16 +61,16 @@ def two_pulls_with_review_requests(path: Path) -> dict[str, str]:
 def review_requests(path: Path) -> list[tuple[int, str, str]]:
     """(pull number, reviewer, content hash) of every review request."""
     with forge(path) as f:
-        pulls = {p.identity: p.number for p in f.list(ObjectType.PULL_REQUEST)}
+        pulls = {p.identity: p.number for p in f.reader.objects_of(ObjectType.PULL_REQUEST)}
         return sorted(
             (pulls[r.refs["parent"].identity], r.payload["reviewer"], r.content_hash)
-            for r in f.list(ObjectType.REVIEW_REQUEST)
+            for r in f.reader.objects_of(ObjectType.REVIEW_REQUEST)
         )
 
 
 def comments(path: Path) -> list[Any]:
     with forge(path) as f:
-        return f.list(ObjectType.ISSUE_COMMENT)
+        return f.reader.objects_of(ObjectType.ISSUE_COMMENT)
 
 
 def test_review_requests_survive_a_local_to_local_handoff(ctx, tmp_path):
@@ -213,10 +213,10 @@ def structure(path: Path) -> dict[str, Any]:
     its review's and its replied-to comment's content (identities differ between forges;
     content hashes leave parents out, so they are compared here)."""
     with forge(path) as f:
-        pulls = {p.identity: p.number for p in f.list(ObjectType.PULL_REQUEST)}
-        reviews = {r.identity: r for r in f.list(ObjectType.REVIEW)}
-        comments = {c.identity: c for c in f.list(ObjectType.REVIEW_COMMENT)}
-        requests = f.list(ObjectType.REVIEW_REQUEST)
+        pulls = {p.identity: p.number for p in f.reader.objects_of(ObjectType.PULL_REQUEST)}
+        reviews = {r.identity: r for r in f.reader.objects_of(ObjectType.REVIEW)}
+        comments = {c.identity: c for c in f.reader.objects_of(ObjectType.REVIEW_COMMENT)}
+        requests = f.reader.objects_of(ObjectType.REVIEW_REQUEST)
 
     def replied(c: Any) -> str | None:
         ref = c.refs.get("in_reply_to")

@@ -66,7 +66,9 @@ def anchors(path: Path) -> dict[ObjectType, Counter[str]]:
     provider = LocalProvider.open(EndpointSpec("local", str(path)))
     try:
         forge = provider.forge
-        objects = {t: {o.identity: o for o in forge.list(t)} for t in ObjectType if _listed(t)}
+        objects = {
+            t: {o.identity: o for o in forge.reader.objects_of(t)} for t in ObjectType if _listed(t)
+        }
     finally:
         provider.close()
     by_identity = {(t, i): o for t, found in objects.items() for i, o in found.items()}

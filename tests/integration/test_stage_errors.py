@@ -116,7 +116,7 @@ def test_a_write_lock_held_for_a_while_is_waited_out_within_the_run(quick, synce
     assert retries, [e.type for e in events(quick, run.id)]
     assert retries[0].counts["error_code"] == "provider_unavailable"
     with forge(target) as f:
-        assert f.count("label") == 4
+        assert f.reader.count("label") == 4
 
 
 def test_retries_are_bounded_and_the_last_error_is_in_the_report(quick, synced):
@@ -135,10 +135,10 @@ def test_retries_are_bounded_and_the_last_error_is_in_the_report(quick, synced):
     # Nothing was left mid-write: every claimed item was settled by read-back.
     assert run.counters.get("applying", 0) == 0
     with forge(target) as f:
-        assert f.count("label") == 1
+        assert f.reader.count("label") == 1
     assert sync(quick, request).status == "completed"  # once the lock is gone
     with forge(target) as f:
-        assert f.count("label") == 4
+        assert f.reader.count("label") == 4
 
 
 def test_an_unexpected_exception_fails_the_run_and_frees_the_binding(quick, synced, monkeypatch):

@@ -24,6 +24,7 @@ from reposync.models import ObjectLink, RunItem
 from reposync.models.db import Database
 from reposync.providers.base import EndpointSpec
 from reposync.providers.local import LocalProvider
+from reposync.providers.local.authoring import ForgeAuthoring
 from reposync.service.bindings import SyncRequest
 from reposync.service.context import ServiceContext
 from reposync.service.embedded import sync
@@ -78,7 +79,7 @@ def state(path: Path) -> dict[tuple[str, str], str]:
             (t.value, obj.identity): obj.content_hash
             for t in ObjectType
             if t is not ObjectType.GIT_REF
-            for obj in provider.forge.list(t)
+            for obj in provider.forge.reader.objects_of(t)
         }
     finally:
         provider.close()
@@ -130,7 +131,7 @@ class World:
 def populate(world: World, history: History) -> list[str]:
     source = open_forge(world.source)
     try:
-        forge = source.forge
+        forge = ForgeAuthoring(source.forge)
         for name, color in history.source_labels.items():
             forge.create_label(name, color=color)
         issue_ids = []
@@ -144,10 +145,11 @@ def populate(world: World, history: History) -> list[str]:
         source.close()
     target = open_forge(world.target)
     try:
+        standby = ForgeAuthoring(target.forge)
         for name, color in history.target_labels.items():
-            target.forge.create_label(name, color=color)
+            standby.create_label(name, color=color)
         for n in range(history.target_issues):  # numbers far from the source's
-            target.forge.create_issue(f"standby issue {n}", author="zed", number=900 + n)
+            standby.create_issue(f"standby issue {n}", author="zed", number=900 + n)
     finally:
         target.close()
     return issue_ids
@@ -156,8 +158,8 @@ def populate(world: World, history: History) -> list[str]:
 def edit(world: World, history: History, issue_ids: list[str]) -> None:
     source = open_forge(world.source)
     try:
-        forge = source.forge
-        labels = {obj.payload["name"]: obj.identity for obj in forge.list("label")}
+        forge = ForgeAuthoring(source.forge)
+        labels = {obj.payload["name"]: obj.identity for obj in forge.reader.objects_of("label")}
         for kind, what, value in history.edits:
             if kind == "retitle" and issue_ids:
                 forge.update("issue", issue_ids[what % len(issue_ids)], title=value)
@@ -166,7 +168,9 @@ def edit(world: World, history: History, issue_ids: list[str]) -> None:
             elif kind == "recolor" and what in labels:
                 forge.update("label", labels[what], color=value)
             elif kind == "delete_label" and what in labels:
-                in_use = any(what in obj.payload["labels"] for obj in forge.list("issue"))
+                in_use = any(
+                    what in obj.payload["labels"] for obj in forge.reader.objects_of("issue")
+                )
                 if not in_use:
                     forge.delete("label", labels.pop(what))
     finally:
@@ -176,7 +180,10 @@ def edit(world: World, history: History, issue_ids: list[str]) -> None:
 def source_labels(world: World) -> dict[str, str]:
     provider = open_forge(world.source)
     try:
-        return {obj.payload["name"]: obj.payload["color"] for obj in provider.forge.list("label")}
+        return {
+            obj.payload["name"]: obj.payload["color"]
+            for obj in provider.forge.reader.objects_of("label")
+        }
     finally:
         provider.close()
 

@@ -197,7 +197,7 @@ class LocalHarness(Harness):
     def stored_count(self, spec: EndpointSpec, object_type: ObjectType) -> int:
         forge = LocalForge(spec.locator)
         try:
-            return forge.count(object_type)
+            return forge.reader.count(object_type)
         finally:
             forge.close()
 

@@ -20,8 +20,13 @@ import pytest
 from reposync import faults
 from reposync.errors import Conflict, ObjectNotFound, ProviderError, ProviderUnavailable
 from reposync.providers.base import TargetRef, TargetWrite, WriteStatus
-from reposync.providers.local import forge as forge_module
+from reposync.providers.local import reads as reads_module
+from reposync.providers.local.assets import ASSET_CHUNK
+from reposync.providers.local.authoring import ForgeAuthoring
 from reposync.providers.local.forge import LocalForge
+from reposync.providers.local.mutations import RowMutations
+from reposync.providers.local.objects import FORGE_TYPES, PARENT_TYPES
+from reposync.providers.local.store import SCHEMA_VERSION
 from reposync.sync import objects
 from reposync.sync.canonical import CanonicalObject, ObjectRef, content_hash
 from reposync.sync.objects import MalformedObject
@@ -42,10 +47,10 @@ def repo(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def forge(repo: Path) -> Iterator[LocalForge]:
-    store = LocalForge(repo)
-    yield store
-    store.close()
+def forge(repo: Path) -> Iterator[ForgeAuthoring]:
+    authoring = ForgeAuthoring(LocalForge(repo))
+    yield authoring
+    authoring.store.close()
 
 
 @pytest.fixture
@@ -171,15 +176,15 @@ class ChunkRecorder(io.BytesIO):
 
 def test_reads_of_a_missing_store_return_nothing_and_create_nothing(forge, repo):
     """Index, reads, lookups and counts of a repository without metadata leave it untouched."""
-    assert forge.is_empty()
-    assert list(forge.index(list(T))) == []
-    assert forge.read_batch(T.ISSUE, ["1", "2"]) == {"1": None, "2": None}
-    assert forge.get(T.LABEL, "1") is None
-    assert forge.list(T.ISSUE) == []
-    assert forge.count() == 0
-    assert forge.find_by_markers(T.ISSUE, ["m"]) == {}
+    assert forge.reader.is_empty()
+    assert list(forge.reader.index(list(T))) == []
+    assert forge.reader.read_batch(T.ISSUE, ["1", "2"]) == {"1": None, "2": None}
+    assert forge.reader.get(T.LABEL, "1") is None
+    assert forge.reader.objects_of(T.ISSUE) == []
+    assert forge.reader.count() == 0
+    assert forge.reader.find_by_markers(T.ISSUE, ["m"]) == {}
     with pytest.raises(ObjectNotFound):
-        forge.open_asset("1")
+        forge.assets.open_asset("1")
     assert not (repo / "reposync").exists()
 
 
@@ -190,29 +195,29 @@ def test_first_write_creates_the_database_with_wal_and_schema_version(forge, rep
     assert db.is_file()
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == forge_module.SCHEMA_VERSION
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     reopened = LocalForge(repo)
-    assert [o.payload["name"] for o in reopened.list(T.LABEL)] == ["bug"]
-    reopened.close()
+    assert [o.payload["name"] for o in reopened.reader.objects_of(T.LABEL)] == ["bug"]
+    reopened.store.close()
 
 
 def test_a_newer_schema_is_refused_clearly(forge, repo):
     """A store written by a newer reposync is not guessed at: ProviderUnavailable names it."""
     forge.create_label("bug")
-    forge.close()
+    forge.store.close()
     with sqlite3.connect(repo / "reposync" / "forge.db") as conn:
-        conn.execute(f"PRAGMA user_version = {forge_module.SCHEMA_VERSION + 1}")
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     with pytest.raises(ProviderUnavailable, match="newer than this reposync"):
-        forge.is_empty()
+        forge.reader.is_empty()
 
 
 def test_is_empty_follows_the_objects(forge):
     """is_empty is true before the first object and again once everything is deleted."""
-    assert forge.is_empty()
+    assert forge.reader.is_empty()
     label = forge.create_label("bug")
-    assert not forge.is_empty()
+    assert not forge.reader.is_empty()
     forge.delete(T.LABEL, label)
-    assert forge.is_empty()
+    assert forge.reader.is_empty()
 
 
 # -- round trips through the Python API ----------------------------------------------------
@@ -222,12 +227,12 @@ def test_every_type_round_trips_through_the_api_exactly_as_its_builder_builds_it
     """Each API call stores what the shared builder makes of the same arguments, hash and all."""
     label = forge.create_label("bug", "D73A4A", "Something is broken")
     assert_same(
-        forge.get(T.LABEL, label),
+        forge.reader.get(T.LABEL, label),
         objects.label(label, "1", name="bug", color="d73a4a", description="Something is broken"),
     )
     milestone = forge.create_milestone("v1.0", "first", "closed", due_on=LATER)
     assert_same(
-        forge.get(T.MILESTONE, milestone),
+        forge.reader.get(T.MILESTONE, milestone),
         objects.milestone(
             milestone, "1", title="v1.0", description="first", state="closed", due_on=LATER
         ),
@@ -246,7 +251,7 @@ def test_every_type_round_trips_through_the_api_exactly_as_its_builder_builds_it
         locked=True,
     )
     assert_same(
-        forge.get(T.ISSUE, issue),
+        forge.reader.get(T.ISSUE, issue),
         objects.issue(
             issue,
             "1",
@@ -284,7 +289,7 @@ def test_every_type_round_trips_through_the_api_exactly_as_its_builder_builds_it
         **pr_fields,
     )
     assert_same(
-        forge.get(T.PULL_REQUEST, pr),
+        forge.reader.get(T.PULL_REQUEST, pr),
         objects.pull_request(
             pr,
             "1",
@@ -309,9 +314,11 @@ def test_every_type_round_trips_through_the_api_exactly_as_its_builder_builds_it
         author="carol",
         created_at=WHEN,
     )
-    assert_same(forge.get(T.ISSUE_COMMENT, comment), expected_comment)
+    assert_same(forge.reader.get(T.ISSUE_COMMENT, comment), expected_comment)
     pr_comment = forge.add_comment(T.PULL_REQUEST, pr, "LGTM", author="dave", created_at=WHEN)
-    assert forge.get(T.ISSUE_COMMENT, pr_comment).refs["parent"] == ObjectRef(T.PULL_REQUEST, pr)
+    assert forge.reader.get(T.ISSUE_COMMENT, pr_comment).refs["parent"] == ObjectRef(
+        T.PULL_REQUEST, pr
+    )
     review = forge.add_review(
         pr, state="APPROVED", body="Nice", commit_id=SHA_B, author="dave", submitted_at=WHEN
     )
@@ -326,7 +333,7 @@ def test_every_type_round_trips_through_the_api_exactly_as_its_builder_builds_it
         author="dave",
         submitted_at=WHEN,
     )
-    assert_same(forge.get(T.REVIEW, review), expected_review)
+    assert_same(forge.reader.get(T.REVIEW, review), expected_review)
     thread = forge.add_review_comment(
         review, path="a.py", line=3, body="nit", commit_id=SHA_B, author="dave", created_at=WHEN
     )
@@ -342,7 +349,7 @@ def test_every_type_round_trips_through_the_api_exactly_as_its_builder_builds_it
         created_at=LATER,
     )
     assert_same(
-        forge.get(T.REVIEW_COMMENT, reply),
+        forge.reader.get(T.REVIEW_COMMENT, reply),
         objects.review_comment(
             reply,
             "1",
@@ -360,7 +367,7 @@ def test_every_type_round_trips_through_the_api_exactly_as_its_builder_builds_it
     )
     request = forge.request_review(pr, "erin", requested_at=WHEN)
     assert_same(
-        forge.get(T.REVIEW_REQUEST, request),
+        forge.reader.get(T.REVIEW_REQUEST, request),
         objects.review_request(
             request,
             "1",
@@ -374,7 +381,7 @@ def test_every_type_round_trips_through_the_api_exactly_as_its_builder_builds_it
         "v1.0.0", author="alice", name="One", body="notes", prerelease=True, created_at=WHEN
     )
     assert_same(
-        forge.get(T.RELEASE, release),
+        forge.reader.get(T.RELEASE, release),
         objects.release(
             release,
             "1",
@@ -389,7 +396,7 @@ def test_every_type_round_trips_through_the_api_exactly_as_its_builder_builds_it
     data = b"\x00binary\xff" * 100
     asset = forge.upload_asset(release, "app.tar.gz", data, "application/gzip")
     assert_same(
-        forge.get(T.RELEASE_ASSET, asset),
+        forge.reader.get(T.RELEASE_ASSET, asset),
         objects.release_asset(
             asset,
             "1",
@@ -401,11 +408,11 @@ def test_every_type_round_trips_through_the_api_exactly_as_its_builder_builds_it
             sha256=hashlib.sha256(data).hexdigest(),
         ),
     )
-    with forge.open_asset(asset) as stream:
+    with forge.assets.open_asset(asset) as stream:
         assert stream.read() == data
     reaction = forge.add_reaction(T.ISSUE_COMMENT, comment, "heart", "bob", created_at=WHEN)
     assert_same(
-        forge.get(T.REACTION, reaction),
+        forge.reader.get(T.REACTION, reaction),
         objects.reaction(
             reaction,
             "1",
@@ -417,14 +424,14 @@ def test_every_type_round_trips_through_the_api_exactly_as_its_builder_builds_it
         ),
     )
     # Refs and HEAD are Git's, not the forge's.
-    assert {t for t in T if forge.count(t)} == set(T) - {T.GIT_REF, T.DEFAULT_BRANCH}
+    assert {t for t in T if forge.reader.count(t)} == set(T) - {T.GIT_REF, T.DEFAULT_BRANCH}
 
 
 def test_api_update_merges_validates_and_bumps_the_revision(forge):
     """update() merges changes through the builder; bad values and clashes are refused."""
     issue = forge.create_issue("Old", author="alice", created_at=WHEN, labels=["b", "a"])
     assert forge.update(T.ISSUE, issue, title="New", state="closed") == "2"
-    obj = forge.get(T.ISSUE, issue)
+    obj = forge.reader.get(T.ISSUE, issue)
     assert (obj.revision, obj.payload["title"], obj.payload["labels"]) == ("2", "New", ["a", "b"])
     assert obj.number == 1
     with pytest.raises(MalformedObject):
@@ -437,7 +444,7 @@ def test_api_update_merges_validates_and_bumps_the_revision(forge):
     other = forge.create_label("ui")
     with pytest.raises(Conflict):
         forge.update(T.LABEL, other, name="bug")
-    assert forge.get(T.ISSUE, issue).revision == "2"
+    assert forge.reader.get(T.ISSUE, issue).revision == "2"
 
 
 def test_parent_key_changes_reach_every_descendant(forge):
@@ -445,7 +452,7 @@ def test_parent_key_changes_reach_every_descendant(forge):
     release = forge.create_release("v1", author="alice", created_at=WHEN)
     asset = forge.upload_asset(release, "a.bin", b"abc")
     forge.update(T.RELEASE, release, tag="v1.0")
-    renamed = forge.get(T.RELEASE_ASSET, asset)
+    renamed = forge.reader.get(T.RELEASE_ASSET, asset)
     assert (renamed.unique_key, renamed.object_key) == ("v1.0:a.bin", "asset a.bin of v1.0")
     assert renamed.revision == "1"  # content did not change
 
@@ -458,11 +465,13 @@ def test_parent_key_changes_reach_every_descendant(forge):
     )
     reaction = forge.add_reaction(T.REVIEW_COMMENT, comment, "eyes", "e")
     forge.update(T.REVIEW, review, body="edited")
-    new_review = forge.get(T.REVIEW, review)
-    new_comment = forge.get(T.REVIEW_COMMENT, comment)
+    new_review = forge.reader.get(T.REVIEW, review)
+    new_comment = forge.reader.get(T.REVIEW_COMMENT, comment)
     assert new_comment.unique_key.startswith(new_review.unique_key + ":")
-    assert forge.get(T.REACTION, reaction).unique_key.startswith(new_comment.unique_key + ":")
-    assert {e.identity: e for e in forge.index([T.REACTION])}[reaction] == forge.get(
+    assert forge.reader.get(T.REACTION, reaction).unique_key.startswith(
+        new_comment.unique_key + ":"
+    )
+    assert {e.identity: e for e in forge.reader.index([T.REACTION])}[reaction] == forge.reader.get(
         T.REACTION, reaction
     ).index_entry()
 
@@ -476,15 +485,18 @@ def test_issues_and_pull_requests_share_one_number_sequence(forge, repo):
     pr = forge.create_pull_request(
         "two", author="a", base_ref="main", base_sha=SHA_A, head_ref="x", head_sha=SHA_B
     )
-    assert (forge.get(T.ISSUE, issue).number, forge.get(T.PULL_REQUEST, pr).number) == (1, 2)
+    assert (
+        forge.reader.get(T.ISSUE, issue).number,
+        forge.reader.get(T.PULL_REQUEST, pr).number,
+    ) == (1, 2)
     with pytest.raises(Conflict):
         forge.create_issue("clash", author="a", number=2)
     explicit = forge.create_issue("ten", author="a", number=10)
     after = forge.create_pull_request(
         "next", author="a", base_ref="main", base_sha=SHA_A, head_ref="y", head_sha=SHA_B
     )
-    assert forge.get(T.ISSUE, explicit).number == 10
-    assert forge.get(T.PULL_REQUEST, after).number == 11
+    assert forge.reader.get(T.ISSUE, explicit).number == 10
+    assert forge.reader.get(T.PULL_REQUEST, after).number == 11
     with sqlite3.connect(repo / "reposync" / "forge.db") as raw:
         row = raw.execute("SELECT * FROM objects WHERE object_type = 'issue' AND id = ?", (issue,))
         values = list(row.fetchone())
@@ -516,7 +528,10 @@ def test_unique_keys_are_enforced_where_forges_enforce_them(forge):
     one = forge.add_comment(T.ISSUE, issue, "+1", author="a", created_at=WHEN)
     two = forge.add_comment(T.ISSUE, issue, "+1", author="a", created_at=WHEN)
     assert one != two
-    assert forge.get(T.ISSUE_COMMENT, one).unique_key == forge.get(T.ISSUE_COMMENT, two).unique_key
+    keys = {
+        i: o.unique_key for i, o in forge.reader.read_batch(T.ISSUE_COMMENT, [one, two]).items()
+    }
+    assert keys[one] == keys[two]
     forge.add_reaction(T.ISSUE, issue, "heart", "bob")
     with pytest.raises(Conflict):
         forge.add_reaction(T.ISSUE, issue, "heart", "bob")
@@ -532,13 +547,13 @@ def test_wrong_parents_are_refused(forge):
     release = forge.create_release("v1", author="a")
     with pytest.raises(MalformedObject):
         forge.add_comment(T.RELEASE, release, "hi", author="a")
-    assert forge.count() == 2
+    assert forge.reader.count() == 2
 
 
 # -- index ---------------------------------------------------------------------------------
 
 
-def populate(forge: LocalForge) -> dict[ObjectType, str]:
+def populate(forge: ForgeAuthoring) -> dict[ObjectType, str]:
     """One object of every type (plus enough labels to make ids sort as text)."""
     for n in range(12):
         forge.create_label(f"label {n}")
@@ -569,13 +584,13 @@ def populate(forge: LocalForge) -> dict[ObjectType, str]:
 def test_index_is_sorted_like_python_sorts_type_and_identity_strings(forge):
     """(type, identity) text order: label "10" before "2", types alphabetical."""
     populate(forge)
-    entries = list(forge.index(list(T)))
+    entries = list(forge.reader.index(list(T)))
     keys = [(str(e.object_type), e.identity) for e in entries]
     assert keys == sorted(keys)
-    assert len(set(keys)) == len(keys) == forge.count()
+    assert len(set(keys)) == len(keys) == forge.reader.count()
     labels = [e.identity for e in entries if e.object_type is T.LABEL]
     assert labels[:4] == ["1", "10", "11", "12"]
-    only = list(forge.index([T.REACTION, T.ISSUE, T.GIT_REF]))
+    only = list(forge.reader.index([T.REACTION, T.ISSUE, T.GIT_REF]))
     assert [e.object_type for e in only] == [T.ISSUE, T.REACTION]
 
 
@@ -596,10 +611,10 @@ def test_sqlite_binary_order_is_python_str_order():
 def test_index_entries_are_the_read_objects_index_entries(forge):
     """What the index says of an object is exactly what reading it and indexing it gives."""
     made = populate(forge)
-    entries = list(forge.index(list(T)))
+    entries = list(forge.reader.index(list(T)))
     for object_type in made:
         of_type = [e for e in entries if e.object_type is object_type]
-        read = forge.read_batch(object_type, [e.identity for e in of_type])
+        read = forge.reader.read_batch(object_type, [e.identity for e in of_type])
         assert [read[e.identity].index_entry() for e in of_type] == of_type
 
 
@@ -607,31 +622,31 @@ def test_index_never_reads_payloads(forge, repo):
     """Listing uses the covering index only: no payload in the SQL, and corrupt payloads do
     not disturb it."""
     populate(forge)
-    before = list(forge.index(list(T)))
+    before = list(forge.reader.index(list(T)))
     statements: list[str] = []
-    forge.trace(statements.append)
-    listed = list(forge.index(list(T)))
-    forge.trace(None)
+    forge.store.trace(statements.append)
+    listed = list(forge.reader.index(list(T)))
+    forge.store.trace(None)
     assert listed == before
     queries = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
     assert queries
     assert not [s for s in queries if "payload" in s.lower()]
     with sqlite3.connect(repo / "reposync" / "forge.db") as raw:
         plan = raw.execute(
-            "EXPLAIN QUERY PLAN " + forge_module._INDEX_QUERY, ("label", "", 10)
+            "EXPLAIN QUERY PLAN " + reads_module._INDEX_QUERY, ("label", "", 10)
         ).fetchall()
         assert any("COVERING INDEX objects_listing" in row[-1] for row in plan), plan
         raw.execute("UPDATE objects SET payload = '{not json'")
-    assert list(forge.index(list(T))) == before
+    assert list(forge.reader.index(list(T))) == before
     with pytest.raises(ProviderError):
-        forge.get(T.LABEL, "1")
+        forge.reader.get(T.LABEL, "1")
 
 
 def test_index_pages_through_chunks_without_losing_or_repeating(forge, monkeypatch):
     """Keyset paging over text identities returns every object once, in order."""
-    monkeypatch.setattr(forge_module, "INDEX_CHUNK", 7)
+    monkeypatch.setattr(reads_module, "INDEX_CHUNK", 7)
     forge.create_many(T.LABEL, [{"name": f"l{n}"} for n in range(50)])
-    identities = [e.identity for e in forge.index([T.LABEL])]
+    identities = [e.identity for e in forge.reader.index([T.LABEL])]
     assert identities == sorted(str(n) for n in range(1, 51))
 
 
@@ -677,7 +692,7 @@ def type_case(object_type: ObjectType, variant: int) -> tuple[dict[str, Any], st
     return payload, "parent" if object_type in dummy else None
 
 
-@pytest.mark.parametrize("object_type", sorted(forge_module.FORGE_TYPES, key=str))
+@pytest.mark.parametrize("object_type", sorted(FORGE_TYPES, key=str))
 def test_apply_batch_creates_updates_and_deletes_every_type(forge, object_type):
     """Create, update (revision 2, hash of the new payload) and delete, read back each time."""
     parents = {
@@ -693,18 +708,18 @@ def test_apply_batch_creates_updates_and_deletes_every_type(forge, object_type):
     payload, ref_name = type_case(object_type, 0)
     refs = {}
     if ref_name is not None:
-        parent_type = forge_module.PARENT_TYPES[object_type][0]
+        parent_type = PARENT_TYPES[object_type][0]
         refs[ref_name] = ref(parent_type, parents[parent_type])
     number = 50 if object_type is T.ISSUE else 60 if object_type is T.PULL_REQUEST else None
     if number is not None:
         payload.pop("number", None)
     content = (lambda: io.BytesIO(ASSET_BYTES[0])) if object_type is T.RELEASE_ASSET else None
 
-    [created] = forge.apply_batch(
+    [created] = forge.writer.apply_batch(
         [create(object_type, payload, "src-1", number=number, refs=refs, content=content)]
     )
     assert created.status is WriteStatus.OK, created
-    obj = forge.get(object_type, created.target_identity)
+    obj = forge.reader.get(object_type, created.target_identity)
     assert dict(obj.payload) == payload
     assert obj.content_hash == content_hash(payload)
     assert obj.revision == "1"
@@ -714,7 +729,7 @@ def test_apply_batch_creates_updates_and_deletes_every_type(forge, object_type):
     changed_content = (
         (lambda: io.BytesIO(ASSET_BYTES[1])) if object_type is T.RELEASE_ASSET else None
     )
-    [updated] = forge.apply_batch(
+    [updated] = forge.writer.apply_batch(
         [
             update(
                 object_type,
@@ -726,18 +741,18 @@ def test_apply_batch_creates_updates_and_deletes_every_type(forge, object_type):
         ]
     )
     assert updated.status is WriteStatus.OK, updated
-    again = forge.get(object_type, obj.identity)
+    again = forge.reader.get(object_type, obj.identity)
     assert (dict(again.payload), again.revision) == (changed, "2")
     assert again.content_hash == content_hash(changed)
     assert (again.number, again.refs) == (obj.number, obj.refs)
     if object_type is T.RELEASE_ASSET:
-        with forge.open_asset(obj.identity) as stream:
+        with forge.assets.open_asset(obj.identity) as stream:
             assert stream.read() == ASSET_BYTES[1]
 
-    [deleted] = forge.apply_batch([delete(object_type, obj.identity)])
+    [deleted] = forge.writer.apply_batch([delete(object_type, obj.identity)])
     assert deleted.status is WriteStatus.OK
-    assert forge.get(object_type, obj.identity) is None
-    [again_deleted] = forge.apply_batch([delete(object_type, obj.identity)])
+    assert forge.reader.get(object_type, obj.identity) is None
+    [again_deleted] = forge.writer.apply_batch([delete(object_type, obj.identity)])
     assert (again_deleted.status, again_deleted.target_identity) == (WriteStatus.OK, obj.identity)
 
 
@@ -745,9 +760,9 @@ def test_refused_writes_leave_the_rest_of_the_batch_intact(forge):
     """Conflicts, a stale expected hash, a missing target and invalid payloads are refused
     one by one; every other write of the batch commits."""
     bug = forge.create_label("bug")
-    stale = forge.get(T.LABEL, bug).content_hash
+    stale = forge.reader.get(T.LABEL, bug).content_hash
     forge.update(T.LABEL, bug, description="changed meanwhile")
-    results = forge.apply_batch(
+    results = forge.writer.apply_batch(
         [
             create(T.LABEL, label_payload("one"), "s1", item=1),
             create(T.LABEL, label_payload("bug"), "s2", item=2),  # name taken
@@ -771,13 +786,14 @@ def test_refused_writes_leave_the_rest_of_the_batch_intact(forge):
         ("refused", "conflict"),
     ]
     assert "would be stored as 'ffffff'" in results[5].message
-    assert sorted(o.payload["name"] for o in forge.list(T.LABEL)) == ["bug", "one", "two"]
-    assert forge.get(T.LABEL, bug).payload["description"] == "changed meanwhile"
-    assert [o.identity for o in forge.list(T.LABEL)] == ["1", "2", "3"]  # no gaps from refusals
+    labels = forge.reader.objects_of(T.LABEL)
+    assert sorted(o.payload["name"] for o in labels) == ["bug", "one", "two"]
+    assert forge.reader.get(T.LABEL, bug).payload["description"] == "changed meanwhile"
+    assert [o.identity for o in labels] == ["1", "2", "3"]  # no gaps from refusals
 
     issue = forge.create_issue("taken", author="a", number=7)
-    issue_payload = dict(forge.get(T.ISSUE, issue).payload)
-    results = forge.apply_batch(
+    issue_payload = dict(forge.reader.get(T.ISSUE, issue).payload)
+    results = forge.writer.apply_batch(
         [
             create(T.ISSUE, issue_payload, "i1", item=1, number=7),
             create(T.ISSUE, issue_payload, "i2", item=2, number=8),
@@ -786,7 +802,7 @@ def test_refused_writes_leave_the_rest_of_the_batch_intact(forge):
     assert statuses(results) == [("refused", "conflict"), ("ok", None)]
     assert "#7" in results[0].message
 
-    results = forge.apply_batch(
+    results = forge.writer.apply_batch(
         [
             create(T.ISSUE_COMMENT, comment_payload("a"), "c1", item=1,
                    refs={"parent": ref(T.ISSUE, "999")}),
@@ -803,15 +819,15 @@ def test_refused_writes_leave_the_rest_of_the_batch_intact(forge):
         ("ok", None),
         ("refused", "invalid"),
     ]
-    assert [o.payload["body"] for o in forge.list(T.ISSUE_COMMENT)] == ["c"]
+    assert [o.payload["body"] for o in forge.reader.objects_of(T.ISSUE_COMMENT)] == ["c"]
 
 
 def test_a_constraint_only_the_schema_catches_refuses_one_write(forge, monkeypatch):
     """When the checks miss a clash (a race), the schema's UNIQUE index refuses that write
     alone: the rows and ids of the other writes are unaffected."""
     forge.create_label("bug")
-    monkeypatch.setattr(LocalForge, "_check_unique", lambda *args: None)
-    results = forge.apply_batch(
+    monkeypatch.setattr(RowMutations, "check_unique", lambda *args: None)
+    results = forge.writer.apply_batch(
         [
             create(T.LABEL, label_payload("a"), "s1", item=1),
             create(T.LABEL, label_payload("bug"), "s2", item=2),
@@ -819,7 +835,7 @@ def test_a_constraint_only_the_schema_catches_refuses_one_write(forge, monkeypat
         ]
     )
     assert statuses(results) == [("ok", None), ("refused", "conflict"), ("ok", None)]
-    assert [(o.identity, o.payload["name"]) for o in forge.list(T.LABEL)] == [
+    assert [(o.identity, o.payload["name"]) for o in forge.reader.objects_of(T.LABEL)] == [
         ("1", "bug"),
         ("2", "a"),
         ("3", "b"),
@@ -828,7 +844,7 @@ def test_a_constraint_only_the_schema_catches_refuses_one_write(forge, monkeypat
 
 def test_git_refs_and_unknown_actions_are_refused(forge):
     """Git refs never go through the forge store; noop is not a write."""
-    results = forge.apply_batch(
+    results = forge.writer.apply_batch(
         [
             TargetWrite(1, Action.CREATE, T.GIT_REF, None, {"target": SHA_A}, "refs/heads/x"),
             TargetWrite(2, Action.NOOP, T.LABEL, "1", label_payload("x"), "m"),
@@ -840,18 +856,18 @@ def test_git_refs_and_unknown_actions_are_refused(forge):
 def test_a_create_is_idempotent_by_marker(forge):
     """The same create twice (a retry after a lost response) makes one object."""
     write = create(T.LABEL, label_payload("bug"), "source-17")
-    [first] = forge.apply_batch([write])
-    [second] = forge.apply_batch([write])
+    [first] = forge.writer.apply_batch([write])
+    [second] = forge.writer.apply_batch([write])
     assert first.status is second.status is WriteStatus.OK
     assert first.target_identity == second.target_identity == "1"
-    assert forge.count(T.LABEL) == 1
-    twice = forge.apply_batch([create(T.LABEL, label_payload("ui"), "s-18")] * 2)
+    assert forge.reader.count(T.LABEL) == 1
+    twice = forge.writer.apply_batch([create(T.LABEL, label_payload("ui"), "s-18")] * 2)
     assert [r.target_identity for r in twice] == ["2", "2"]
-    assert forge.find_by_markers(T.LABEL, ["source-17", "s-18", "nope"]) == {
+    assert forge.reader.find_by_markers(T.LABEL, ["source-17", "s-18", "nope"]) == {
         "source-17": "1",
         "s-18": "2",
     }
-    assert forge.find_by_markers(T.ISSUE, ["source-17"]) == {}
+    assert forge.reader.find_by_markers(T.ISSUE, ["source-17"]) == {}
 
 
 def test_marker_references_resolve_within_the_batch_in_any_order(forge):
@@ -862,7 +878,7 @@ def test_marker_references_resolve_within_the_batch_in_any_order(forge):
     )
     review = forge.add_review(pr, state="COMMENTED", commit_id=SHA_B, author="a")
     parent = {"parent": ref(T.REVIEW, review)}
-    results = forge.apply_batch(
+    results = forge.writer.apply_batch(
         [
             create(T.REVIEW_COMMENT, review_comment_payload("reply", reply=True), "src-2",
                    item=2, refs={**parent, "in_reply_to": ref(T.REVIEW_COMMENT, None, "src-1")}),
@@ -873,10 +889,10 @@ def test_marker_references_resolve_within_the_batch_in_any_order(forge):
         ]
     )  # fmt: skip
     assert statuses(results) == [("ok", None), ("ok", None), ("refused", "dependency_missing")]
-    reply = forge.get(T.REVIEW_COMMENT, results[0].target_identity)
+    reply = forge.reader.get(T.REVIEW_COMMENT, results[0].target_identity)
     assert reply.refs["in_reply_to"] == ObjectRef(T.REVIEW_COMMENT, results[1].target_identity)
     # Mismatch between payload and refs: is_reply without in_reply_to is not canonical.
-    [bad] = forge.apply_batch(
+    [bad] = forge.writer.apply_batch(
         [create(T.REVIEW_COMMENT, review_comment_payload("x", reply=True), "src-4", refs=parent)]
     )
     assert (bad.status, bad.error_code) == (WriteStatus.REFUSED, "invalid")
@@ -889,26 +905,26 @@ def test_delete_cascades_to_every_descendant(forge, repo):
     forge.add_comment(T.PULL_REQUEST, pr, "on the pr", author="a")
     forge.add_reaction(T.PULL_REQUEST, pr, "rocket", "u")
     forge.add_reaction(T.REVIEW_COMMENT, made[T.REVIEW_COMMENT], "eyes", "u")
-    before = {t: forge.count(t) for t in T}
-    [result] = forge.apply_batch([delete(T.PULL_REQUEST, pr)])
+    before = {t: forge.reader.count(t) for t in T}
+    [result] = forge.writer.apply_batch([delete(T.PULL_REQUEST, pr)])
     assert result.status is WriteStatus.OK
-    after = {t: forge.count(t) for t in T}
+    after = {t: forge.reader.count(t) for t in T}
     assert after[T.PULL_REQUEST] == before[T.PULL_REQUEST] - 1
     assert after[T.REVIEW] == after[T.REVIEW_COMMENT] == after[T.REVIEW_REQUEST] == 0
     assert after[T.ISSUE_COMMENT] == before[T.ISSUE_COMMENT] - 1  # the issue's stays
     assert after[T.REACTION] == 1  # the reaction on the issue comment stays
     assert after[T.ISSUE] == before[T.ISSUE]
 
-    asset = forge.get(T.RELEASE_ASSET, made[T.RELEASE_ASSET])
+    asset = forge.reader.get(T.RELEASE_ASSET, made[T.RELEASE_ASSET])
     blob = repo / "reposync" / "assets" / asset.payload["sha256"]
     assert blob.exists()
     forge.delete(T.RELEASE, made[T.RELEASE])
-    assert forge.count(T.RELEASE_ASSET) == 0
+    assert forge.reader.count(T.RELEASE_ASSET) == 0
     assert not blob.exists()
 
     forge.delete(T.ISSUE, made[T.ISSUE])
-    assert forge.count(T.ISSUE_COMMENT) == forge.count(T.REACTION) == 0
-    assert forge.count() == forge.count(T.LABEL) + forge.count(T.MILESTONE)
+    assert forge.reader.count(T.ISSUE_COMMENT) == forge.reader.count(T.REACTION) == 0
+    assert forge.reader.count() == forge.reader.count(T.LABEL) + forge.reader.count(T.MILESTONE)
 
 
 # -- atomicity -----------------------------------------------------------------------------
@@ -922,13 +938,13 @@ def test_a_fault_before_commit_leaves_nothing_of_the_batch(forge, repo, no_fault
     writes = [create(T.LABEL, label_payload(f"l{n}"), f"s{n}", item=n) for n in range(5)]
     writes.append(update(T.LABEL, "1", label_payload("existing", "123456"), item=9))
     with pytest.raises(faults.InjectedFault):
-        forge.apply_batch(writes)
-    assert [o.payload["name"] for o in forge.list(T.LABEL)] == ["existing"]
-    assert forge.get(T.LABEL, "1").revision == "1"
-    assert forge.find_by_markers(T.LABEL, [f"s{n}" for n in range(5)]) == {}
+        forge.writer.apply_batch(writes)
+    assert [o.payload["name"] for o in forge.reader.objects_of(T.LABEL)] == ["existing"]
+    assert forge.reader.get(T.LABEL, "1").revision == "1"
+    assert forge.reader.find_by_markers(T.LABEL, [f"s{n}" for n in range(5)]) == {}
     no_faults.delenv(faults.ENV)
     faults.reset()
-    results = forge.apply_batch(writes)
+    results = forge.writer.apply_batch(writes)
     assert [r.target_identity for r in results] == ["2", "3", "4", "5", "6", "1"]
 
 
@@ -938,11 +954,11 @@ def test_a_fault_after_commit_is_recovered_by_markers(forge, no_faults):
     faults.reset()
     writes = [create(T.LABEL, label_payload(f"l{n}"), f"s{n}", item=n) for n in range(3)]
     with pytest.raises(faults.InjectedFault):
-        forge.apply_batch(writes)
-    assert forge.count(T.LABEL) == 3
-    retried = forge.apply_batch(writes)
+        forge.writer.apply_batch(writes)
+    assert forge.reader.count(T.LABEL) == 3
+    retried = forge.writer.apply_batch(writes)
     assert [r.target_identity for r in retried] == ["1", "2", "3"]
-    assert forge.count(T.LABEL) == 3
+    assert forge.reader.count(T.LABEL) == 3
 
 
 CRASH_SCRIPT = textwrap.dedent(
@@ -956,10 +972,10 @@ CRASH_SCRIPT = textwrap.dedent(
     writes = [
         TargetWrite(n, Action.UPDATE, ObjectType.LABEL, o.identity,
                     {**o.payload, "description": "new"}, o.identity)
-        for n, o in enumerate(forge.list(ObjectType.LABEL))
+        for n, o in enumerate(forge.reader.objects_of(ObjectType.LABEL))
     ]
-    forge.trace(lambda sql: print(sql.split()[0], flush=True))
-    forge.apply_batch(writes)
+    forge.store.trace(lambda sql: print(sql.split()[0], flush=True))
+    forge.writer.apply_batch(writes)
     print("DONE", flush=True)
     """
 )
@@ -971,9 +987,9 @@ CRASH_SCRIPT = textwrap.dedent(
 )
 def test_a_killed_writer_leaves_every_object_old_or_new(repo, fault_point, expected):
     """SIGKILL while a 200-update batch waits before (after) COMMIT: all old (all new)."""
-    seed = LocalForge(repo)
+    seed = ForgeAuthoring(LocalForge(repo))
     seed.create_many(T.LABEL, [{"name": f"label {n}"} for n in range(200)])
-    seed.close()
+    seed.store.close()
     env = {**os.environ, faults.ENV: f"{fault_point}:sleep=60"}
     process = subprocess.Popen(
         [sys.executable, "-c", CRASH_SCRIPT, str(repo)],
@@ -1001,29 +1017,29 @@ def test_a_killed_writer_leaves_every_object_old_or_new(repo, fault_point, expec
     assert process.returncode == -signal.SIGKILL
     assert "DONE" not in rest
     after = LocalForge(repo)
-    described = {o.payload["description"] for o in after.list(T.LABEL)}
-    revisions = {o.revision for o in after.list(T.LABEL)}
+    described = {o.payload["description"] for o in after.reader.objects_of(T.LABEL)}
+    revisions = {o.revision for o in after.reader.objects_of(T.LABEL)}
     assert described == {expected}
     assert revisions == ({"1"} if expected == "" else {"2"})
-    assert after.count(T.LABEL) == 200
-    after.close()
+    assert after.reader.count(T.LABEL) == 200
+    after.store.close()
 
 
 def test_a_locked_store_raises_provider_unavailable_and_writes_nothing(repo):
     """Another writer holding the lock beyond the busy timeout: a clear error, no partial batch."""
-    forge = LocalForge(repo, busy_timeout=0.05)
+    forge = ForgeAuthoring(LocalForge(repo, busy_timeout=0.05))
     forge.create_label("existing")
     blocker = sqlite3.connect(repo / "reposync" / "forge.db", isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")
     try:
         with pytest.raises(ProviderUnavailable, match="locked"):
-            forge.apply_batch([create(T.LABEL, label_payload("new"), "s1")])
+            forge.writer.apply_batch([create(T.LABEL, label_payload("new"), "s1")])
     finally:
         blocker.execute("ROLLBACK")
         blocker.close()
-    assert [o.payload["name"] for o in forge.list(T.LABEL)] == ["existing"]
-    assert forge.apply_batch([create(T.LABEL, label_payload("new"), "s1")])[0].status == "ok"
-    forge.close()
+    assert [o.payload["name"] for o in forge.reader.objects_of(T.LABEL)] == ["existing"]
+    assert forge.writer.apply_batch([create(T.LABEL, label_payload("new"), "s1")])[0].status == "ok"
+    forge.store.close()
 
 
 # -- release assets ------------------------------------------------------------------------
@@ -1032,25 +1048,25 @@ def test_a_locked_store_raises_provider_unavailable_and_writes_nothing(repo):
 def test_asset_bytes_are_streamed_in_chunks_and_verified(forge, repo):
     """Bytes are read in bounded chunks, stored by sha256, and refused when they disagree."""
     release = forge.create_release("v1", author="a")
-    data = os.urandom(3 * forge_module.ASSET_CHUNK + 123)
+    data = os.urandom(3 * ASSET_CHUNK + 123)
     stream = ChunkRecorder(data)
     parent = {"parent": ref(T.RELEASE, release)}
-    [ok] = forge.apply_batch(
+    [ok] = forge.writer.apply_batch(
         [create(T.RELEASE_ASSET, asset_payload("big.bin", data), "a1", refs=parent,
                 content=lambda: stream)]
     )  # fmt: skip
     assert ok.status is WriteStatus.OK
     assert stream.reads
-    assert max(stream.reads) <= forge_module.ASSET_CHUNK
+    assert max(stream.reads) <= ASSET_CHUNK
     assert stream.closed
-    with forge.open_asset(ok.target_identity) as stored:
+    with forge.assets.open_asset(ok.target_identity) as stored:
         assert stored.read() == data
     assets = repo / "reposync" / "assets"
     assert (assets / hashlib.sha256(data).hexdigest()).is_file()
 
     lying_sha = {**asset_payload("bad.bin", b"x"), "sha256": "0" * 64}
     lying_size = {**asset_payload("bad2.bin", b"xyz"), "size": 4}
-    results = forge.apply_batch(
+    results = forge.writer.apply_batch(
         [
             create(T.RELEASE_ASSET, lying_sha, "a2", item=2, refs=parent,
                    content=lambda: io.BytesIO(b"x")),
@@ -1062,7 +1078,7 @@ def test_asset_bytes_are_streamed_in_chunks_and_verified(forge, repo):
     assert statuses(results) == [("refused", "invalid")] * 3
     assert "sha256" in results[0].message
     assert sorted(p.name for p in assets.iterdir()) == [hashlib.sha256(data).hexdigest()]
-    assert forge.count(T.RELEASE_ASSET) == 1
+    assert forge.reader.count(T.RELEASE_ASSET) == 1
 
 
 def test_equal_asset_bytes_share_one_file_until_the_last_reference_goes(forge, repo):
@@ -1074,12 +1090,12 @@ def test_equal_asset_bytes_share_one_file_until_the_last_reference_goes(forge, r
     blob = repo / "reposync" / "assets" / hashlib.sha256(b"identical").hexdigest()
     forge.delete(T.RELEASE_ASSET, first)
     assert blob.exists()
-    with forge.open_asset(second) as stream:
+    with forge.assets.open_asset(second) as stream:
         assert stream.read() == b"identical"
     forge.delete(T.RELEASE_ASSET, second)
     assert not blob.exists()
     (repo / "reposync" / "assets" / ("f" * 64)).write_bytes(b"orphan of a crash")
-    assert forge.collect_garbage() == 1
+    assert forge.assets.collect_garbage() == 1
     assert list((repo / "reposync" / "assets").iterdir()) == []
 
 
@@ -1091,20 +1107,20 @@ def test_awkward_names_and_big_bodies_round_trip(forge):
     names = ["good first issue", "🐛 bug", "priority: high 🔥", "ünïcödé", "שלום", "a\tb"]
     identities = [forge.create_label(name) for name in names]
     for identity, name in zip(identities, names, strict=True):
-        obj = forge.get(T.LABEL, identity)
+        obj = forge.reader.get(T.LABEL, identity)
         assert (obj.payload["name"], obj.unique_key, obj.object_key) == (
             name,
             name,
             f"label {name}",
         )
-    entries = {e.unique_key: e for e in forge.index([T.LABEL])}
+    entries = {e.unique_key: e for e in forge.reader.index([T.LABEL])}
     assert set(entries) == set(names)
     body = ("0123456789abcdef" * 4096)[:-3] + "😀"  # 64 KiB, ending in a 4-byte character
     issue = forge.create_issue("big", author="a", body=body, labels=names)
-    read = forge.get(T.ISSUE, issue)
+    read = forge.reader.get(T.ISSUE, issue)
     assert read.payload["body"] == body
     assert read.payload["labels"] == sorted(names)
-    [entry] = list(forge.index([T.ISSUE]))
+    [entry] = list(forge.reader.index([T.ISSUE]))
     assert entry.size > 64 * 1024
     assert entry == read.index_entry()
 
@@ -1125,17 +1141,17 @@ def test_two_thousand_comments_on_one_issue(forge):
                refs={"parent": ref(T.ISSUE, issue)})
         for n in range(500)
     ]  # fmt: skip
-    results = forge.apply_batch(writes)
+    results = forge.writer.apply_batch(writes)
     assert {r.status for r in results} == {WriteStatus.OK}
-    assert forge.count(T.ISSUE_COMMENT) == 2000
+    assert forge.reader.count(T.ISSUE_COMMENT) == 2000
     identities = bulk + [r.target_identity for r in results]
     assert identities == [str(n) for n in range(1, 2001)]
-    read = forge.read_batch(T.ISSUE_COMMENT, identities)
-    entries = {e.identity: e for e in forge.index([T.ISSUE_COMMENT])}
+    read = forge.reader.read_batch(T.ISSUE_COMMENT, identities)
+    entries = {e.identity: e for e in forge.reader.index([T.ISSUE_COMMENT])}
     assert all(read[i].index_entry() == entries[i] for i in identities)
     assert read["1501"].payload["body"] == "batched 0"
     forge.delete(T.ISSUE, issue)
-    assert forge.count() == 0
+    assert forge.reader.count() == 0
 
 
 def test_create_many_is_all_or_nothing(forge):
@@ -1145,8 +1161,8 @@ def test_create_many_is_all_or_nothing(forge):
         forge.create_many(
             T.ISSUE, [{"title": "x", "author": "a"}, {"title": "y", "author": "a", "number": 1}]
         )
-    assert forge.count(T.ISSUE) == 1
+    assert forge.reader.count(T.ISSUE) == 1
     made = forge.create_many(T.ISSUE, [{"title": "x", "author": "a", "number": 9},
                                        {"title": "y", "author": "a"}])  # fmt: skip
-    assert [forge.get(T.ISSUE, i).number for i in made] == [9, 2]
-    assert forge.get(T.ISSUE, forge.create_issue("z", author="a")).number == 10
+    assert [forge.reader.get(T.ISSUE, i).number for i in made] == [9, 2]
+    assert forge.reader.get(T.ISSUE, forge.create_issue("z", author="a")).number == 10

@@ -19,6 +19,7 @@ from reposync.providers.base import (
     WriteStatus,
 )
 from reposync.providers.local import LocalForge, LocalProvider
+from reposync.providers.local.authoring import ForgeAuthoring
 from reposync.sync import objects
 from reposync.sync.canonical import DigestBuilder, inventory_digest
 from reposync.sync.vocabulary import Action, ObjectType
@@ -63,7 +64,7 @@ def test_the_provider_offers_the_forge_capabilities(empty):
 
 def test_one_listing_holds_refs_and_forge_objects_in_order(source):
     """Git refs sit between issue_comment and label, everything in (type, identity) order."""
-    forge = source.forge
+    forge = ForgeAuthoring(source.forge)
     for n in range(11):
         forge.create_label(f"l{n}")
     issue = forge.create_issue("i", author="a", created_at=WHEN)
@@ -86,7 +87,7 @@ def test_one_listing_holds_refs_and_forge_objects_in_order(source):
 
 def test_listing_only_some_types(source):
     """A listing holds only the requested types; refs alone or forge objects alone."""
-    source.forge.create_label("bug")
+    ForgeAuthoring(source.forge).create_label("bug")
     refs_only = list(source.inventory_index([T.GIT_REF]).entries)
     assert {e.object_type for e in refs_only} == {T.GIT_REF}
     labels_only = source.inventory_index([T.LABEL])
@@ -98,13 +99,13 @@ def test_listing_only_some_types(source):
 
 def test_reads_count_each_object(source):
     """read and read_batch return forge objects and count one object read per identity."""
-    forge = source.forge
+    forge = ForgeAuthoring(source.forge)
     label = forge.create_label("bug")
     issue = forge.create_issue("i", author="a")
     source.stats.take()
-    assert source.read(T.LABEL, label) == forge.get(T.LABEL, label)
+    assert source.read(T.LABEL, label) == forge.reader.get(T.LABEL, label)
     batch = source.read_batch(T.ISSUE, [issue, "404"])
-    assert batch == {issue: forge.get(T.ISSUE, issue), "404": None}
+    assert batch == {issue: forge.reader.get(T.ISSUE, issue), "404": None}
     git_refs = source.read_batch(T.GIT_REF, ["refs/heads/main", "refs/heads/none"])
     assert git_refs["refs/heads/main"] is not None
     assert git_refs["refs/heads/none"] is None
@@ -115,9 +116,9 @@ def test_is_empty_needs_no_refs_and_no_forge_objects(empty, source):
     """Empty only without refs and without forge objects; a label alone makes it non-empty."""
     assert empty.is_empty()
     assert not source.is_empty()
-    label = empty.forge.create_label("bug")
+    label = ForgeAuthoring(empty.forge).create_label("bug")
     assert not empty.is_empty()
-    empty.forge.delete(T.LABEL, label)
+    ForgeAuthoring(empty.forge).delete(T.LABEL, label)
     assert empty.is_empty()
 
 
@@ -144,7 +145,7 @@ def test_apply_batch_counts_only_performed_writes(empty):
 
 def test_assets_are_written_and_opened_through_the_provider(empty):
     """A release asset created by apply_batch streams back through open_asset."""
-    release = empty.forge.create_release("v1", author="a")
+    release = ForgeAuthoring(empty.forge).create_release("v1", author="a")
     data = b"payload bytes" * 1000
     payload = {
         "name": "a.bin",
@@ -174,7 +175,7 @@ def test_close_closes_the_database_and_is_idempotent(tmp_path):
     connection); closing twice is harmless."""
     path = init_bare(tmp_path / "repo.git")
     provider = open_provider(path)
-    provider.forge.create_label("bug")
+    ForgeAuthoring(provider.forge).create_label("bug")
     wal = path / "reposync" / "forge.db-wal"
     assert wal.exists()
     provider.close()

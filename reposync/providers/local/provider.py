@@ -37,7 +37,8 @@ from reposync.providers.base import (
     ProviderEnvironment,
     TargetWrite,
 )
-from reposync.providers.local.forge import FORGE_TYPES, LocalForge
+from reposync.providers.local.forge import LocalForge
+from reposync.providers.local.objects import FORGE_TYPES
 from reposync.sync.canonical import (
     BRANCH_PREFIX,
     DEFAULT_BRANCH_IDENTITY,
@@ -177,7 +178,7 @@ class LocalProvider(Provider):
                 if head is not None:
                     yield head.index_entry()
             else:
-                yield from self._forge.index([object_type])
+                yield from self._forge.reader.index([object_type])
 
     def _ref_entries(self, listing: InventoryListing) -> list[IndexEntry]:
         supported: dict[str, str] = {}
@@ -207,7 +208,7 @@ class LocalProvider(Provider):
         """
         if not self.derive_shadows:
             return {}
-        return shadow_refs(self._forge.open_pull_heads(), refs, self._has_commit)
+        return shadow_refs(self._forge.reader.open_pull_heads(), refs, self._has_commit)
 
     def _has_commit(self, sha: str) -> bool:
         try:
@@ -278,7 +279,7 @@ class LocalProvider(Provider):
         """Forge objects in one query per chunk; Git refs from the repository."""
         self.stats.object_reads += len(identities)
         if object_type in FORGE_TYPES:
-            return self._forge.read_batch(object_type, identities)
+            return self._forge.reader.read_batch(object_type, identities)
         if object_type is ObjectType.DEFAULT_BRANCH:
             head = self._default_branch()
             return {i: head if i == DEFAULT_BRANCH_IDENTITY else None for i in identities}
@@ -295,7 +296,7 @@ class LocalProvider(Provider):
         """Hashes without payloads (``IndexReader``): forge rows, or refs' object ids."""
         if object_type in FORGE_TYPES:
             self.stats.object_reads += len(identities)
-            return self._forge.read_index_batch(object_type, identities)
+            return self._forge.reader.read_index_batch(object_type, identities)
         return {
             name: None if obj is None else obj.index_entry()
             for name, obj in self.read_batch(object_type, identities).items()
@@ -313,7 +314,7 @@ class LocalProvider(Provider):
     def is_empty(self) -> bool:
         """No ref at all and no forge object (a missing forge store is empty)."""
         self.stats.index_reads += 1
-        return next(iter(self._refs()), None) is None and self._forge.is_empty()
+        return next(iter(self._refs()), None) is None and self._forge.reader.is_empty()
 
     def standby_of(self) -> str | None:
         """The authority this forge is a standby of, when it is one."""
@@ -342,20 +343,20 @@ class LocalProvider(Provider):
         Git refs are written by Git transport, never here. ``stats.writes`` counts the
         writes that changed something, even when a fault after the commit interrupts.
         """
-        before = self._forge.writes_performed
+        before = self._forge.store.writes_performed
         try:
-            return self._forge.apply_batch(writes)
+            return self._forge.writer.apply_batch(writes)
         finally:
-            self.stats.writes += self._forge.writes_performed - before
+            self.stats.writes += self._forge.store.writes_performed - before
 
     def find_by_markers(self, object_type: ObjectType, markers: Sequence[str]) -> dict[str, str]:
-        return self._forge.find_by_markers(object_type, markers)
+        return self._forge.reader.find_by_markers(object_type, markers)
 
     def markers_absent(self, object_type: ObjectType, markers: Sequence[str]) -> set[str]:
         return set(markers) - set(self.find_by_markers(object_type, markers))
 
     def open_asset(self, identity: str) -> BinaryIO:
-        return self._forge.open_asset(identity)
+        return self._forge.assets.open_asset(identity)
 
     def visibility(self) -> str:
         return "private"

@@ -1,0 +1,540 @@
+"""Editing a local forge by hand: the Python API of tests, benchmarks and the demo.
+
+Never on the production path: the provider reads through ``reads`` and writes through
+``writes`` only, and nothing in ``reposync`` imports this module. Each call is one
+transaction through the same row mutations as the engine's batches, so what is authored
+here is validated, keyed and hashed exactly as a synced object would be. Refusals
+surface as the errors a caller expects (``Conflict``, ``ObjectNotFound``,
+``MalformedObject``), not as ``REFUSED`` results.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any, BinaryIO
+
+from reposync.errors import Conflict, ObjectNotFound, PermissionDenied
+from reposync.providers.local.forge import LocalForge
+from reposync.providers.local.mutations import RowMutations, Sequences, find_row
+from reposync.providers.local.objects import (
+    FORGE_TYPES,
+    NUMBERED,
+    PARENT_TYPES,
+    Parent,
+    Refused,
+    Stored,
+    build,
+    integrity_refusal,
+    timestamp,
+    unique_scope,
+)
+from reposync.providers.local.store import rollback
+from reposync.sync.canonical import ObjectRef
+from reposync.sync.objects import MalformedObject
+from reposync.sync.vocabulary import ObjectType
+
+#: The field holding the creation time, filled with "now" by the Python API when omitted.
+TIME_FIELDS: dict[ObjectType, str] = {
+    ObjectType.ISSUE: "created_at",
+    ObjectType.PULL_REQUEST: "created_at",
+    ObjectType.RELEASE: "created_at",
+    ObjectType.ISSUE_COMMENT: "created_at",
+    ObjectType.REVIEW: "submitted_at",
+    ObjectType.REVIEW_COMMENT: "created_at",
+    ObjectType.REACTION: "created_at",
+}
+
+
+class ForgeAuthoring:
+    """Creates, edits and deletes the objects of one local forge by hand.
+
+    Shares the forge's store (one connection, one lock) and exposes its parts, so a test
+    or the demo holds one handle that both edits and reads back. Edits are refused on a
+    Binding's standby: its authority is elsewhere.
+    """
+
+    def __init__(self, forge: LocalForge) -> None:
+        self.forge = forge
+        self.store = forge.store
+        self.reader = forge.reader
+        self.writer = forge.writer
+        self.assets = forge.assets
+        self._rows = RowMutations(forge.assets)
+
+    def _refuse_on_standby(self) -> None:
+        """Edits through this API are refused on a standby: its authority is elsewhere."""
+        standby_of = self.forge.standby_of
+        authority = standby_of() if standby_of is not None else None
+        if authority:
+            raise PermissionDenied(
+                f"{self.forge.root.parent} is the standby of {authority}; write to the "
+                "authority instead (reposync keeps this copy in sync)"
+            )
+
+    @contextmanager
+    def _transaction(self, action: str) -> Iterator[sqlite3.Connection]:
+        """One write transaction of the Python API; refusals become exceptions."""
+        store = self.store
+        with store.lock, store.guard(action):
+            conn = store.writer()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except Refused as refusal:
+                rollback(conn)
+                raise _api_error(refusal) from None
+            except sqlite3.IntegrityError as exc:  # a race the checks could not see
+                rollback(conn)
+                raise _api_error(integrity_refusal(exc)) from exc
+            except BaseException:
+                rollback(conn)
+                raise
+            store.writes_performed += 1
+
+    def _create(
+        self,
+        object_type: ObjectType,
+        fields: dict[str, Any],
+        *,
+        number: int | None = None,
+        parent: tuple[ObjectType | str, str] | None = None,
+        in_reply_to: str | None = None,
+        content: Callable[[], BinaryIO] | None = None,
+    ) -> str:
+        self._refuse_on_standby()
+        with self._transaction(f"create a {object_type}") as conn:
+            sequences = Sequences(conn)
+            try:
+                identity = self._rows.create(
+                    conn,
+                    sequences,
+                    object_type,
+                    fields,
+                    number=number,
+                    parent=None if parent is None else _parent(conn, *parent),
+                    in_reply_to=in_reply_to,
+                    marker=None,
+                    expect=None,
+                    content=content,
+                )
+            except MalformedObject as exc:
+                raise Refused("invalid", str(exc)) from exc
+            sequences.flush()
+            return identity
+
+    def create_label(self, name: str, color: str = "ededed", description: str = "") -> str:
+        """Create a label; returns its identity."""
+        return self._create(
+            ObjectType.LABEL, {"name": name, "color": color, "description": description}
+        )
+
+    def create_milestone(
+        self,
+        title: str,
+        description: str = "",
+        state: str = "open",
+        due_on: datetime | str | None = None,
+    ) -> str:
+        """Create a milestone; returns its identity."""
+        return self._create(
+            ObjectType.MILESTONE,
+            {"title": title, "description": description, "state": state, "due_on": due_on},
+        )
+
+    def create_issue(
+        self,
+        title: str,
+        *,
+        author: str,
+        body: str = "",
+        created_at: datetime | str | None = None,
+        number: int | None = None,
+        labels: Iterable[str] = (),
+        milestone: str | None = None,
+        assignees: Iterable[str] = (),
+        state: str = "open",
+        state_reason: str | None = None,
+        closed_at: datetime | str | None = None,
+        locked: bool = False,
+        active_lock_reason: str | None = None,
+    ) -> str:
+        """Create an issue (next shared number unless ``number``); returns its identity."""
+        return self._create(
+            ObjectType.ISSUE,
+            {
+                "title": title,
+                "author": author,
+                "body": body,
+                "created_at": created_at or datetime.now(UTC),
+                "labels": list(labels),
+                "milestone": milestone,
+                "assignees": list(assignees),
+                "state": state,
+                "state_reason": state_reason,
+                "closed_at": closed_at,
+                "locked": locked,
+                "active_lock_reason": active_lock_reason,
+            },
+            number=number,
+        )
+
+    def create_pull_request(
+        self,
+        title: str,
+        *,
+        author: str,
+        base_ref: str,
+        base_sha: str,
+        head_ref: str,
+        head_sha: str,
+        body: str = "",
+        created_at: datetime | str | None = None,
+        number: int | None = None,
+        state: str = "open",
+        merged: bool = False,
+        merged_at: datetime | str | None = None,
+        draft: bool = False,
+        labels: Iterable[str] = (),
+        milestone: str | None = None,
+        assignees: Iterable[str] = (),
+        closed_at: datetime | str | None = None,
+    ) -> str:
+        """Create a pull request (shares the issues' numbers); returns its identity."""
+        return self._create(
+            ObjectType.PULL_REQUEST,
+            {
+                "title": title,
+                "author": author,
+                "base_ref": base_ref,
+                "base_sha": base_sha,
+                "head_ref": head_ref,
+                "head_sha": head_sha,
+                "body": body,
+                "created_at": created_at or datetime.now(UTC),
+                "state": state,
+                "merged": merged,
+                "merged_at": merged_at,
+                "draft": draft,
+                "labels": list(labels),
+                "milestone": milestone,
+                "assignees": list(assignees),
+                "closed_at": closed_at,
+            },
+            number=number,
+        )
+
+    def add_comment(
+        self,
+        parent_type: ObjectType | str,
+        parent_id: str,
+        body: str,
+        *,
+        author: str,
+        created_at: datetime | str | None = None,
+    ) -> str:
+        """Comment on an issue or a pull request; returns the comment's identity."""
+        return self._create(
+            ObjectType.ISSUE_COMMENT,
+            {"body": body, "author": author, "created_at": created_at or datetime.now(UTC)},
+            parent=(parent_type, parent_id),
+        )
+
+    def add_review(
+        self,
+        pr_id: str,
+        *,
+        state: str,
+        body: str = "",
+        commit_id: str,
+        author: str,
+        submitted_at: datetime | str | None = None,
+    ) -> str:
+        """Review a pull request; returns the review's identity."""
+        return self._create(
+            ObjectType.REVIEW,
+            {
+                "state": state,
+                "body": body,
+                "commit_id": commit_id,
+                "author": author,
+                "submitted_at": submitted_at or datetime.now(UTC),
+            },
+            parent=(ObjectType.PULL_REQUEST, pr_id),
+        )
+
+    def add_review_comment(
+        self,
+        review_id: str,
+        *,
+        path: str,
+        line: int | None,
+        body: str,
+        commit_id: str,
+        author: str,
+        in_reply_to: str | None = None,
+        side: str = "RIGHT",
+        created_at: datetime | str | None = None,
+    ) -> str:
+        """Comment on a line within a review (or reply to a review comment)."""
+        return self._create(
+            ObjectType.REVIEW_COMMENT,
+            {
+                "path": path,
+                "line": line,
+                "side": side,
+                "commit_id": commit_id,
+                "body": body,
+                "author": author,
+                "created_at": created_at or datetime.now(UTC),
+            },
+            parent=(ObjectType.REVIEW, review_id),
+            in_reply_to=in_reply_to,
+        )
+
+    def request_review(
+        self, pr_id: str, reviewer: str, requested_at: datetime | str | None = None
+    ) -> str:
+        """Request a review of a pull request from ``reviewer``."""
+        return self._create(
+            ObjectType.REVIEW_REQUEST,
+            {"reviewer": reviewer, "requested_at": requested_at},
+            parent=(ObjectType.PULL_REQUEST, pr_id),
+        )
+
+    def create_release(
+        self,
+        tag: str,
+        *,
+        author: str,
+        name: str = "",
+        body: str = "",
+        draft: bool = False,
+        prerelease: bool = False,
+        created_at: datetime | str | None = None,
+        published_at: datetime | str | None = None,
+    ) -> str:
+        """Create a release for a tag; returns its identity."""
+        return self._create(
+            ObjectType.RELEASE,
+            {
+                "tag": tag,
+                "author": author,
+                "name": name,
+                "body": body,
+                "draft": draft,
+                "prerelease": prerelease,
+                "created_at": created_at or datetime.now(UTC),
+                "published_at": published_at,
+            },
+        )
+
+    def upload_asset(
+        self,
+        release_id: str,
+        name: str,
+        content: bytes,
+        content_type: str = "application/octet-stream",
+    ) -> str:
+        """Attach bytes to a release; returns the asset's identity."""
+        return self._create(
+            ObjectType.RELEASE_ASSET,
+            {
+                "name": name,
+                "content_type": content_type,
+                "size": len(content),
+                "sha256": hashlib.sha256(content).hexdigest(),
+            },
+            parent=(ObjectType.RELEASE, release_id),
+            content=lambda: io.BytesIO(content),
+        )
+
+    def add_reaction(
+        self,
+        parent_type: ObjectType | str,
+        parent_id: str,
+        content: str,
+        user: str,
+        created_at: datetime | str | None = None,
+    ) -> str:
+        """React to an issue, pull request, comment, review or release."""
+        return self._create(
+            ObjectType.REACTION,
+            {"content": content, "user": user, "created_at": created_at or datetime.now(UTC)},
+            parent=(parent_type, parent_id),
+        )
+
+    def update(self, object_type: ObjectType | str, identity: str, **changes: Any) -> str:
+        """Merge ``changes`` into an object's payload (validated by its builder).
+
+        Returns the new revision. Raises ``ObjectNotFound``, ``Conflict`` (a unique key
+        taken), ``MalformedObject``.
+        """
+        self._refuse_on_standby()
+        object_type = ObjectType(object_type)
+        with self._transaction(f"update {object_type} {identity}") as conn:
+            row = find_row(conn, object_type, identity) if object_type in FORGE_TYPES else None
+            if row is None:
+                raise Refused("not_found", f"{object_type} {identity} not found")
+            fields = row.fields()
+            fields.update(changes)
+            try:
+                self._rows.update(conn, row, fields, expect=None, content=None, garbage=set())
+            except MalformedObject as exc:
+                raise Refused("invalid", str(exc)) from exc
+            return str(row.revision + 1)
+
+    def delete(self, object_type: ObjectType | str, identity: str) -> bool:
+        """Delete an object and its descendants; whether it existed."""
+        self._refuse_on_standby()
+        object_type = ObjectType(object_type)
+        if object_type not in FORGE_TYPES:
+            return False
+        garbage: set[str] = set()
+        with self._transaction(f"delete {object_type} {identity}") as conn:
+            row = find_row(conn, object_type, identity)
+            if row is not None:
+                self._rows.delete(conn, row, garbage)
+        self.assets.collect(garbage)
+        return row is not None
+
+    def create_many(
+        self,
+        object_type: ObjectType | str,
+        rows: Sequence[Mapping[str, Any]],
+        *,
+        parent: tuple[ObjectType | str, str] | None = None,
+    ) -> list[str]:
+        """Create many objects in one transaction (fixtures, benchmarks); all or nothing.
+
+        Each row holds builder fields, plus ``number`` (issues, pull requests) and
+        ``in_reply_to`` (review comments) when wanted; missing creation times are "now".
+        ``parent`` is the parent of every row (nested types). Uniqueness is left to the
+        schema's indexes: any clash refuses the whole call with ``Conflict``. Release
+        assets need their bytes: use ``upload_asset``.
+        """
+        self._refuse_on_standby()
+        object_type = ObjectType(object_type)
+        if object_type is ObjectType.RELEASE_ASSET:
+            raise MalformedObject("release assets need their bytes: use upload_asset")
+        if not rows:
+            return []
+        now = datetime.now(UTC)
+        stamp = timestamp()
+        time_field = TIME_FIELDS.get(object_type)
+        with self._transaction(f"create {len(rows)} {object_type} objects") as conn:
+            parent_row = None if parent is None else _parent(conn, *parent)
+            if parent_row is None and object_type in PARENT_TYPES:
+                raise Refused("invalid", f"a {object_type} needs a parent")
+            scope = unique_scope(object_type, parent_row)
+            last_id = _next_value(conn, object_type.value, len(rows))
+            first_id = last_id - len(rows) + 1
+            auto_numbers = sum(1 for r in rows if r.get("number") is None)
+            next_number = 0
+            if object_type in NUMBERED and auto_numbers:
+                next_number = _next_value(conn, "number", auto_numbers) - auto_numbers + 1
+            params = []
+            highest = 0
+            try:
+                for offset, row in enumerate(rows):
+                    fields = dict(row)
+                    number = fields.pop("number", None)
+                    in_reply_to = fields.pop("in_reply_to", None)
+                    if time_field and fields.get(time_field) is None:
+                        fields[time_field] = now
+                    if object_type in NUMBERED:
+                        if number is None:
+                            number, next_number = next_number, next_number + 1
+                        highest = max(highest, number)
+                    identity = str(first_id + offset)
+                    obj = build(
+                        object_type,
+                        identity,
+                        "1",
+                        fields,
+                        number=number,
+                        parent=None
+                        if parent_row is None
+                        else ObjectRef(parent_row.object_type, parent_row.identity),
+                        parent_key=None if parent_row is None else parent_row.unique_key,
+                        in_reply_to=in_reply_to,
+                    )
+                    stored = Stored.of(obj)
+                    params.append(
+                        (
+                            object_type.value,
+                            identity,
+                            number,
+                            obj.unique_key,
+                            scope,
+                            obj.object_key,
+                            None if parent_row is None else parent_row.object_type.value,
+                            None if parent_row is None else parent_row.identity,
+                            None if parent_row is None else parent_row.unique_key,
+                            in_reply_to,
+                            stored.json,
+                            stored.content_hash,
+                            obj.order_key,
+                            stored.size,
+                            stamp,
+                            stamp,
+                        )
+                    )
+            except MalformedObject as exc:
+                raise Refused("invalid", str(exc)) from exc
+            replied = {p[9] for p in params if p[9] is not None}
+            created = {p[1] for p in params}
+            for identity in replied - created:
+                if find_row(conn, ObjectType.REVIEW_COMMENT, identity) is None:
+                    raise Refused("dependency_missing", f"review comment {identity} not found")
+            if highest:
+                _raise_sequence(conn, "number", highest)
+            try:
+                conn.executemany(
+                    "INSERT INTO objects (object_type, id, number, unique_key, unique_scope, "
+                    "object_key, parent_type, parent_id, parent_key, in_reply_to, payload, "
+                    "content_hash, revision, order_key, size, created_at, updated_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)",
+                    params,
+                )
+            except sqlite3.IntegrityError as exc:
+                raise Refused("conflict", f"cannot create {object_type} objects: {exc}") from exc
+            return [str(first_id + offset) for offset in range(len(rows))]
+
+
+def _parent(conn: sqlite3.Connection, object_type: ObjectType | str, identity: str) -> Parent:
+    row = find_row(conn, ObjectType(object_type), identity)
+    if row is None:
+        raise Refused("dependency_missing", f"{object_type} {identity} does not exist")
+    return Parent(row.object_type, row.identity, row.unique_key)
+
+
+def _next_value(conn: sqlite3.Connection, name: str, count: int = 1) -> int:
+    """Advance a sequence by ``count``; returns its new (last given) value."""
+    row = conn.execute(
+        "INSERT INTO sequences (name, value) VALUES (?, ?) "
+        "ON CONFLICT (name) DO UPDATE SET value = value + excluded.value RETURNING value",
+        (name, count),
+    ).fetchall()
+    return int(row[0][0])
+
+
+def _raise_sequence(conn: sqlite3.Connection, name: str, value: int) -> None:
+    conn.execute(
+        "INSERT INTO sequences (name, value) VALUES (?, ?) "
+        "ON CONFLICT (name) DO UPDATE SET value = max(value, excluded.value)",
+        (name, value),
+    )
+
+
+def _api_error(refusal: Refused) -> Exception:
+    if refusal.code == "conflict":
+        return Conflict(refusal.message)
+    if refusal.code in ("not_found", "dependency_missing"):
+        return ObjectNotFound(refusal.message)
+    return MalformedObject(refusal.message)

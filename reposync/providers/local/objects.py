@@ -1,0 +1,300 @@
+"""Forge objects as a local forge stores them: the rules of its rows, and rows as canonical objects.
+
+Objects are always built through ``reposync.sync.objects.BUILDERS``, on write (to
+validate and to compute keys and hashes) and on read, so what this forge returns is the
+same canonical object any other provider would build from the same data.
+
+Also here: ``Refused``, the one way any write path says no to a single write, and the
+checks that produce it without touching the database.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from reposync.errors import ProviderError
+from reposync.sync.canonical import CanonicalObject, ObjectRef, canonical_json
+from reposync.sync.objects import BUILDERS, MalformedObject
+from reposync.sync.vocabulary import ObjectType
+
+#: Every type this store holds (Git refs stay in Git).
+FORGE_TYPES: frozenset[ObjectType] = frozenset(BUILDERS)
+
+#: Issues and pull requests: one shared number sequence, ``#N`` unique keys.
+NUMBERED: frozenset[ObjectType] = frozenset({ObjectType.ISSUE, ObjectType.PULL_REQUEST})
+
+#: The parent types each nested type accepts. The builders check these too, except for
+#: reactions (their builder accepts any parent), so the store is the one place that does.
+PARENT_TYPES: dict[ObjectType, tuple[ObjectType, ...]] = {
+    ObjectType.ISSUE_COMMENT: (ObjectType.ISSUE, ObjectType.PULL_REQUEST),
+    ObjectType.REVIEW: (ObjectType.PULL_REQUEST,),
+    ObjectType.REVIEW_COMMENT: (ObjectType.REVIEW,),
+    ObjectType.REVIEW_REQUEST: (ObjectType.PULL_REQUEST,),
+    ObjectType.RELEASE_ASSET: (ObjectType.RELEASE,),
+    ObjectType.REACTION: (
+        ObjectType.ISSUE,
+        ObjectType.PULL_REQUEST,
+        ObjectType.ISSUE_COMMENT,
+        ObjectType.REVIEW,
+        ObjectType.REVIEW_COMMENT,
+        ObjectType.RELEASE,
+    ),
+}
+
+#: Payload fields a builder derives from its arguments (not arguments themselves).
+DERIVED_FIELDS: dict[ObjectType, tuple[str, ...]] = {ObjectType.REVIEW_COMMENT: ("is_reply",)}
+
+#: Where a unique key must be unique. Top-level keys are unique per type (issues and pull
+#: requests share the ``#N`` space); asset names, reviewers and reactions are unique
+#: within their parent, as on every forge. Comments, reviews and review comments have
+#: content-derived keys (two identical "+1" comments are legitimate) and are not enforced.
+GLOBAL_SCOPES: dict[ObjectType, str] = {
+    ObjectType.LABEL: "label",
+    ObjectType.MILESTONE: "milestone",
+    ObjectType.RELEASE: "release",
+    ObjectType.ISSUE: "number",
+    ObjectType.PULL_REQUEST: "number",
+}
+PARENT_SCOPED: frozenset[ObjectType] = frozenset(
+    {ObjectType.RELEASE_ASSET, ObjectType.REVIEW_REQUEST, ObjectType.REACTION}
+)
+#: What a reply answers when its comment was deleted before it was ever synced; never an
+#: identity, since identities here are integers.
+GONE_COMMENT = "deleted"
+
+#: The columns ``Row.from_sql`` reads, in its order.
+ROW_COLUMNS = (
+    "object_type, id, number, unique_key, unique_scope, parent_type, parent_id, parent_key, "
+    "in_reply_to, payload, content_hash, revision, marker, asset_sha256, object_key, order_key"
+)
+
+
+class Refused(Exception):
+    """One write the store refuses; becomes a ``REFUSED`` result, never escapes."""
+
+    def __init__(self, code: str, message: str, *, missing: tuple[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        #: (object type, marker) of an unresolved reference: a later create of the same
+        #: batch may still provide it.
+        self.missing = missing
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """A stored object as the write path needs it."""
+
+    object_type: ObjectType
+    identity: str
+    number: int | None
+    unique_key: str | None
+    unique_scope: str | None
+    parent_type: ObjectType | None
+    parent_id: str | None
+    parent_key: str | None
+    in_reply_to: str | None
+    payload: str
+    content_hash: str
+    revision: int
+    marker: str | None
+    asset_sha256: str | None
+    object_key: str
+    order_key: str
+
+    @classmethod
+    def from_sql(cls, row: Sequence[Any]) -> Row:
+        return cls(
+            ObjectType(row[0]),
+            row[1],
+            row[2],
+            row[3],
+            row[4],
+            None if row[5] is None else ObjectType(row[5]),
+            row[6],
+            row[7],
+            row[8],
+            row[9],
+            row[10],
+            row[11],
+            row[12],
+            row[13],
+            row[14],
+            row[15],
+        )
+
+    @property
+    def parent(self) -> ObjectRef | None:
+        if self.parent_type is None or self.parent_id is None:
+            return None
+        return ObjectRef(self.parent_type, self.parent_id)
+
+    def fields(self) -> dict[str, Any]:
+        """The stored payload as builder arguments."""
+        return builder_fields(self.object_type, json.loads(self.payload))
+
+    def payload_dict(self) -> dict[str, Any]:
+        return dict(json.loads(self.payload))
+
+    def refs(self) -> dict[str, ObjectRef]:
+        refs: dict[str, ObjectRef] = {}
+        if self.parent is not None:
+            refs["parent"] = self.parent
+        if self.in_reply_to is not None:
+            refs["in_reply_to"] = ObjectRef(ObjectType.REVIEW_COMMENT, self.in_reply_to)
+        return refs
+
+
+@dataclass(frozen=True, slots=True)
+class Parent:
+    """What a child row keeps of its parent: the reference and the key its own embeds."""
+
+    object_type: ObjectType
+    identity: str
+    unique_key: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """What a row keeps of a payload, from one serialization: the canonical JSON, its
+    hash (exactly ``canonical.content_hash``: the SHA-256 of these bytes) and its size."""
+
+    raw: bytes
+    json: str
+    content_hash: str
+    size: int
+
+    @classmethod
+    def of(cls, obj: CanonicalObject) -> Stored:
+        raw = canonical_json(obj.payload)
+        return cls(raw, raw.decode("utf-8"), "sha256:" + hashlib.sha256(raw).hexdigest(), len(raw))
+
+
+def builder_fields(object_type: ObjectType, payload: Mapping[str, Any]) -> dict[str, Any]:
+    """A canonical payload as keyword arguments of its builder (derived fields dropped)."""
+    fields = dict(payload)
+    for name in DERIVED_FIELDS.get(object_type, ()):
+        fields.pop(name, None)
+    return fields
+
+
+def build(
+    object_type: ObjectType,
+    identity: str,
+    revision: str,
+    fields: Mapping[str, Any],
+    *,
+    number: int | None = None,
+    parent: ObjectRef | None = None,
+    parent_key: str | None = None,
+    in_reply_to: str | None = None,
+) -> CanonicalObject:
+    """The canonical object of stored fields: the one way rows become objects.
+
+    Raises ``MalformedObject`` for anything the builder refuses, including fields it
+    does not know or required fields that are missing.
+    """
+    extra: dict[str, Any] = {}
+    if object_type in NUMBERED:
+        extra["number"] = number
+    if object_type in PARENT_TYPES:
+        if parent is None:
+            raise MalformedObject(f"a {object_type} needs a parent")
+        allowed = PARENT_TYPES[object_type]
+        if parent.object_type not in allowed:
+            raise MalformedObject(
+                f"parent must reference one of {[t.value for t in allowed]}, not {parent!r}"
+            )
+        extra["parent"] = parent
+        extra["parent_key"] = parent_key
+    if object_type is ObjectType.REVIEW_COMMENT:
+        extra["in_reply_to"] = (
+            None if in_reply_to is None else ObjectRef(ObjectType.REVIEW_COMMENT, in_reply_to)
+        )
+    clash = set(fields) & set(extra)
+    if clash:
+        raise MalformedObject(f"{', '.join(sorted(clash))} cannot be payload fields")
+    try:
+        return BUILDERS[object_type](identity, revision, **fields, **extra)
+    except TypeError as exc:  # unknown or missing fields
+        raise MalformedObject(f"fields do not form a {object_type}: {exc}") from exc
+
+
+def stored_object(row: Row, db_path: Path) -> CanonicalObject:
+    """Rows are validated when written; reading them back trusts the stored form."""
+    try:
+        payload = row.payload_dict()
+    except ValueError as exc:
+        raise ProviderError(
+            f"local forge {db_path}: stored {row.object_type} {row.identity} is corrupt: {exc}"
+        ) from exc
+    return CanonicalObject(
+        object_type=row.object_type,
+        identity=row.identity,
+        object_key=row.object_key,
+        unique_key=row.unique_key,
+        revision=str(row.revision),
+        payload=payload,
+        number=row.number,
+        refs=row.refs(),
+        order_key=row.order_key,
+        known_hash=row.content_hash,
+    )
+
+
+def timestamp() -> str:
+    """The time written on rows (``created_at``, ``updated_at``)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def unique_scope(object_type: ObjectType, parent: Parent | None) -> str | None:
+    """Where this type's unique key must be unique (``None``: not enforced)."""
+    if object_type in GLOBAL_SCOPES:
+        return GLOBAL_SCOPES[object_type]
+    if object_type in PARENT_SCOPED and parent is not None:
+        return f"{object_type}@{parent.object_type}/{parent.identity}"
+    return None
+
+
+def integrity_refusal(exc: sqlite3.IntegrityError) -> Refused:
+    """A constraint of the schema as the refusal a check before the write would have made."""
+    text = str(exc)
+    if "FOREIGN KEY" in text:
+        return Refused("dependency_missing", f"a referenced object is missing: {text}")
+    if "UNIQUE" in text:
+        return Refused("conflict", f"a unique key or number is taken: {text}")
+    return Refused("invalid", f"the store refused the object: {text}")
+
+
+def require_canonical(obj: CanonicalObject, expected: Mapping[str, Any], built: bytes) -> None:
+    """Refuse a payload the builder would store differently.
+
+    The engine verifies a write by reading it back and comparing hashes; accepting a
+    payload that reads back different would make that verification fail forever.
+    """
+    try:
+        given = canonical_json(dict(expected))
+    except (TypeError, ValueError) as exc:
+        raise Refused("invalid", f"the payload is not JSON: {exc}") from exc
+    if built != given:
+        differing = sorted(
+            key
+            for key in set(obj.payload) | set(expected)
+            if canonical_json(obj.payload.get(key)) != canonical_json(expected.get(key))
+            or (key in obj.payload) != (key in expected)
+        )
+        raise Refused(
+            "invalid",
+            f"the payload is not canonical for a {obj.object_type}: "
+            + ", ".join(
+                f"{key}={expected.get(key)!r} would be stored as {obj.payload.get(key)!r}"
+                for key in differing
+            ),
+        )
