@@ -1,8 +1,12 @@
 """The provider contract: what the engine may ask of a forge, and what it gets back.
 
-A small required base (``Provider``) plus optional capabilities, each a one-method
+A small required base (``Provider``) plus optional capabilities, each a small
 ``Protocol`` discovered with ``isinstance`` (rclone's optional features): when a provider
-lacks one, the engine falls back to a slower path or reports the gap.
+lacks one, the engine falls back to a slower path or reports the gap. ``CAPABILITIES``
+lists every one the engine discovers; a provider declares those it has by naming them as
+base classes, so a type checker holds its methods to the contract, and the conformance
+suite checks that what a provider declares is exactly what it implements. The engine
+never probes a provider with ``getattr``/``hasattr``: what it reads is declared here.
 
 Every method documents the errors it raises; all are ``reposync.errors.ProviderError``
 subclasses with stable codes. A provider never swallows an error and never retries a
@@ -17,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, BinaryIO, Protocol, runtime_checkable
+from typing import Any, BinaryIO, ClassVar, Protocol, runtime_checkable
 
 from reposync.config import Settings
 from reposync.sync.canonical import CanonicalObject, IndexEntry
@@ -169,10 +173,12 @@ class Provider(ABC):
     """
 
     #: Registry name and locator prefix (``local``, ``github``, ...).
-    name: str = ""
+    name: ClassVar[str] = ""
     #: Most ref updates one push to this forge may carry (``None``: no limit of its own;
-    #: the ``GIT_BATCH_MAX_ITEMS`` setting still applies).
-    max_ref_updates_per_push: int | None = None
+    #: the ``GIT_BATCH_MAX_ITEMS`` setting still applies). Planning reads it from the
+    #: class, before anything is opened. No default: every provider states its own (one
+    #: in ``DECLARED_ATTRIBUTES``), so a new forge's limit is never "none" by omission.
+    max_ref_updates_per_push: ClassVar[int | None]
 
     def __init__(self) -> None:
         self.stats = ProviderStats()
@@ -230,7 +236,12 @@ class Provider(ABC):
     def read_batch(
         self, object_type: ObjectType, identities: Sequence[str]
     ) -> dict[str, CanonicalObject | None]:
-        """Many objects; providers with a bulk API override this (``BatchReader``)."""
+        """Many objects, ``None`` for those that do not exist.
+
+        Part of the base contract, not a capability: the engine reads every candidate
+        and every source of a write through it. This default reads one by one; a
+        provider with a bulk API overrides it.
+        """
         return {identity: self.read(object_type, identity) for identity in identities}
 
     def close(self) -> None:  # noqa: B027  (optional hook: most providers hold nothing)
@@ -239,6 +250,9 @@ class Provider(ABC):
 
 @runtime_checkable
 class IndexReader(Protocol):
+    """Hashes without payloads (``read_index``); without it, whole objects are read."""
+
+    @abstractmethod
     def read_index_batch(
         self, object_type: ObjectType, identities: Sequence[str]
     ) -> dict[str, IndexEntry | None]:
@@ -251,18 +265,30 @@ class IndexReader(Protocol):
 
 @runtime_checkable
 class EmptyChecker(Protocol):
+    """Lets an empty standby be bootstrapped from the whole source inventory; without it
+    the first Run plans against a baseline listing of the target."""
+
+    @abstractmethod
     def is_empty(self) -> bool:
         """Whether the repository holds nothing reposync would sync (an empty standby)."""
 
 
 @runtime_checkable
 class VisibilityReporter(Protocol):
+    """Lets a Run refuse a standby more public than its authority until an operator
+    confirms; without it that side's visibility is unknown and nothing is refused."""
+
+    @abstractmethod
     def visibility(self) -> str:
         """``public``, ``internal`` or ``private``."""
 
 
 @runtime_checkable
 class StandbyMarker(Protocol):
+    """A standby that can refuse edits made outside the sync (set by every applying Run
+    and by a handoff); without it nothing guards the standby."""
+
+    @abstractmethod
     def mark_standby(self, authority: str | None) -> None:
         """Record that this repository is a standby of ``authority`` (``None``: it is not):
         edits outside the sync are then refused."""
@@ -270,6 +296,9 @@ class StandbyMarker(Protocol):
 
 @runtime_checkable
 class LockRecoverer(Protocol):
+    """A target whose ref locks a killed writer can leave behind (a repository on disk)."""
+
+    @abstractmethod
     def remove_stale_locks(self, older_than: float) -> list[str]:
         """Remove ref lock files older than ``older_than`` seconds that a killed writer
         left (the caller holds the Binding's lease); returns their names."""
@@ -277,12 +306,20 @@ class LockRecoverer(Protocol):
 
 @runtime_checkable
 class GitRemoteSource(Protocol):
+    """Git data (refs, their objects) moves only through native Git transport: a
+    provider without it cannot sync refs."""
+
+    @abstractmethod
     def git_remote(self, *, write: bool) -> GitRemote:
         """URL and environment for native Git transport."""
 
 
 @runtime_checkable
 class DefaultBranchWriter(Protocol):
+    """A target whose default branch the sync can set; a Run that must change it on a
+    target without this fails with ``ProviderError``."""
+
+    @abstractmethod
     def set_default_branch(self, branch: str) -> None:
         """Point the repository's default branch (``HEAD``) at ``branch``.
 
@@ -295,6 +332,10 @@ class DefaultBranchWriter(Protocol):
 
 @runtime_checkable
 class AncestryChecker(Protocol):
+    """A source that proves fast-forwards: without it, a branch that moved on both sides
+    is a collision (settled by the ref conflict policy), never a fast-forward."""
+
+    @abstractmethod
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         """Git's proof that ``descendant`` contains ``ancestor`` (False if either is unknown)."""
 
@@ -374,6 +415,10 @@ class ApplyResult:
 
 @runtime_checkable
 class ObjectWriter(Protocol):
+    """A target that holds objects other than Git data (labels, issues, ...): writes
+    and the marker look-ups that recover lost ones."""
+
+    @abstractmethod
     def apply_batch(self, writes: Sequence[TargetWrite]) -> list[ApplyResult]:
         """Perform a batch of writes of one type and action.
 
@@ -384,6 +429,7 @@ class ObjectWriter(Protocol):
         ``ProviderUnavailable`` when the whole batch cannot be attempted.
         """
 
+    @abstractmethod
     def find_by_markers(self, object_type: ObjectType, markers: Sequence[str]) -> dict[str, str]:
         """{marker: target identity} of objects created with these markers."""
 
@@ -394,15 +440,21 @@ class NestedCreator(Protocol):
     them one by one would change their shape (GitHub: a review comment created alone
     opens a review of its own; a review is made whole with its comments in one call)."""
 
+    @abstractmethod
     def nested_types(self, object_type: ObjectType) -> frozenset[ObjectType]:
         """Child types a create of ``object_type`` may carry in ``TargetWrite.nested``."""
 
+    @abstractmethod
     def adopted_representation(self, object_type: ObjectType) -> Representation | None:
         """How a child created with its parent exists on this forge (``None``: native)."""
 
 
 @runtime_checkable
 class AbsenceProver(Protocol):
+    """Lets a create whose response was lost be tried again at once, instead of
+    blocking the Binding until recovery, when the target proves it never happened."""
+
+    @abstractmethod
     def markers_absent(self, object_type: ObjectType, markers: Sequence[str]) -> set[str]:
         """The markers no object of the type carries, where the target can prove it.
 
@@ -414,8 +466,35 @@ class AbsenceProver(Protocol):
 
 @runtime_checkable
 class AssetSource(Protocol):
+    """A source whose release assets' bytes can be read; without it an asset write
+    carries no bytes, and the target refuses it."""
+
+    @abstractmethod
     def open_asset(self, identity: str) -> BinaryIO:
         """The bytes of a release asset, as a stream."""
+
+
+#: Every optional capability the engine discovers with ``isinstance``. A provider names
+#: those it has as base classes (``class GitHubProvider(Provider, ObjectWriter, ...)``);
+#: their methods are abstract, so a declared capability left unimplemented fails when
+#: the class is instantiated, never by a stub answering ``None``.
+CAPABILITIES: tuple[type, ...] = (
+    IndexReader,
+    EmptyChecker,
+    VisibilityReporter,
+    StandbyMarker,
+    LockRecoverer,
+    GitRemoteSource,
+    DefaultBranchWriter,
+    AncestryChecker,
+    ObjectWriter,
+    NestedCreator,
+    AbsenceProver,
+    AssetSource,
+)
+#: Class attributes the engine reads from every provider class, which the contract
+#: declares without a default: each provider states its own value.
+DECLARED_ATTRIBUTES: tuple[str, ...] = ("max_ref_updates_per_push",)
 
 
 def read_index(

@@ -6,7 +6,8 @@ open it as a target with writes allowed, how to seed objects (through the provid
 ``apply_batch``, never behind its back), how to look at its backing store directly, and
 what the provider **declares it cannot do**. The suite checks each declaration both ways:
 what is declared unsupported must be refused with a clear error code, what is not
-declared must work.
+declared must work. So with capabilities (``providers.base.CAPABILITIES``): the provider
+class must declare exactly the ones its harness lists, and implement exactly those.
 
 Declarations come from each provider's documented behaviour, not from trial and error:
 
@@ -38,12 +39,23 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from reposync.providers.base import (
+    AbsenceProver,
+    AncestryChecker,
     ApplyResult,
+    AssetSource,
+    DefaultBranchWriter,
+    EmptyChecker,
     EndpointSpec,
+    GitRemoteSource,
+    IndexReader,
+    LockRecoverer,
+    NestedCreator,
     ObjectWriter,
     Provider,
     ProviderEnvironment,
+    StandbyMarker,
     TargetWrite,
+    VisibilityReporter,
     WriteStatus,
 )
 from reposync.providers.github.provider import GitHubProvider
@@ -84,6 +96,9 @@ class Limitations:
     #: Whether a milestone's due date can be removed once set (GitHub's API cannot: its
     #: ``due_on`` is a non-nullable string, so the provider refuses ``unsupported``).
     clears_due_dates: bool
+    #: The optional capabilities (``providers.base.CAPABILITIES``) the provider has; it
+    #: must declare exactly these as base classes, and implement none of the others.
+    capabilities: frozenset[type]
 
 
 class Harness(ABC):
@@ -175,6 +190,22 @@ class LocalHarness(Harness):
         max_body_chars=None,
         many_comments=2000,
         clears_due_dates=True,
+        # All but NestedCreator: each child is created on its own, in its own shape.
+        capabilities=frozenset(
+            {
+                IndexReader,
+                ObjectWriter,
+                AbsenceProver,
+                AssetSource,
+                EmptyChecker,
+                VisibilityReporter,
+                StandbyMarker,
+                LockRecoverer,
+                GitRemoteSource,
+                DefaultBranchWriter,
+                AncestryChecker,
+            }
+        ),
     )
 
     def __init__(self, root: Path) -> None:
@@ -217,6 +248,20 @@ class GitHubHarness(Harness):
         # Smaller than the local count to keep the suite fast, still three pages of 100.
         many_comments=250,
         clears_due_dates=False,
+        # A review is created whole with its comments (NestedCreator). No stored hashes
+        # (IndexReader), standby guard, ref locks or ancestry proof on GitHub's side.
+        capabilities=frozenset(
+            {
+                ObjectWriter,
+                NestedCreator,
+                AbsenceProver,
+                AssetSource,
+                EmptyChecker,
+                VisibilityReporter,
+                GitRemoteSource,
+                DefaultBranchWriter,
+            }
+        ),
     )
     OWNER = "acme"
     #: The create endpoint of each type (fault injection matches on it).

@@ -9,6 +9,8 @@ description, and each test ends with ``harness.assert_clean()``.
 
 from __future__ import annotations
 
+import ast
+import inspect
 import itertools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -18,8 +20,12 @@ from typing import Any
 
 import pytest
 
+import reposync
 from reposync.errors import RateLimited
+from reposync.providers import base
 from reposync.providers.base import (
+    CAPABILITIES,
+    DECLARED_ATTRIBUTES,
     EmptyChecker,
     EndpointSpec,
     GitRemoteSource,
@@ -31,6 +37,7 @@ from reposync.providers.base import (
     WriteStatus,
     read_index,
 )
+from reposync.providers.registry import provider_class
 from reposync.sync import objects
 from reposync.sync.canonical import ObjectRef, content_hash
 from reposync.sync.vocabulary import Action, ObjectType, Representation
@@ -359,6 +366,93 @@ def test_a_target_offers_the_capabilities_the_engine_needs(harness):
     assert isinstance(provider, GitRemoteSource)
     assert provider.endpoint().repository_id
     harness.assert_clean()
+
+
+def _parameters(function: Any) -> list[tuple[str, Any]]:
+    return [(p.name, p.kind) for p in inspect.signature(function).parameters.values()]
+
+
+def test_a_provider_declares_exactly_the_capabilities_it_implements(harness):
+    """The provider class names as base classes exactly the capabilities its harness lists,
+    implements each with the contract's parameters, and has no method of any other (an
+    undeclared capability would be discovered by isinstance, unchecked by the contract)."""
+    provider = harness.target(empty=True)
+    cls = type(provider)
+    declared = {c for c in CAPABILITIES if c in cls.__mro__}
+    assert declared == harness.limits.capabilities
+    for capability in CAPABILITIES:
+        methods = sorted(capability.__abstractmethods__)
+        assert methods, f"{capability.__name__} declares no method"
+        if capability in declared:
+            assert isinstance(provider, capability)
+            for method in methods:
+                assert _parameters(getattr(cls, method)) == _parameters(
+                    getattr(capability, method)
+                ), f"{cls.__name__}.{method} differs from {capability.__name__}.{method}"
+        else:
+            found = [m for m in methods if hasattr(cls, m)]
+            assert not found, f"{cls.__name__} has {found} but does not declare {capability}"
+            assert not isinstance(provider, capability)
+    harness.assert_clean()
+
+
+def test_a_provider_states_every_attribute_the_engine_reads(harness):
+    """Each of ``DECLARED_ATTRIBUTES`` is stated by the provider class itself (the contract
+    gives no default), and reads the same through the registry, as planning reads it."""
+    cls = type(harness.target(empty=True))
+    assert provider_class(harness.name) is cls
+    for attribute in DECLARED_ATTRIBUTES:
+        assert attribute in vars(cls), f"{cls.__name__} does not state {attribute}"
+    limit = cls.max_ref_updates_per_push
+    assert limit is None or (isinstance(limit, int) and limit > 0)
+    harness.assert_clean()
+
+
+def _capability_probes(tree: ast.AST) -> Iterator[tuple[str, str]]:
+    """(kind, name) of each isinstance check against a contract class, and of each
+    getattr/hasattr on something named like a provider (``provider``, ``source``,
+    ``target``, ``ex.target()``, ...)."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+            continue
+        if node.func.id == "isinstance" and len(node.args) == 2:
+            for name in ast.walk(node.args[1]):
+                if isinstance(name, ast.Name) and isinstance(getattr(base, name.id, None), type):
+                    yield "isinstance", name.id
+        elif node.func.id in ("getattr", "hasattr") and node.args:
+            subject = ast.unparse(node.args[0])
+            if any(word in subject for word in ("provider", "source", "target")):
+                yield node.func.id, subject
+
+
+def test_the_engine_discovers_only_capabilities_the_contract_declares():
+    """Outside ``reposync/providers``, providers are checked with isinstance against
+    ``CAPABILITIES`` only, never with getattr/hasattr; every runtime-checkable protocol of
+    the contract is in ``CAPABILITIES``, and each is documented, method by method."""
+    root = Path(reposync.__file__).parent
+    probes: dict[tuple[str, str], list[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        if (root / "providers") in path.parents:
+            continue
+        for probe in _capability_probes(ast.parse(path.read_text(), str(path))):
+            probes.setdefault(probe, []).append(str(path.relative_to(root)))
+    names = {c.__name__ for c in CAPABILITIES}
+    probed = {name for kind, name in probes if kind == "isinstance"}
+    assert names & probed, "the scan found no capability check at all"
+    protocols = {n for n in probed if getattr(getattr(base, n), "_is_protocol", False)}
+    assert protocols <= names, {n: probes["isinstance", n] for n in protocols - names}
+    unchecked = {probe: where for probe, where in probes.items() if probe[0] != "isinstance"}
+    assert not unchecked, "check providers with isinstance against CAPABILITIES instead"
+    runtime_protocols = {
+        value
+        for value in vars(base).values()
+        if isinstance(value, type) and getattr(value, "_is_runtime_protocol", False)
+    }
+    assert runtime_protocols == set(CAPABILITIES)
+    for capability in CAPABILITIES:
+        assert inspect.getdoc(capability), capability.__name__
+        for method in capability.__abstractmethods__:
+            assert getattr(capability, method).__doc__, f"{capability.__name__}.{method}"
 
 
 def test_a_fresh_repository_is_empty_until_one_write(harness):

@@ -28,14 +28,22 @@ from reposync.errors import (
 )
 from reposync.git.transport import run_git
 from reposync.providers.base import (
+    AbsenceProver,
     ApplyResult,
+    AssetSource,
+    DefaultBranchWriter,
+    EmptyChecker,
     EndpointInfo,
     EndpointSpec,
     GitRemote,
+    GitRemoteSource,
     InventoryListing,
+    NestedCreator,
+    ObjectWriter,
     Provider,
     ProviderEnvironment,
     TargetWrite,
+    VisibilityReporter,
 )
 from reposync.providers.github.auth import token_source
 from reposync.providers.github.client import EtagCache, GitHubClient
@@ -79,7 +87,21 @@ def _client(env: ProviderEnvironment | None) -> tuple[GitHubClient, Settings]:
     return client, settings
 
 
-class GitHubProvider(Provider):
+class GitHubProvider(
+    Provider,
+    # The capabilities it has (providers.base.CAPABILITIES). Not IndexReader (GitHub
+    # stores no hashes: reads build whole objects), StandbyMarker (no guard the sync
+    # could set), LockRecoverer (no ref locks a sync could leave behind) nor
+    # AncestryChecker (not built: GitHub's compare API could prove fast-forwards).
+    ObjectWriter,
+    NestedCreator,
+    AbsenceProver,
+    AssetSource,
+    EmptyChecker,
+    VisibilityReporter,
+    GitRemoteSource,
+    DefaultBranchWriter,
+):
     name = "github"
     #: github.com does not publish its limit; pushes of thousands of refs are reported to
     #: fail with HTTP 500 and to work in chunks of about 500 (notes/github-api.md).

@@ -28,14 +28,25 @@ from reposync.errors import (
 )
 from reposync.git.locks import remove_stale_locks
 from reposync.providers.base import (
+    AbsenceProver,
+    AncestryChecker,
     ApplyResult,
+    AssetSource,
+    DefaultBranchWriter,
+    EmptyChecker,
     EndpointInfo,
     EndpointSpec,
     GitRemote,
+    GitRemoteSource,
+    IndexReader,
     InventoryListing,
+    LockRecoverer,
+    ObjectWriter,
     Provider,
     ProviderEnvironment,
+    StandbyMarker,
     TargetWrite,
+    VisibilityReporter,
 )
 from reposync.providers.local.forge import LocalForge
 from reposync.providers.local.objects import FORGE_TYPES
@@ -63,8 +74,25 @@ _GIT_TYPES = frozenset({ObjectType.GIT_REF, ObjectType.DEFAULT_BRANCH})
 STANDBY_CONFIG_KEY = "reposync.standbyof"
 
 
-class LocalProvider(Provider):
+class LocalProvider(
+    Provider,
+    # Every capability of providers.base.CAPABILITIES except NestedCreator: the forge
+    # creates each child on its own without changing its shape.
+    IndexReader,
+    ObjectWriter,
+    AbsenceProver,
+    AssetSource,
+    EmptyChecker,
+    VisibilityReporter,
+    StandbyMarker,
+    LockRecoverer,
+    GitRemoteSource,
+    DefaultBranchWriter,
+    AncestryChecker,
+):
     name = "local"
+    #: A push into a repository on this machine has no limit of its own.
+    max_ref_updates_per_push = None
 
     def __init__(
         self,
