@@ -7,8 +7,9 @@ from datetime import datetime
 from sqlalchemy import CheckConstraint, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
+from reposync.lifecycle import Side
 from reposync.models.base import Base, utcnow
-from reposync.sync.vocabulary import RefConflictPolicy, Side
+from reposync.sync.vocabulary import RefConflictPolicy
 
 
 class Binding(Base):

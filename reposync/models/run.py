@@ -8,8 +8,8 @@ from typing import Any
 from sqlalchemy import CheckConstraint, ForeignKey, Index, String, text
 from sqlalchemy.orm import Mapped, mapped_column
 
+from reposync.lifecycle import AuditMode, RunKind, RunMode, RunStatus, Stage, Trigger
 from reposync.models.base import Base, utcnow
-from reposync.sync.vocabulary import AuditMode, RunKind, RunMode, RunStatus, Stage, Trigger
 
 _ACTIVE = "status IN ('queued', 'running')"
 

@@ -22,6 +22,7 @@ from reposync.errors import (
     UsageError,
     WrongDirection,
 )
+from reposync.lifecycle import Side
 from reposync.models import Binding, utcnow
 from reposync.providers.base import EndpointInfo, EndpointSpec, ProviderEnvironment
 from reposync.providers.registry import parse_locator, provider_class
@@ -30,7 +31,7 @@ from reposync.service.cron import next_slot, validate_cron
 from reposync.service.lookups import active_run, endpoint_spec, get_binding
 from reposync.service.pipeline.stages.visibility import confirmation_hash, reported_visibility
 from reposync.service.unknown_outcomes import require_no_unknown
-from reposync.sync.vocabulary import RefConflictPolicy, Side
+from reposync.sync.vocabulary import RefConflictPolicy
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from reposync.config import Settings
+from reposync.lifecycle import Stage
 from reposync.models.db import Database
 from reposync.providers.base import EndpointSpec, Provider, ProviderEnvironment
 from reposync.providers.registry import open_endpoint
 from reposync.service.budgets import DatabaseWriteBudget
-from reposync.sync.vocabulary import Stage
 
 
 @dataclass(frozen=True, slots=True)

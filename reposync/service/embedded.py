@@ -14,6 +14,7 @@ from datetime import timedelta
 from sqlalchemy import func, select
 
 from reposync.errors import BindingBusy
+from reposync.lifecycle import AuditMode, RunKind, RunMode, RunStatus, Stage, Trigger
 from reposync.models import Binding, Run, RunItem
 from reposync.service.bindings import SyncRequest, bind
 from reposync.service.context import ProviderPool, ServiceContext, Step
@@ -21,14 +22,6 @@ from reposync.service.lookups import active_run
 from reposync.service.pipeline.leases import database_now
 from reposync.service.pipeline.runner import run_until_done
 from reposync.service.runs import create_run
-from reposync.sync.vocabulary import (
-    AuditMode,
-    RunKind,
-    RunMode,
-    RunStatus,
-    Stage,
-    Trigger,
-)
 
 log = logging.getLogger(__name__)
 

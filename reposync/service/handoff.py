@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from sqlalchemy import update
 
 from reposync.errors import NotAllowedNow, ReposyncError
+from reposync.lifecycle import AuditMode, RunKind, RunMode, Side, Stage, Trigger
 from reposync.models import Binding, Run
 from reposync.providers.base import StandbyMarker
 from reposync.service.context import ServiceContext, Step
@@ -31,7 +32,6 @@ from reposync.service.pipeline.stages.inventory import SYNCED_TYPES
 from reposync.service.runs import create_run
 from reposync.service.unknown_outcomes import require_no_unknown
 from reposync.sync.canonical import DigestBuilder
-from reposync.sync.vocabulary import AuditMode, RunKind, RunMode, Side, Stage, Trigger
 
 log = logging.getLogger(__name__)
 

@@ -11,9 +11,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from reposync.errors import RecordNotFound
+from reposync.lifecycle import ACTIVE_RUN_STATUSES, Side
 from reposync.models import Binding, Run
 from reposync.providers.base import EndpointSpec
-from reposync.sync.vocabulary import ACTIVE_RUN_STATUSES, Side
 
 
 def get_binding(session: Session, binding_id: int) -> Binding:

@@ -14,9 +14,9 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.sql import ColumnElement
 
 from reposync.errors import RecordNotFound
+from reposync.lifecycle import ACTIVE_RUN_STATUSES
 from reposync.models import Binding, RepositoryGrant, Run, RunEvent, RunItem, User
 from reposync.service.context import ServiceContext
-from reposync.sync.vocabulary import ACTIVE_RUN_STATUSES
 
 MAX_PAGE = 200
 

@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import and_, or_, select
 
 from reposync.errors import NotAllowedNow, RecordNotFound
+from reposync.lifecycle import ACTIVE_RUN_STATUSES, RunKind, RunStatus
 from reposync.models import Binding, Run, RunEvent
 from reposync.service.context import ServiceContext, Step
 from reposync.service.events import emit
@@ -19,13 +20,7 @@ from reposync.service.pipeline.stages.applier_contract import ItemOutcome
 from reposync.service.pipeline.stages.appliers import applier_for
 from reposync.service.pipeline.stages.applying import item_rows, record_blocked
 from reposync.service.pipeline.stages.finalizing import finish
-from reposync.sync.vocabulary import (
-    ACTIVE_RUN_STATUSES,
-    ItemState,
-    ObjectType,
-    RunKind,
-    RunStatus,
-)
+from reposync.sync.vocabulary import ItemState, ObjectType
 
 log = logging.getLogger(__name__)
 

@@ -6,20 +6,13 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from reposync.errors import BindingBusy
+from reposync.lifecycle import ACTIVE_RUN_STATUSES, AuditMode, RunKind, RunMode, Stage, Trigger
 from reposync.models import Binding, Run, User, utcnow
 from reposync.service.context import ServiceContext, Step
 from reposync.service.events import emit
 from reposync.service.lookups import get_binding, get_run
 from reposync.service.queries import get_run_for
 from reposync.service.unknown_outcomes import require_no_unknown
-from reposync.sync.vocabulary import (
-    ACTIVE_RUN_STATUSES,
-    AuditMode,
-    RunKind,
-    RunMode,
-    Stage,
-    Trigger,
-)
 
 
 def new_run(

@@ -15,6 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from reposync.errors import UnschedulableCron
+from reposync.lifecycle import AuditMode, Stage, Trigger
 from reposync.models import Binding
 from reposync.service.context import ServiceContext, Step
 from reposync.service.cron import next_slot
@@ -22,7 +23,6 @@ from reposync.service.lookups import active_run
 from reposync.service.pipeline.leases import database_now
 from reposync.service.runs import new_run
 from reposync.service.unknown_outcomes import unresolved_unknown
-from reposync.sync.vocabulary import AuditMode, Stage, Trigger
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,8 @@ from reposync.errors import (
     VisibilityUnconfirmed,
     error_class,
 )
-from reposync.sync.vocabulary import Action, ItemState, RunStatus
+from reposync.lifecycle import RunStatus
+from reposync.sync.vocabulary import Action, ItemState
 
 COUNTER_NAMES = (
     "scanned",

@@ -15,10 +15,10 @@ from celery.signals import worker_process_init
 from kombu.exceptions import OperationalError as KombuOperationalError
 
 from reposync.config import Settings
+from reposync.lifecycle import Stage
 from reposync.models.db import Database
 from reposync.service.context import ServiceContext, Step
 from reposync.service.pipeline.runner import execute_step
-from reposync.sync.vocabulary import Stage
 
 log = logging.getLogger(__name__)
 

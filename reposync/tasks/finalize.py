@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import Task
 
-from reposync.sync.vocabulary import Stage
+from reposync.lifecycle import Stage
 from reposync.tasks.app import app
 from reposync.tasks.base import run_stage, task_name
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from reposync.errors import ReposyncError
-from reposync.sync.vocabulary import RunStatus
+from reposync.lifecycle import RunStatus
 
 log = logging.getLogger(__name__)
 

@@ -12,10 +12,10 @@ from flask import url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
+from reposync.lifecycle import AuditMode, RunMode
 from reposync.service.queries import get_binding_for, get_run_for, list_runs, run_progress
 from reposync.service.recovery import recover_run
 from reposync.service.runs import enqueue_run, request_cancel, retry_run
-from reposync.sync.vocabulary import AuditMode, RunMode
 from reposync.web.auth import current_user, load_user, service_context
 from reposync.web.errors import documents
 from reposync.web.pagination import page

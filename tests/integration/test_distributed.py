@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
+from reposync.lifecycle import Stage
 from reposync.models import Binding, RunEvent, RunItem
 from reposync.service.bindings import SyncRequest, bind
 from reposync.service.context import ServiceContext, Step
 from reposync.service.pipeline.runner import execute_step
 from reposync.service.runs import create_run, enqueue_run
-from reposync.sync.vocabulary import Stage
 from reposync.tasks.base import task_name
 from tests.gitrepo import enable_reflog, generate, init_bare, reflog_lengths, refs
 from tests.integration.conftest import completed_transitions, run_row, wait_terminal

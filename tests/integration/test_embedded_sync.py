@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select, update
 
+from reposync.lifecycle import Stage
 from reposync.models import Binding, ObjectLink, Run, RunEvent, RunItem
 from reposync.service.bindings import SyncRequest, bind
 from reposync.service.context import ServiceContext, Step
@@ -17,7 +18,6 @@ from reposync.service.embedded import sync
 from reposync.service.pipeline.runner import execute_step
 from reposync.service.pipeline.stages import applying
 from reposync.service.runs import create_run, request_cancel
-from reposync.sync.vocabulary import Stage
 from tests.gitrepo import commit_on, delete_refs, generate, refs, set_ref
 
 

@@ -10,10 +10,10 @@ import pytest
 from sqlalchemy import select, text, update
 
 from reposync.errors import LeaseLost
+from reposync.lifecycle import Stage
 from reposync.models import Binding, Run, RunItem
 from reposync.models.db import Database
 from reposync.service.pipeline.leases import ClaimRefused, Heartbeat, Lease, claim, fenced
-from reposync.sync.vocabulary import Stage
 
 
 def make_run(db: Database) -> int:

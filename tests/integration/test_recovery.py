@@ -8,13 +8,13 @@ import pytest
 from sqlalchemy import select, update
 
 from reposync.errors import PermissionDenied, ProviderUnavailable
+from reposync.lifecycle import Stage
 from reposync.models import Binding, Run, RunEvent
 from reposync.service.bindings import SyncRequest, bind
 from reposync.service.context import ServiceContext, Step
 from reposync.service.pipeline.runner import execute_step
 from reposync.service.recovery import redispatch_stalled, stalled_runs
 from reposync.service.runs import create_run
-from reposync.sync.vocabulary import Stage
 from tests.gitrepo import generate
 
 

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
+from reposync.lifecycle import RunStatus
 from reposync.models import Run, RunEvent
 from reposync.service.bindings import SyncRequest
 from reposync.service.context import ServiceContext
 from reposync.service.embedded import sync
 from reposync.service.pipeline.stages.appliers import GitRefApplier
-from reposync.sync.vocabulary import RunStatus
 from tests.gitrepo import commit_on, generate, refs
 
 LONG = "refs/heads/" + "/".join(["x" * 200] * 7)  # 1,417 characters

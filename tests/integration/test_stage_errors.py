@@ -20,12 +20,12 @@ import pytest
 from sqlalchemy import select
 
 from reposync.config import Settings
+from reposync.lifecycle import Stage
 from reposync.models import Binding, RunEvent
 from reposync.models.db import Database
 from reposync.service.context import ServiceContext
 from reposync.service.embedded import SyncRequest, sync
 from reposync.service.pipeline import runner
-from reposync.sync.vocabulary import Stage
 from tests.gitrepo import generate
 from tests.integration.test_forge_sync import forge
 

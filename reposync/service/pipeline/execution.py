@@ -14,13 +14,13 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from reposync.lifecycle import RunMode, Side, Stage
 from reposync.models import Binding, Run
 from reposync.providers.base import EndpointSpec, Provider
 from reposync.service.context import ServiceContext
 from reposync.service.events import emit
 from reposync.service.lookups import endpoint_spec
 from reposync.service.pipeline.leases import Lease, fenced
-from reposync.sync.vocabulary import RunMode, Side, Stage
 
 
 @dataclass(slots=True)

@@ -35,10 +35,10 @@ from sqlalchemy import ColumnElement, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from reposync.errors import LeaseLost
+from reposync.lifecycle import ACTIVE_RUN_STATUSES, RunStatus, Stage
 from reposync.models import Binding, Run
 from reposync.models.db import Database
 from reposync.service.events import emit
-from reposync.sync.vocabulary import ACTIVE_RUN_STATUSES, RunStatus, Stage
 
 log = logging.getLogger(__name__)
 

@@ -19,6 +19,7 @@ from reposync.errors import (
     ReposyncError,
 )
 from reposync.git.transport import guarded
+from reposync.lifecycle import Stage
 from reposync.service.context import ServiceContext, Step
 from reposync.service.lookups import get_binding
 from reposync.service.pipeline.execution import StageExecution
@@ -31,7 +32,6 @@ from reposync.service.pipeline.stages import (
     planning,
     verifying,
 )
-from reposync.sync.vocabulary import Stage
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from marshmallow import Schema, fields, post_dump
 
-from reposync.sync.vocabulary import AuditMode, RunMode, RunStatus
+from reposync.lifecycle import AuditMode, RunMode, RunStatus
 from reposync.web.pagination import PageArgsSchema
 from reposync.web.redaction import for_viewer
 from reposync.web.schemas.common import one_of, record_id

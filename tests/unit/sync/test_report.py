@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reposync import errors
+from reposync.lifecycle import RunStatus
 from reposync.sync.report import (
     CONFLICT_CODE,
     COUNTER_NAMES,
@@ -15,7 +16,7 @@ from reposync.sync.report import (
     final_status,
     item_problems,
 )
-from reposync.sync.vocabulary import Action, ItemState, RunStatus
+from reposync.sync.vocabulary import Action, ItemState
 
 A, S = Action, ItemState
 

@@ -6,8 +6,8 @@ import logging
 
 from celery import Celery
 
+from reposync.lifecycle import Stage
 from reposync.service.context import Step
-from reposync.sync.vocabulary import Stage
 from reposync.tasks.base import CeleryDispatcher
 from tests.servers import free_port
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from reposync.lifecycle import Stage
 from reposync.providers.base import StandbyMarker
 from reposync.service.pipeline.execution import StageExecution
 from reposync.service.pipeline.stages import visibility
-from reposync.sync.vocabulary import Stage
 
 
 def check_access(ex: StageExecution) -> Stage:

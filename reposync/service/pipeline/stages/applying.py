@@ -25,6 +25,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from reposync.errors import RateLimited, ReposyncError
+from reposync.lifecycle import Stage
 from reposync.models import Run, RunItem, utcnow
 from reposync.models.db import driver_datetime, executemany, fetch
 from reposync.service.pipeline.execution import StageExecution
@@ -36,7 +37,7 @@ from reposync.service.pipeline.stages.links import (
     mark_unreliable,
     write_links,
 )
-from reposync.sync.vocabulary import Action, ItemState, ObjectType, Representation, Stage
+from reposync.sync.vocabulary import Action, ItemState, ObjectType, Representation
 
 _UNFINISHED = (ItemState.APPLYING.value, ItemState.VERIFYING.value)
 

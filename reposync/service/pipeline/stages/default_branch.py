@@ -14,12 +14,13 @@ from typing import Any
 from sqlalchemy import select
 
 from reposync.errors import ProviderError, RateLimited, ResultUnknown, WriteRefused
+from reposync.lifecycle import Side
 from reposync.models import ObjectLink, RunItem
 from reposync.providers.base import DefaultBranchWriter, read_index
 from reposync.service.pipeline.execution import StageExecution
 from reposync.service.pipeline.stages.applier_contract import ApplyItem, ItemOutcome, WriteReport
 from reposync.sync.canonical import DEFAULT_BRANCH_IDENTITY
-from reposync.sync.vocabulary import Action, ItemState, ObjectType, Side
+from reposync.sync.vocabulary import Action, ItemState, ObjectType
 
 
 class DefaultBranchApplier:

@@ -14,6 +14,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from reposync.errors import LeaseLost, RateLimited, ReposyncError
+from reposync.lifecycle import RunMode, RunStatus, Stage, Trigger
 from reposync.models import Binding, InventoryEntry, Run, RunItem, utcnow
 from reposync.service.context import Step
 from reposync.service.pipeline.execution import StageExecution
@@ -29,15 +30,7 @@ from reposync.sync.report import (
     final_status,
     item_problems,
 )
-from reposync.sync.vocabulary import (
-    Action,
-    ItemState,
-    Representation,
-    RunMode,
-    RunStatus,
-    Stage,
-    Trigger,
-)
+from reposync.sync.vocabulary import Action, ItemState, Representation
 
 log = logging.getLogger(__name__)
 

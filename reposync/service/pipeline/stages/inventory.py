@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import delete
 
+from reposync.lifecycle import AuditMode, Stage
 from reposync.models import InventoryEntry
 from reposync.models.db import executemany, fetch
 from reposync.providers.base import EmptyChecker, InventoryListing
@@ -20,7 +21,7 @@ from reposync.service.pipeline.stages.link_states import has_links, load_links
 from reposync.sync.canonical import DigestBuilder, IndexEntry
 from reposync.sync.planner import PlanMode, split_checkpoint
 from reposync.sync.report import PlanningCounters
-from reposync.sync.vocabulary import AuditMode, ObjectType, Stage
+from reposync.sync.vocabulary import ObjectType
 
 #: Every object type this version syncs.
 SYNCED_TYPES: tuple[ObjectType, ...] = tuple(ObjectType)

@@ -6,10 +6,11 @@ from collections.abc import Iterable
 
 from sqlalchemy import select
 
+from reposync.lifecycle import Side
 from reposync.models import ObjectLink
 from reposync.service.pipeline.execution import StageExecution
 from reposync.sync.planner import LinkKey, LinkState
-from reposync.sync.vocabulary import ObjectType, Side
+from reposync.sync.vocabulary import ObjectType
 
 CHUNK = 5000
 _COLUMNS = (

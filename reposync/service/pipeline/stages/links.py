@@ -9,10 +9,11 @@ from typing import Any
 from sqlalchemy import delete, tuple_, update
 from sqlalchemy.orm import Session
 
+from reposync.lifecycle import Side
 from reposync.models import ObjectLink, utcnow
 from reposync.models.db import driver_datetime, execute, executemany
 from reposync.sync.canonical import MAPPER_VERSION
-from reposync.sync.vocabulary import Representation, Side
+from reposync.sync.vocabulary import Representation
 
 
 def _side_identities(source_side: Side, source_id: str, target_id: str) -> tuple[str, str]:

@@ -14,13 +14,14 @@ from typing import Any
 
 from sqlalchemy import select
 
+from reposync.lifecycle import Side
 from reposync.models import ObjectLink
 from reposync.providers.base import TargetRef, TargetWrite
 from reposync.service.pipeline.execution import StageExecution
 from reposync.sync.canonical import CanonicalObject, ObjectRef, content_hash
 from reposync.sync.key_moves import temporary_payload
 from reposync.sync.objects import rewrite_issue_references
-from reposync.sync.vocabulary import Action, ObjectType, Representation, Side
+from reposync.sync.vocabulary import Action, ObjectType, Representation
 
 #: Where each type lives on the target, when the service itself decides it is another
 #: type. Empty: a projection is the target provider's business (GitHub shows a review

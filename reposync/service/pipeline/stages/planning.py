@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy import delete
 
+from reposync.lifecycle import Stage
 from reposync.models import RunItem, utcnow
 from reposync.models.db import driver_datetime, executemany
 from reposync.providers.base import AncestryChecker, read_index
@@ -40,13 +41,7 @@ from reposync.sync.planner import (
     target_only,
 )
 from reposync.sync.report import CONFLICT_CODE, PlanningCounters
-from reposync.sync.vocabulary import (
-    Action,
-    ItemState,
-    ObjectType,
-    RefConflictPolicy,
-    Stage,
-)
+from reposync.sync.vocabulary import Action, ItemState, ObjectType, RefConflictPolicy
 
 CHUNK = 5000
 READ_CHUNK = 500

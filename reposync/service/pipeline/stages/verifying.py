@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from sqlalchemy import func, select
 
+from reposync.lifecycle import Stage
 from reposync.models import RunItem
 from reposync.service.pipeline.execution import StageExecution
 from reposync.service.pipeline.stages.applying import next_batch, settle_unfinished
-from reposync.sync.vocabulary import ItemState, Stage
+from reposync.sync.vocabulary import ItemState
 
 
 def verify(ex: StageExecution) -> Stage:

@@ -16,10 +16,10 @@ import hashlib
 from sqlalchemy import update
 
 from reposync.errors import VisibilityUnconfirmed
+from reposync.lifecycle import Side
 from reposync.models import Binding
 from reposync.providers.base import Provider, VisibilityReporter
 from reposync.service.pipeline.execution import StageExecution
-from reposync.sync.vocabulary import Side
 
 RANK = {"private": 0, "internal": 1, "public": 2}
 
