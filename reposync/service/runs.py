@@ -7,11 +7,10 @@ from sqlalchemy.orm import Session
 
 from reposync.errors import BindingBusy
 from reposync.lifecycle import ACTIVE_RUN_STATUSES, AuditMode, RunKind, RunMode, Stage, Trigger
-from reposync.models import Binding, Run, User, utcnow
+from reposync.models import Binding, Run, utcnow
 from reposync.service.context import ServiceContext, Step
 from reposync.service.events import emit
 from reposync.service.lookups import get_binding, get_run
-from reposync.service.queries import get_run_for
 from reposync.service.unknown_outcomes import require_no_unknown
 
 
@@ -99,9 +98,10 @@ def enqueue_run(ctx: ServiceContext, binding_id: int, **options: object) -> Run:
     return run
 
 
-def retry_run(ctx: ServiceContext, user: User, run_id: int) -> Run:
+def retry_run(ctx: ServiceContext, run_id: int) -> Run:
     """A new Run of the same Binding, mode and audit, remembering what it retries."""
-    run = get_run_for(ctx, user, run_id)
+    with ctx.db.session() as session:
+        run = get_run(session, run_id)
     new = create_run(
         ctx,
         run.binding_id,

@@ -14,7 +14,6 @@ from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from reposync.errors import (
-    Forbidden,
     NotAllowedNow,
     RecordNotFound,
     Unauthenticated,
@@ -22,7 +21,6 @@ from reposync.errors import (
 )
 from reposync.models import ApiToken, RepositoryGrant, User, utcnow
 from reposync.service.context import ServiceContext
-from reposync.service.queries import get_run_for
 
 ROLES = ("admin", "member")
 TOKEN_PREFIX = "rs_"
@@ -93,8 +91,8 @@ def issue_token_record(
 def issue_stream_token(ctx: ServiceContext, user: User, run_id: int) -> tuple[str, datetime]:
     """A token that opens one Run's event stream for ``STREAM_TOKEN_LIFETIME``: for a
     browser's EventSource, which cannot send an Authorization header (the token travels
-    in the URL, so it is short-lived and good for nothing else)."""
-    get_run_for(ctx, user, run_id)  # 404 for a Run the user cannot see
+    in the URL, so it is short-lived and good for nothing else). The caller has
+    authorized ``user`` on the Run (``authorization.authorize_run``)."""
     token = STREAM_TOKEN_PREFIX + secrets.token_urlsafe(32)
     expires_at = utcnow() + STREAM_TOKEN_LIFETIME
     with ctx.db.transaction() as session:
@@ -236,8 +234,3 @@ def grant(ctx: ServiceContext, user_id: int, provider: str, repository_id: str) 
             session.add(
                 RepositoryGrant(user_id=user_id, provider=provider, repository_id=repository_id)
             )
-
-
-def require_admin(user: User) -> None:
-    if user.role != "admin":
-        raise Forbidden("this needs the admin role")

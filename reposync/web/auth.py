@@ -20,8 +20,9 @@ from typing import Any, TypeVar, cast
 from flask import current_app, g, request
 
 from reposync.models import User
+from reposync.service.authorization import require_admin
 from reposync.service.context import ServiceContext
-from reposync.service.users import authenticate, require_admin
+from reposync.service.users import authenticate
 
 SCHEME = "bearer"
 

@@ -11,6 +11,7 @@ from flask import url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
+from reposync.service.authorization import authorize_binding
 from reposync.service.bindings import (
     SyncRequest,
     bind_pair,
@@ -103,7 +104,7 @@ class BindingView(MethodView):
         the confirmation.
         """
         ctx = service_context()
-        get_binding_for(ctx, current_user(), binding_id)
+        authorize_binding(ctx, current_user(), binding_id)
         confirm = changes.pop("confirm_visibility", None)
         if confirm is True:
             confirm_visibility(ctx, binding_id)
@@ -122,7 +123,7 @@ class BindingView(MethodView):
         Refused (409) while a Run is active or a write's outcome is unknown.
         """
         ctx = service_context()
-        get_binding_for(ctx, current_user(), binding_id)
+        authorize_binding(ctx, current_user(), binding_id)
         delete_binding(ctx, binding_id)
         return None
 
@@ -139,6 +140,6 @@ class HandoffView(MethodView):
         flips the authority in one fenced transaction (409 when the Binding forbids it).
         """
         ctx = service_context()
-        get_binding_for(ctx, current_user(), binding_id)
+        authorize_binding(ctx, current_user(), binding_id)
         run = start_handoff(ctx, binding_id)
         return run, 202, {"Location": url_for("runs.RunView", run_id=run.id)}

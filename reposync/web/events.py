@@ -8,7 +8,8 @@ from flask import Response, current_app, request, url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from reposync.service.queries import events_after, get_run_for, run_events
+from reposync.service.authorization import authorize_run
+from reposync.service.queries import events_after, run_events
 from reposync.service.users import issue_stream_token
 from reposync.web.auth import current_user, load_user, service_context
 from reposync.web.errors import documents
@@ -68,7 +69,7 @@ class RunEventsView(MethodView):
         ctx, user = service_context(), current_user()
         after_seq = max(args["after_seq"], headers.get("last_event_id") or 0)
         if _wants_stream():
-            get_run_for(ctx, user, run_id)  # 404 now, as a problem, not inside the stream
+            authorize_run(ctx, user, run_id)  # 404 now, as a problem, not inside the stream
             slots: StreamSlots = current_app.extensions["reposync.streams"]
             slots.take(user.id)  # 429 beyond the caps, before any thread is held for long
             config = current_app.config
@@ -99,7 +100,9 @@ class StreamTokenView(MethodView):
         For a browser's ``EventSource``, which cannot send an Authorization header:
         ``GET /runs/{id}/events?access_token=<token>`` with ``Accept: text/event-stream``.
         """
-        token, expires_at = issue_stream_token(service_context(), current_user(), run_id)
+        ctx, user = service_context(), current_user()
+        authorize_run(ctx, user, run_id)
+        token, expires_at = issue_stream_token(ctx, user, run_id)
         return {
             "token": token,
             "expires_at": expires_at,

@@ -13,7 +13,8 @@ from flask.views import MethodView
 from flask_smorest import Blueprint
 
 from reposync.lifecycle import AuditMode, RunMode
-from reposync.service.queries import get_binding_for, get_run_for, list_runs, run_progress
+from reposync.service.authorization import authorize_binding, authorize_run
+from reposync.service.queries import get_run_for, list_runs, run_progress
 from reposync.service.recovery import recover_run
 from reposync.service.runs import enqueue_run, request_cancel, retry_run
 from reposync.web.auth import current_user, load_user, service_context
@@ -50,7 +51,7 @@ class BindingRunsView(MethodView):
         409 when the Binding has an active Run or an unresolved unknown write.
         """
         ctx = service_context()
-        get_binding_for(ctx, current_user(), binding_id)
+        authorize_binding(ctx, current_user(), binding_id)
         run = enqueue_run(
             ctx, binding_id, mode=RunMode(args["mode"]), audit_mode=AuditMode(args["audit_mode"])
         )
@@ -96,7 +97,7 @@ class CancelView(MethodView):
         A Run that already ended is returned unchanged.
         """
         ctx = service_context()
-        get_run_for(ctx, current_user(), run_id)
+        authorize_run(ctx, current_user(), run_id)
         return request_cancel(ctx, run_id)
 
 
@@ -106,7 +107,9 @@ class RetryView(MethodView):
     @documents(blueprint, 401, 404, 409)
     def post(self, run_id: int) -> Any:
         """Queue a new Run like this one, with it as parent (admin, or a grant on the Binding)."""
-        return _accepted(retry_run(service_context(), current_user(), run_id))
+        ctx = service_context()
+        authorize_run(ctx, current_user(), run_id)
+        return _accepted(retry_run(ctx, run_id))
 
 
 @blueprint.route(f"/runs/{id_rule('run_id')}/recover")
@@ -119,5 +122,5 @@ class RecoverView(MethodView):
         Recovery never re-sends a write whose outcome it cannot prove.
         """
         ctx = service_context()
-        get_run_for(ctx, current_user(), run_id)
+        authorize_run(ctx, current_user(), run_id)
         return {"run_id": run_id, "counts": recover_run(ctx, run_id)}

@@ -1,0 +1,45 @@
+"""Who may act on what, asked by every entry point that acts for a user.
+
+One convention (issue 11): the API (and the web page after it) authorizes a change here
+first, then calls an operation that takes no user (``bindings``, ``runs``, ``handoff``,
+``recovery``), exactly as the CLI (acting with its own user's rights) and the tasks (the
+system) call them. Reads are the other half: they take the user and show only what that
+user may see (``queries``). Not visible is not found: a member learns nothing of
+Bindings outside their grants, not even that an id exists.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from reposync.errors import Forbidden, RecordNotFound
+from reposync.models import Binding, Run, User
+from reposync.service.context import ServiceContext
+from reposync.service.queries import visible
+
+
+def require_admin(user: User) -> None:
+    if user.role != "admin":
+        raise Forbidden("this needs the admin role")
+
+
+def authorize_binding(ctx: ServiceContext, user: User, binding_id: int) -> None:
+    """Raise ``RecordNotFound`` unless ``user`` may act on the Binding."""
+    with ctx.db.session() as session:
+        found = session.execute(
+            select(Binding.id).where(Binding.id == binding_id, visible(user))
+        ).scalar_one_or_none()
+    if found is None:
+        raise RecordNotFound(f"binding {binding_id} does not exist")
+
+
+def authorize_run(ctx: ServiceContext, user: User, run_id: int) -> None:
+    """Raise ``RecordNotFound`` unless ``user`` may act on the Run (through its Binding)."""
+    with ctx.db.session() as session:
+        found = session.execute(
+            select(Run.id)
+            .join(Binding, Binding.id == Run.binding_id)
+            .where(Run.id == run_id, visible(user))
+        ).scalar_one_or_none()
+    if found is None:
+        raise RecordNotFound(f"run {run_id} does not exist")
