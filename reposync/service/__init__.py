@@ -10,6 +10,8 @@ service" in ``pyproject.toml``):
   tokens, grants), ``confinement`` (where ``local:`` locators from the API may point);
 * ``pipeline``: how a Run executes, stage by stage (``pipeline.stages``);
 * ``runs``: create, enqueue, retry and cancel Runs (finalizing queues follow-ups);
+  ``authorization``: what an entry point acting for a user checks before it calls an
+  operation (operations take no user; reads take one and filter);
 * ``queries``: the API's reads, and which Bindings a user may see;
 * the pieces all of them share: ``context`` (``ServiceContext``, ``Step``), ``lookups``
   (a Binding or Run by id), ``events`` (a Run's event log), ``budgets`` (the write
