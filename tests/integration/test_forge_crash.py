@@ -58,12 +58,15 @@ def target_comments(path: Path) -> tuple[int, Counter[str]]:
     if not db.exists():
         return 0, Counter()
     with sqlite3.connect(db) as conn:
-        markers = [
-            m
-            for (m,) in conn.execute(
+        try:
+            rows = conn.execute(
                 "SELECT marker FROM objects WHERE object_type = 'issue_comment'"
-            )
-        ]
+            ).fetchall()
+        except sqlite3.OperationalError as exc:  # the file exists before its schema does
+            if "no such table" not in str(exc):
+                raise
+            return 0, Counter()
+    markers = [m for (m,) in rows]
     return len(markers), Counter(markers)
 
 

@@ -362,7 +362,8 @@ class LocalProvider(
 
     @property
     def forge(self) -> LocalForge:
-        """The forge objects of this repository (tests and the demo edit them here)."""
+        """The forge objects of this repository (tests, benchmarks and the demo edit them
+        through ``authoring.ForgeAuthoring`` over it; the sync only reads and writes)."""
         return self._forge
 
     def apply_batch(self, writes: Sequence[TargetWrite]) -> list[ApplyResult]:
