@@ -13,15 +13,19 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import create_engine, event, text
-from sqlalchemy.engine import URL, Engine, make_url
+from sqlalchemy.engine import URL, Connection, Engine, make_url
+from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from reposync.errors import ConfigurationError, DatabaseUnavailable
 from reposync.files import private_dir, private_file
+
+if TYPE_CHECKING:
+    import psycopg
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +149,7 @@ def executemany(session: Session, sql: str, rows: Sequence[Sequence[Any]]) -> in
     connection = session.connection()
     if connection.dialect.name == "postgresql":
         sql = sql.replace("?", "%s")
-    cursor = connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    cursor = _dbapi(connection).cursor()
     try:
         cursor.executemany(sql, rows)
         return int(cursor.rowcount)
@@ -162,12 +166,20 @@ def execute(session: Session, sql: str, params: Sequence[Any] = ()) -> int:
     connection = session.connection()
     if connection.dialect.name == "postgresql":
         sql = sql.replace("?", "%s")
-    cursor = connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    cursor = _dbapi(connection).cursor()
     try:
         cursor.execute(sql, tuple(params))
         return int(cursor.rowcount)
     finally:
         cursor.close()
+
+
+def _dbapi(connection: Connection) -> DBAPIConnection:
+    """The driver's own connection under ``connection``."""
+    dbapi = connection.connection.dbapi_connection
+    # None only once the pool invalidated it; Connection.connection reconnects first.
+    assert dbapi is not None
+    return dbapi
 
 
 def fetch(
@@ -179,16 +191,17 @@ def fetch(
     tuples, no per-row result processing.
     """
     connection = session.connection()
-    dbapi = connection.connection.dbapi_connection
+    dbapi = _dbapi(connection)
     if connection.dialect.name == "postgresql":
         sql = sql.replace("?", "%s")
     if connection.dialect.name == "postgresql" and sql.lstrip()[:6].upper() == "SELECT":
         # A server-side cursor: psycopg's client cursor would hold every row at once
         # (a DML statement's RETURNING rows cannot come from one; they are few anyway).
-        cursor = dbapi.cursor(name=f"reposync_fetch_{uuid.uuid4().hex}")  # type: ignore[union-attr]
-        cursor.itersize = chunk
+        cursor = dbapi.cursor(name=f"reposync_fetch_{uuid.uuid4().hex}")
+        # psycopg's ServerCursor: its batch size is not part of the DB-API protocol.
+        cast("psycopg.ServerCursor[Any]", cursor).itersize = chunk
     else:
-        cursor = dbapi.cursor()  # type: ignore[union-attr]
+        cursor = dbapi.cursor()
     try:
         cursor.execute(sql, tuple(params))
         while rows := cursor.fetchmany(chunk):

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any, cast
 
-from sqlalchemy import update
+from sqlalchemy import CursorResult, update
 
 from reposync.errors import NotAllowedNow, ReposyncError
 from reposync.lifecycle import AuditMode, RunKind, RunMode, Side, Stage, Trigger
@@ -162,19 +163,22 @@ def _switch(ctx: ServiceContext, binding_id: int, forward: Run, reverse_id: int)
         return False
     old = Side(forward.source_side)
     with fenced(ctx.db, claimed) as session:
-        flipped = session.execute(
-            update(Binding)
-            .where(
-                Binding.id == binding_id,
-                Binding.authority_side == old.value,
-                Binding.authority_epoch == forward.authority_epoch,
-            )
-            .values(
-                authority_side=old.other.value,
-                authority_epoch=Binding.authority_epoch + 1,
-                sync_enabled=False,
-                next_run_at=None,
-            )
+        flipped = cast(
+            CursorResult[Any],
+            session.execute(
+                update(Binding)
+                .where(
+                    Binding.id == binding_id,
+                    Binding.authority_side == old.value,
+                    Binding.authority_epoch == forward.authority_epoch,
+                )
+                .values(
+                    authority_side=old.other.value,
+                    authority_epoch=Binding.authority_epoch + 1,
+                    sync_enabled=False,
+                    next_run_at=None,
+                )
+            ),
         ).rowcount
         if not flipped:
             release(session, claimed)

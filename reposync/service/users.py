@@ -9,8 +9,9 @@ from __future__ import annotations
 import hashlib
 import secrets
 from datetime import datetime, timedelta
+from typing import Any, cast
 
-from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy import CursorResult, delete, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from reposync.errors import (
@@ -209,12 +210,15 @@ def delete_user(ctx: ServiceContext, user_id: int) -> None:
 def revoke_grant(ctx: ServiceContext, user_id: int, provider: str, repository_id: str) -> bool:
     """Remove one grant; whether it existed."""
     with ctx.db.transaction() as session:
-        removed = session.execute(
-            delete(RepositoryGrant).where(
-                RepositoryGrant.user_id == user_id,
-                RepositoryGrant.provider == provider,
-                RepositoryGrant.repository_id == repository_id,
-            )
+        removed = cast(
+            CursorResult[Any],
+            session.execute(
+                delete(RepositoryGrant).where(
+                    RepositoryGrant.user_id == user_id,
+                    RepositoryGrant.provider == provider,
+                    RepositoryGrant.repository_id == repository_id,
+                )
+            ),
         ).rowcount
     return bool(removed)
 

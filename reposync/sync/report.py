@@ -143,9 +143,9 @@ def build_counters(
     planned: dict[str, int] = {}
     for row in rows:
         planned[str(row.action)] = planned.get(str(row.action), 0) + row.count
-        name = _counter_for(row)
-        if name is not None:
-            bump(row.object_type, name, row.count)
+        counter = _counter_for(row)
+        if counter is not None:
+            bump(row.object_type, counter, row.count)
     return counters, per_type, planned
 
 

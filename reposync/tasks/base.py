@@ -50,7 +50,9 @@ class CeleryDispatcher:
         caller here would report a Run that exists as not created."""
         app = self._app
         if app is None:
-            from reposync.tasks.app import app
+            from reposync.tasks.app import app as default_app
+
+            app = default_app
         try:
             app.send_task(name, args=args)
         except KombuOperationalError as exc:
@@ -81,12 +83,14 @@ def _after_fork(**_: Any) -> None:
         _context.db.engine.dispose(close=False)
 
 
-def owner_for(task: Task) -> str:
+def owner_for(task: Task[Any, Any]) -> str:
     request = task.request
     return f"{request.hostname or 'worker'}/{os.getpid()}/{request.id}"[:255]
 
 
-def run_stage(task: Task, stage: Stage | None, run_id: int, generation: int | None) -> None:
+def run_stage(
+    task: Task[Any, Any], stage: Stage | None, run_id: int, generation: int | None
+) -> None:
     ctx = context()
     next_step = execute_step(ctx, Step(run_id, stage, generation), owner=owner_for(task))
     if next_step is not None:

@@ -93,8 +93,8 @@ class Channel(kombu_redis.Channel):
     def _connparams(self, asynchronous: bool = False) -> dict[str, Any]:
         if self.connection is None or self.connection.client is None:
             raise redis.exceptions.ConnectionError(DETACHED)
-        # kombu leaves this method unannotated.
-        params: dict[str, Any] = super()._connparams(  # type: ignore[no-untyped-call]
+        # A private kombu method (unannotated) that celery-types' kombu stubs leave out.
+        params: dict[str, Any] = super()._connparams(  # type: ignore[misc]
             asynchronous=asynchronous
         )
         return params

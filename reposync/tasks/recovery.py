@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from celery import Task
 
@@ -16,7 +17,7 @@ log = logging.getLogger(__name__)
 
 
 @app.task(name=RESUME_TASK, bind=True)
-def resume(self: Task, run_id: int, generation: int | None = None) -> None:
+def resume(self: Task[Any, Any], run_id: int, generation: int | None = None) -> None:
     """Continue a Run at whatever stage it persisted (claims only an expired lease)."""
     run_stage(self, None, run_id, None)
 

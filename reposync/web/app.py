@@ -10,6 +10,7 @@ from __future__ import annotations
 import http
 from typing import Any
 
+# swagger-ui-bundle ships no types and has no stubs package (one path is used).
 import swagger_ui_bundle  # type: ignore[import-untyped]
 from flask import Flask, Response, send_from_directory
 from flask_smorest import Api

@@ -129,7 +129,8 @@ def _jsonable(messages: Any) -> Any:
 
 def _validation_error(error: ValidationError) -> Response:
     """A ``ValidationError`` a view raised itself (not through webargs)."""
-    messages = error.normalized_messages()
+    # marshmallow leaves normalized_messages unannotated (it returns a dict).
+    messages = error.normalized_messages()  # type: ignore[no-untyped-call]
     return problem(
         422, "validation_error", _validation_detail(messages), errors=_jsonable(messages)
     )

@@ -47,7 +47,7 @@ def write_problem(sock: Any, status_int: int, reason: str, mesg: str) -> None:
     gunicorn_util.write_nonblock(sock, head.encode("latin-1") + body)
 
 
-class _Gunicorn(BaseApplication):  # type: ignore[misc]
+class _Gunicorn(BaseApplication):
     def __init__(self, settings: Settings, bind: str) -> None:
         self._settings = settings
         self._bind = bind

@@ -111,8 +111,9 @@ class AppInstallationToken:
                 raise ProviderUnavailable(f"GitHub token exchange answered {response.status_code}")
             body = response.json()
             expires = datetime.fromisoformat(body["expires_at"].replace("Z", "+00:00"))
-            self._cached = (body["token"], expires)
-            return body["token"]
+            token: str = body["token"]
+            self._cached = (token, expires)
+            return token
 
     def invalidate(self) -> None:
         with self._lock:

@@ -11,7 +11,7 @@ import base64
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 from urllib.parse import quote
 
 import requests
@@ -298,7 +298,8 @@ class GitHubProvider(
         )
         response.raise_for_status()
         response.raw.decode_content = True
-        return response.raw  # type: ignore[no-any-return]
+        # urllib3's HTTPResponse: a file-like reader of bytes.
+        return cast(BinaryIO, response.raw)
 
     # -- the default branch ---------------------------------------------------------------
 

@@ -237,8 +237,8 @@ def read_one(
             if not identity.isdigit():  # a deleted comment a reply still answers
                 return None
             data = client.get(f"{base}/pulls/comments/{identity}")
-            number = int(str(data["pull_request_url"]).rstrip("/").rsplit("/", 1)[1])
-            parent = gh.review_identity(data, number)
+            pull = int(str(data["pull_request_url"]).rstrip("/").rsplit("/", 1)[1])
+            parent = gh.review_identity(data, pull)
             review = read_one(client, repo, ObjectType.REVIEW, parent)
             return gh.review_comment(data, parent, review.unique_key if review else None)
         if object_type is ObjectType.REVIEW_REQUEST:  # a native one: "<number>:<login>"

@@ -55,7 +55,7 @@ def new_owner(label: str = "") -> str:
 def database_now(session: Session) -> datetime:
     """The database's clock (PostgreSQL), or this host's for the embedded SQLite file."""
     if session.get_bind().dialect.name == "postgresql":
-        value = session.execute(select(func.clock_timestamp())).scalar_one()
+        value: datetime = session.execute(select(func.clock_timestamp())).scalar_one()
         return value.astimezone(UTC)
     return datetime.now(UTC)
 

@@ -30,9 +30,10 @@ def label_name(ctx: WriteContext, identity: str) -> str:
 
 def label_by_name(ctx: WriteContext, name: str) -> dict[str, Any] | None:
     try:
-        return ctx.client.get(ctx.path(f"/labels/{quote(name, safe='')}"))
+        label: dict[str, Any] = ctx.client.get(ctx.path(f"/labels/{quote(name, safe='')}"))
     except Exception:
         return None
+    return label
 
 
 def create_label(ctx: WriteContext, write: TargetWrite) -> tuple[str, None]:

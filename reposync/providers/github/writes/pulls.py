@@ -32,7 +32,7 @@ def native_head(ctx: WriteContext, write: TargetWrite) -> str | None:
     payload = write.payload or {}
     if payload.get("state") != "open" or payload.get("merged"):
         return None
-    candidates = [payload["head_ref"]]
+    candidates: list[str] = [payload["head_ref"]]
     if write.number is not None:  # the source's shadow branch, pushed in the refs phase
         candidates.append(shadow_ref(write.number).removeprefix(BRANCH_PREFIX))
     for branch in candidates:

@@ -111,6 +111,7 @@ def create_release_asset(
 def asset_named(ctx: WriteContext, release: str, name: str) -> dict[str, Any] | None:
     """The release's asset whose source name is ``name`` (GitHub's, or its label's
     when GitHub renamed it)."""
+    asset: dict[str, Any]
     for asset in ctx.client.paginate(ctx.path(f"/releases/{release}/assets")):
         if shapes.original_asset_name(asset["name"], asset.get("label")) == name:
             return asset

@@ -141,7 +141,8 @@ def number_map(ex: StageExecution) -> dict[int, int]:
                 ObjectLink.a_number != ObjectLink.b_number,
             )
         )
-        return {int(s): int(t) for s, t in rows}
+        # Both are set: the WHERE clause's comparison is never true with a NULL.
+        return {int(s): int(t) for s, t in rows if s is not None and t is not None}
 
 
 def target_payload(obj: CanonicalObject, numbers: Mapping[int, int]) -> dict[str, Any]:

@@ -53,7 +53,7 @@ def check(ex: StageExecution, source: Provider, target: Provider) -> None:
     expected = confirmation_hash(ex.binding, ex.source_side, source_vis or "", target_vis or "")
     refused = exposed and ex.binding.visibility_confirmation != expected
     with ex.fenced() as session:
-        values = dict(columns)
+        values: dict[str, object] = dict(columns)
         if refused:  # stop before any write, and stop the schedule too
             values.update(sync_enabled=False, next_run_at=None)
         session.execute(update(Binding).where(Binding.id == ex.binding.id).values(**values))
