@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import or_, select
+from sqlalchemy import ColumnElement, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -104,7 +104,7 @@ def bind_pair(ctx: ServiceContext, request: SyncRequest) -> tuple[Binding, bool]
 def find_binding(session: Session, one: EndpointInfo, other: EndpointInfo) -> Binding | None:
     """The Binding of this pair, whichever side each endpoint is on."""
 
-    def pair(a: EndpointInfo, b: EndpointInfo):  # noqa: ANN202 (a SQL expression)
+    def pair(a: EndpointInfo, b: EndpointInfo) -> ColumnElement[bool]:
         return (
             (Binding.a_provider == a.provider)
             & (Binding.a_repository_id == a.repository_id)
