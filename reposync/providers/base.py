@@ -24,6 +24,7 @@ from enum import StrEnum
 from typing import Any, BinaryIO, ClassVar, Protocol, runtime_checkable
 
 from reposync.config import Settings
+from reposync.errors import ReposyncError
 from reposync.sync.canonical import CanonicalObject, IndexEntry
 from reposync.sync.vocabulary import Action, ObjectType, Representation
 
@@ -401,12 +402,40 @@ class WriteStatus(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class ItemError:
+    """Why one item did not (or may not have) come through: a stable code and a message
+    for people. It is what a RunItem stores (``error_code``, ``error_message``).
+
+    The one shape of an item's error on both sides of read-back: a provider's
+    ``ApplyResult`` says it of a write, the applying stage's ``ItemOutcome`` of the item
+    it settles (often the same error, carried over when read-back does not find the
+    write). The code is an error class's ``code`` (``ResultUnknown.code``) or a
+    refusal's own (``dependency_missing``, ``unsupported``: see ``ObjectWriter``).
+    """
+
+    code: str
+    message: str
+
+    @classmethod
+    def of(cls, error: ReposyncError) -> ItemError:
+        return cls(error.code, error.message)
+
+
+@dataclass(frozen=True, slots=True)
 class ApplyResult:
+    """What a provider says about one write it was given: its word, not a proof.
+
+    Not the applying stage's ``ItemOutcome``, which is what the service concludes about
+    the item after reading the target back (a write that says ``OK`` may still not read
+    back as written, and one that says ``UNKNOWN`` may have landed); the two share their
+    error type, ``ItemError``, and nothing else.
+    """
+
     item_id: int
     status: WriteStatus
     target_identity: str | None = None
-    error_code: str | None = None
-    message: str | None = None
+    #: Set unless ``OK``: the refusal, the lost response, the rate limit.
+    error: ItemError | None = None
     #: How the object exists on the target when it is not the type's own representation
     #: (authorship written as an attributed header, a pull request carried by an issue).
     representation: Representation | None = None

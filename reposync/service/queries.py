@@ -13,7 +13,16 @@ from typing import Any
 from sqlalchemy import func, or_, select
 from sqlalchemy.sql import ColumnElement
 
-from reposync.errors import RecordNotFound
+from reposync.errors import (
+    DatabaseUnavailable,
+    GitTransportError,
+    PermissionDenied,
+    ProviderUnavailable,
+    RateLimited,
+    RecordNotFound,
+    RepositoryMismatch,
+    ResultUnknown,
+)
 from reposync.lifecycle import ACTIVE_RUN_STATUSES
 from reposync.models import Binding, RepositoryGrant, Run, RunEvent, RunItem, User
 from reposync.service.context import ServiceContext
@@ -267,7 +276,7 @@ def overview(ctx: ServiceContext, user: User) -> list[dict[str, Any]]:
                 .where(
                     Run.binding_id.in_(ids),
                     RunItem.state == "blocked",
-                    RunItem.error_code == "result_unknown",
+                    RunItem.error_code == ResultUnknown.code,
                 )
                 .group_by(Run.binding_id)
             ).all()
@@ -294,11 +303,11 @@ def overview(ctx: ServiceContext, user: User) -> list[dict[str, Any]]:
 
 
 _UNHEALTHY = {
-    "permission_denied",
-    "provider_unavailable",
-    "repository_mismatch",
-    "git_transport_failed",
-    "database_unavailable",
+    PermissionDenied.code,
+    ProviderUnavailable.code,
+    RepositoryMismatch.code,
+    GitTransportError.code,
+    DatabaseUnavailable.code,
 }
 
 
@@ -309,5 +318,5 @@ def health(run: Run | None) -> str:
     if run.error_code in _UNHEALTHY:
         return f"failing: {run.error_code}"
     if run.retry_at is not None and run.status == "queued":
-        return "rate_limited"
+        return RateLimited.code
     return "ok"

@@ -9,14 +9,15 @@ from typing import Any
 
 from sqlalchemy import and_, or_, select
 
-from reposync.errors import NotAllowedNow, RecordNotFound
+from reposync.errors import NotAllowedNow, RecordNotFound, ResultUnknown
 from reposync.lifecycle import ACTIVE_RUN_STATUSES, RunKind, RunStatus
 from reposync.models import Binding, Run, RunEvent
+from reposync.providers.base import ItemError
 from reposync.service.context import ServiceContext, Step
 from reposync.service.events import emit
 from reposync.service.pipeline.execution import StageExecution
 from reposync.service.pipeline.leases import ClaimRefused, claim_binding, database_now, new_owner
-from reposync.service.pipeline.stages.applier_contract import ItemOutcome
+from reposync.service.pipeline.stages.applier_contract import ApplyItem, ItemOutcome
 from reposync.service.pipeline.stages.appliers import applier_for
 from reposync.service.pipeline.stages.applying import item_rows, record_blocked
 from reposync.service.pipeline.stages.finalizing import finish
@@ -181,8 +182,8 @@ def recover_run(ctx: ServiceContext, run_id: int) -> dict[str, int]:
     ex = StageExecution(ctx, claimed, run, binding)
     written = absent = unknown = 0
     try:
-        items = item_rows(ex, state=ItemState.BLOCKED, error_code="result_unknown")
-        by_type: dict[ObjectType, list] = {}
+        items = item_rows(ex, state=ItemState.BLOCKED, error_code=ResultUnknown.code)
+        by_type: dict[ObjectType, list[ApplyItem]] = {}
         for item in items:
             by_type.setdefault(item.object_type, []).append(item)
         outcomes: list[ItemOutcome] = []
@@ -197,9 +198,11 @@ def recover_run(ctx: ServiceContext, run_id: int) -> dict[str, int]:
                         ItemOutcome(
                             outcome.item,
                             ItemState.FAILED,
-                            "not_applied",
-                            "read-back proved the write never happened; the next Run "
-                            "plans it again",
+                            ItemError(
+                                "not_applied",
+                                "read-back proved the write never happened; the next Run "
+                                "plans it again",
+                            ),
                         )
                     )
                 else:

@@ -11,11 +11,9 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from reposync.errors import ResultUnknownUnresolved
+from reposync.errors import ResultUnknown, ResultUnknownUnresolved
 from reposync.models import Run, RunItem
 from reposync.sync.vocabulary import ItemState
-
-RESULT_UNKNOWN = "result_unknown"
 
 
 def unresolved_unknown(session: Session, binding_id: int) -> int:
@@ -27,7 +25,7 @@ def unresolved_unknown(session: Session, binding_id: int) -> int:
         .where(
             Run.binding_id == binding_id,
             RunItem.state == ItemState.BLOCKED.value,
-            RunItem.error_code == RESULT_UNKNOWN,
+            RunItem.error_code == ResultUnknown.code,
         )
     ).scalar_one()
 

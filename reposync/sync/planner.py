@@ -109,9 +109,15 @@ class Candidate:
         return self.target_identity is not None
 
 
-@dataclass(frozen=True, slots=True)
-class PlannedItem:
-    phase: Phase
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ItemPlan:
+    """What a Run means to do to one object: the part of a RunItem the planner decides.
+
+    The one declaration of these fields: ``PlannedItem`` is a plan before it is stored,
+    the applying stage's ``ApplyItem`` (``service/pipeline/stages/applier_contract``) is
+    a stored one read back from its row.
+    """
+
     object_type: ObjectType
     object_key: str
     action: Action
@@ -123,6 +129,13 @@ class PlannedItem:
     expected_target_hash: str | None
     #: Everything the apply step needs besides the source payload (for git refs: the ids).
     intent: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlannedItem(ItemPlan):
+    """An item as the planner makes it, with what only planning and batching use."""
+
+    phase: Phase
     size: int = 0
     #: Creation order within the type (numbers, timestamps); ties fall back to the key.
     order_key: str = ""

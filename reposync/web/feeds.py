@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from reposync.errors import ReposyncError
+from reposync.errors import RecordNotFound, ReposyncError
 from reposync.lifecycle import RunStatus
 
 log = logging.getLogger(__name__)
@@ -134,7 +134,7 @@ class RunFeed:
         self._read_new_events()
         if status is None:
             self._finish(
-                self._error_message("record_not_found", f"run {self.run_id} does not exist")
+                self._error_message(RecordNotFound.code, f"run {self.run_id} does not exist")
             )
         elif not RunStatus(status).is_active:
             self._finish(self._end_message(self.run_id, status))

@@ -108,7 +108,8 @@ def test_a_source_that_keeps_moving_gets_a_bounded_chain_of_follow_ups(ctx, tmp_
 
 
 def _superseded(item):
+    from reposync.providers.base import ItemError
     from reposync.service.pipeline.stages.applier_contract import ItemOutcome
     from reposync.sync.vocabulary import ItemState
 
-    return ItemOutcome(item, ItemState.SUPERSEDED, "superseded", "moved (test)")
+    return ItemOutcome(item, ItemState.SUPERSEDED, ItemError("superseded", "moved (test)"))

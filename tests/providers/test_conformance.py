@@ -580,7 +580,7 @@ def test_create_update_delete_read_back(harness, object_type):
     )
     if object_type in harness.limits.cannot_delete:
         assert deleted.status is WriteStatus.REFUSED, deleted
-        assert deleted.error_code == "unsupported", deleted
+        assert deleted.error.code == "unsupported", deleted
         assert read_hash(provider, object_type, identity) == content_hash(second)
     else:
         assert deleted.status is WriteStatus.OK, deleted
@@ -598,7 +598,7 @@ def test_an_update_against_a_stale_hash_is_refused_as_a_conflict(harness):
     [result] = writer(provider).apply_batch(
         [update(T.LABEL, identity, label_payload("defect"), "bug", expected_hash=stale)]
     )
-    assert (result.status, result.error_code) == (WriteStatus.REFUSED, "conflict"), result
+    assert (result.status, result.error.code) == (WriteStatus.REFUSED, "conflict"), result
     assert read_hash(provider, T.LABEL, identity) == content_hash(label_payload("bug"))
     harness.assert_clean()
 
@@ -612,7 +612,7 @@ def test_an_update_of_a_missing_object_is_refused_not_found(harness, object_type
     [result] = writer(provider).apply_batch(
         [update(object_type, MISSING, changed_payload(object_type), "missing")]
     )
-    assert (result.status, result.error_code) == (WriteStatus.REFUSED, "not_found"), result
+    assert (result.status, result.error.code) == (WriteStatus.REFUSED, "not_found"), result
     assert harness.stored_count(spec, object_type) == before
     harness.assert_clean()
 
@@ -630,7 +630,7 @@ def test_clearing_a_due_date_is_applied_or_refused_as_declared(harness):
         assert result.status == WriteStatus.OK, result
         assert stored.payload["due_on"] is None
     else:
-        assert (result.status, result.error_code) == (WriteStatus.REFUSED, "unsupported"), result
+        assert (result.status, result.error.code) == (WriteStatus.REFUSED, "unsupported"), result
         assert stored.payload["due_on"] == first_payload(T.MILESTONE)["due_on"]
     harness.assert_clean()
 
@@ -642,7 +642,7 @@ def test_a_delete_of_a_missing_object_settles_without_error(harness):
         if object_type in harness.limits.cannot_delete:
             continue
         [result] = writer(provider).apply_batch([delete(object_type, MISSING, "gone")])
-        outcome = (result.status, result.error_code)
+        outcome = (result.status, result.error.code if result.error else None)
         assert outcome in ((WriteStatus.OK, None), (WriteStatus.REFUSED, "not_found")), result
         assert provider.read(object_type, MISSING) is None
     harness.assert_clean()
@@ -658,7 +658,7 @@ def test_a_create_whose_parent_cannot_be_resolved_is_refused_dependency_missing(
     )
     write = create(T.ISSUE_COMMENT, comment_payload(), "orphan", parent=parent)
     [result] = writer(provider).apply_batch([write])
-    assert (result.status, result.error_code) == (WriteStatus.REFUSED, "dependency_missing"), result
+    assert (result.status, result.error.code) == (WriteStatus.REFUSED, "dependency_missing"), result
     assert harness.stored_count(spec, T.ISSUE_COMMENT) == 0
     harness.assert_clean()
 
@@ -683,8 +683,8 @@ def test_deletes_are_refused_exactly_where_declared(harness, object_type):
     assert before is not None
     [result] = writer(provider).apply_batch([delete(object_type, identity, "gone")])
     if object_type in harness.limits.cannot_delete:
-        assert (result.status, result.error_code) == (WriteStatus.REFUSED, "unsupported"), result
-        assert result.message
+        assert (result.status, result.error.code) == (WriteStatus.REFUSED, "unsupported"), result
+        assert result.error.message
         assert read_hash(provider, object_type, identity) == before
     else:
         assert result.status is WriteStatus.OK, result
@@ -829,7 +829,7 @@ def test_writes_refused_by_a_content_limit_are_deferred_and_not_written(harness)
         statuses = [r.status for r in results]
         assert statuses == [WriteStatus.OK, WriteStatus.DEFERRED, WriteStatus.DEFERRED], results
         for result in results[1:]:
-            assert result.error_code == "rate_limited"
+            assert result.error.code == "rate_limited"
             assert result.retry_at is not None
             assert before < result.retry_at <= datetime.now(UTC) + timedelta(minutes=1, seconds=1)
         assert harness.stored_count(spec, T.LABEL) == 1
@@ -960,6 +960,6 @@ def test_a_body_over_the_declared_limit_is_refused_not_truncated(harness):
         assert result.status is WriteStatus.OK, result
         assert read_hash(provider, T.ISSUE, result.target_identity or "") == content_hash(payload)
     else:
-        assert (result.status, result.error_code) == (WriteStatus.REFUSED, "invalid"), result
+        assert (result.status, result.error.code) == (WriteStatus.REFUSED, "invalid"), result
         assert harness.stored_count(spec, T.ISSUE) == 0
     harness.assert_clean()

@@ -156,7 +156,7 @@ def assert_same(got: CanonicalObject | None, expected: CanonicalObject) -> None:
 
 
 def statuses(results: list) -> list[tuple[str, str | None]]:
-    return [(r.status.value, r.error_code) for r in results]
+    return [(r.status.value, r.error.code if r.error else None) for r in results]
 
 
 class ChunkRecorder(io.BytesIO):
@@ -785,7 +785,7 @@ def test_refused_writes_leave_the_rest_of_the_batch_intact(forge):
         ("refused", "invalid"),
         ("refused", "conflict"),
     ]
-    assert "would be stored as 'ffffff'" in results[5].message
+    assert "would be stored as 'ffffff'" in results[5].error.message
     labels = forge.reader.objects_of(T.LABEL)
     assert sorted(o.payload["name"] for o in labels) == ["bug", "one", "two"]
     assert forge.reader.get(T.LABEL, bug).payload["description"] == "changed meanwhile"
@@ -800,7 +800,7 @@ def test_refused_writes_leave_the_rest_of_the_batch_intact(forge):
         ]
     )
     assert statuses(results) == [("refused", "conflict"), ("ok", None)]
-    assert "#7" in results[0].message
+    assert "#7" in results[0].error.message
 
     results = forge.writer.apply_batch(
         [
@@ -895,7 +895,7 @@ def test_marker_references_resolve_within_the_batch_in_any_order(forge):
     [bad] = forge.writer.apply_batch(
         [create(T.REVIEW_COMMENT, review_comment_payload("x", reply=True), "src-4", refs=parent)]
     )
-    assert (bad.status, bad.error_code) == (WriteStatus.REFUSED, "invalid")
+    assert (bad.status, bad.error.code) == (WriteStatus.REFUSED, "invalid")
 
 
 def test_delete_cascades_to_every_descendant(forge, repo):
@@ -1076,7 +1076,7 @@ def test_asset_bytes_are_streamed_in_chunks_and_verified(forge, repo):
         ]
     )  # fmt: skip
     assert statuses(results) == [("refused", "invalid")] * 3
-    assert "sha256" in results[0].message
+    assert "sha256" in results[0].error.message
     assert sorted(p.name for p in assets.iterdir()) == [hashlib.sha256(data).hexdigest()]
     assert forge.reader.count(T.RELEASE_ASSET) == 1
 

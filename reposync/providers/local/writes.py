@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from reposync import faults
-from reposync.providers.base import ApplyResult, TargetRef, TargetWrite, WriteStatus
+from reposync.providers.base import ApplyResult, ItemError, TargetRef, TargetWrite, WriteStatus
 from reposync.providers.local.assets import AssetStore
 from reposync.providers.local.mutations import RowMutations, Sequences, find_row
 from reposync.providers.local.objects import (
@@ -309,6 +309,5 @@ def _refused(write: TargetWrite, refusal: Refused) -> ApplyResult:
         write.item_id,
         WriteStatus.REFUSED,
         write.target_identity,
-        error_code=refusal.code,
-        message=refusal.message,
+        ItemError(refusal.code, refusal.message),
     )

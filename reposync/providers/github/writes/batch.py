@@ -12,8 +12,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from reposync.errors import ContentUnavailable, RateLimited, ResultUnknown, WriteRefused
-from reposync.providers.base import ApplyResult, TargetWrite, WriteStatus
+from reposync.errors import Conflict, ContentUnavailable, RateLimited, ResultUnknown, WriteRefused
+from reposync.providers.base import ApplyResult, ItemError, TargetWrite, WriteStatus
 from reposync.providers.github.client import GitHubClient
 from reposync.providers.github.reads import read_one
 from reposync.providers.github.writes import (
@@ -67,8 +67,7 @@ class GitHubWriter:
                     ApplyResult(
                         w.item_id,
                         WriteStatus.DEFERRED,
-                        error_code="rate_limited",
-                        message=limited.message,
+                        error=ItemError.of(limited),
                         retry_at=limited.retry_at,
                     )
                     for w in writes[index:]
@@ -79,8 +78,7 @@ class GitHubWriter:
                     ApplyResult(
                         write.item_id,
                         WriteStatus.REFUSED,
-                        error_code=unreadable.code,
-                        message=unreadable.message,
+                        error=ItemError.of(unreadable),
                     )
                 )
             except ResultUnknown as unknown:
@@ -95,7 +93,7 @@ class GitHubWriter:
                     code = "dependency_missing"  # a create 404s only on what it hangs on
                 results.append(
                     ApplyResult(
-                        write.item_id, WriteStatus.REFUSED, error_code=code, message=refused.message
+                        write.item_id, WriteStatus.REFUSED, error=ItemError(code, refused.message)
                     )
                 )
         return results
@@ -106,8 +104,9 @@ class GitHubWriter:
             return ApplyResult(
                 write.item_id,
                 WriteStatus.REFUSED,
-                error_code="unsupported",
-                message=f"GitHub cannot {write.action.value} a {write.object_type.value}",
+                error=ItemError(
+                    "unsupported", f"GitHub cannot {write.action.value} a {write.object_type.value}"
+                ),
             )
         if write.action is not Action.CREATE and write.expected_hash is not None:
             current = self._current_hash(write)
@@ -115,9 +114,11 @@ class GitHubWriter:
                 return ApplyResult(
                     write.item_id,
                     WriteStatus.REFUSED,
-                    error_code="conflict",
-                    message=f"{write.object_type.value} {write.target_identity} changed on "
-                    "GitHub since it was planned",
+                    error=ItemError(
+                        Conflict.code,
+                        f"{write.object_type.value} {write.target_identity} changed on "
+                        "GitHub since it was planned",
+                    ),
                 )
         identity, representation = handler(self.ctx, write)
         if write.action is Action.CREATE:
@@ -151,9 +152,7 @@ class GitHubWriter:
                     target_identity=found,
                     representation=_representation(write),
                 )
-        return ApplyResult(
-            write.item_id, WriteStatus.UNKNOWN, error_code="result_unknown", message=unknown.message
-        )
+        return ApplyResult(write.item_id, WriteStatus.UNKNOWN, error=ItemError.of(unknown))
 
     def _finish_create(self, write: TargetWrite, identity: str) -> None:
         """The requests a create sends after its first one (all idempotent)."""

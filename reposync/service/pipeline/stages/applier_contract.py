@@ -11,29 +11,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
+from reposync.providers.base import ItemError
 from reposync.service.pipeline.execution import StageExecution
 from reposync.sync.key_moves import TEMPORARY
-from reposync.sync.planner import Reason
-from reposync.sync.vocabulary import Action, ItemState, ObjectType, Representation
+from reposync.sync.planner import ItemPlan, Reason
+from reposync.sync.vocabulary import Action, ItemState, Representation
 
 
-@dataclass(frozen=True, slots=True)
-class ApplyItem:
-    """A RunItem as the apply step sees it (plain data, detached from any session)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApplyItem(ItemPlan):
+    """A stored RunItem as the apply step sees it: the planner's ``ItemPlan`` and what
+    the row adds (plain data, detached from any session). ``applying`` reads exactly
+    these fields' columns, by name."""
 
     id: int
-    object_type: ObjectType
-    object_key: str
-    action: Action
-    reason: str
-    source_identity: str | None
-    target_identity: str | None
-    source_revision: str | None
-    desired_hash: str | None
-    expected_target_hash: str | None
-    intent: dict[str, Any] = field(default_factory=dict)
     attempt_count: int = 0
     verify_hash: str | None = None
 
@@ -58,10 +51,18 @@ class ApplyItem:
 
 @dataclass(frozen=True, slots=True)
 class ItemOutcome:
+    """What the service concludes about one item, by reading the target back: the state
+    it settles in, with its link's facts.
+
+    Not the provider's ``ApplyResult`` (what a write's response said): success is never
+    decided from a response alone. They share one type, ``ItemError``: a refusal or a
+    lost response the write reported becomes the item's error when read-back does not
+    find the write.
+    """
+
     item: ApplyItem
     state: ItemState
-    error_code: str | None = None
-    error_message: str | None = None
+    error: ItemError | None = None
     #: What read-back observed on the target (for the link).
     target_identity: str | None = None
     target_revision: str | None = None
@@ -80,7 +81,7 @@ class ItemOutcome:
 class WriteReport:
     """What a write told us (read-back still decides success)."""
 
-    refused: dict[int, tuple[str, str]] = field(default_factory=dict)
+    refused: dict[int, ItemError] = field(default_factory=dict)
     identities: dict[int, str] = field(default_factory=dict)
     verify_hashes: dict[int, str] = field(default_factory=dict)
     #: Sent, outcome not observed: read-back by marker decides, nothing is re-sent.

@@ -4,11 +4,9 @@ An applier gets items already persisted ``applying`` (intent before write), perf
 the external write, and reports what read-back proved for each item. It never decides
 an item succeeded from a write's response alone.
 
-Not split yet, on purpose: issue 11 gives a RunItem one shape (today ``ApplyItem``
-mirrors ``PlannedItem`` and ``ItemOutcome`` mirrors ``ApplyResult``); the Git and object
-appliers move into modules of their own with that change, so the code moves once.
 The shapes every applier shares (``ApplyItem``, ``ItemOutcome``, ``WriteReport``,
-``Applier``) are in ``applier_contract``.
+``Applier``) are in ``applier_contract``. Not split yet: the Git refs' and the objects'
+appliers may each get a module of their own; the shapes they share no longer change.
 """
 
 from __future__ import annotations
@@ -18,7 +16,7 @@ from dataclasses import replace
 
 from sqlalchemy import select
 
-from reposync.errors import ProviderError
+from reposync.errors import Conflict, ProviderError, VerifyMismatch
 from reposync.git import transport
 from reposync.git.locks import remove_stale_locks
 from reposync.git.workspace import PushWorkspace
@@ -28,6 +26,7 @@ from reposync.providers.base import (
     AssetSource,
     GitRemote,
     GitRemoteSource,
+    ItemError,
     LockRecoverer,
     NestedCreator,
     ObjectWriter,
@@ -60,7 +59,9 @@ from reposync.sync.vocabulary import Action, ItemState, ObjectType, Representati
 
 
 def _superseded(item: ApplyItem, why: str) -> ItemOutcome:
-    return ItemOutcome(item, ItemState.SUPERSEDED, "superseded", f"{item.object_key} {why}")
+    return ItemOutcome(
+        item, ItemState.SUPERSEDED, ItemError("superseded", f"{item.object_key} {why}")
+    )
 
 
 # -- Git refs ------------------------------------------------------------------------------
@@ -145,8 +146,8 @@ class GitRefApplier:
             if item.desired_hash is not None:
                 report.verify_hashes[item.id] = item.desired_hash
             if name in pushed.rejected:
-                report.refused[item.id] = (
-                    "conflict",
+                report.refused[item.id] = ItemError(
+                    Conflict.code,
                     f"the target ref changed since planning; push refused "
                     f"({pushed.rejected[name]})",
                 )
@@ -342,12 +343,13 @@ class ObjectApplier:
             if result.representation is not None:
                 report.representations[result.item_id] = result.representation
             if result.status is WriteStatus.REFUSED:
-                report.refused[result.item_id] = (
-                    result.error_code or "refused",
-                    result.message or "the target refused the write",
+                report.refused[result.item_id] = result.error or ItemError(
+                    "refused", "the target refused the write"
                 )
             elif result.status is WriteStatus.UNKNOWN:
-                report.unknown[result.item_id] = result.message or "the response was lost"
+                report.unknown[result.item_id] = (
+                    result.error.message if result.error is not None else "the response was lost"
+                )
             elif result.status is WriteStatus.DEFERRED:
                 report.deferred[result.item_id] = result.retry_at or ex.ctx.environment.clock.now()  # type: ignore[union-attr]
         return report
@@ -435,10 +437,8 @@ class ObjectApplier:
             markers = {
                 marker(repository_id, object_type, i.source_identity or ""): i.id for i in unknown
             }
-            for found_marker, identity in target.find_by_markers(
-                stored_type, list(markers)
-            ).items():
-                identities[markers[found_marker]] = identity
+            for found_marker, found in target.find_by_markers(stored_type, list(markers)).items():
+                identities[markers[found_marker]] = found
         wanted = [identity for identity in identities.values() if identity]
         observed = read_index(target, stored_type, wanted) if wanted else {}
         absent = self._proven_absent(ex, [i for i in unknown if identities[i.id] is None])
@@ -478,28 +478,35 @@ class ObjectApplier:
             return ItemOutcome(item, ItemState.PLANNED, target_identity=identity)
         expected = item.verify_hash or self._recompute_expected(ex, item)
         source = self._sources.get(item.source_identity or "")
-        common = {
-            "target_identity": identity,
-            "target_revision": obj.revision,
-            "representation": item.object_type.representation,
-            "source_number": source.number if source is not None else None,
-            "target_number": obj.number,
-        }
-        misplaced = self._misplaced(source, obj)
-        if misplaced is not None:
-            return ItemOutcome(item, ItemState.FAILED, "verify_mismatch", misplaced, **common)
-        if obj.content_hash == expected:
-            return ItemOutcome(item, ItemState.COMPLETED, **common)
-        if item.id in self._writes:  # we just wrote it and it reads back differently
-            return ItemOutcome(item, ItemState.PLANNED, **common)
-        # Recovery: an earlier execution's write landed (or half of the plan did) but
-        # the object differs from what the source wants now: update it in this Run.
+        wrong_parent = self._misplaced(source, obj)
+        error: ItemError | None = None
+        replan_action: Action | None = None
+        replan_expected_hash: str | None = None
+        if wrong_parent is not None:
+            state, error = ItemState.FAILED, ItemError(VerifyMismatch.code, wrong_parent)
+        elif obj.content_hash == expected:
+            state = ItemState.COMPLETED
+        elif item.id in self._writes:  # we just wrote it and it reads back differently
+            state = ItemState.PLANNED
+        else:
+            # Recovery: an earlier execution's write landed (or half of the plan did) but
+            # the object differs from what the source wants now: update it in this Run.
+            state, replan_action, replan_expected_hash = (
+                ItemState.PLANNED,
+                Action.UPDATE,
+                obj.content_hash,
+            )
         return ItemOutcome(
             item,
-            ItemState.PLANNED,
-            replan_action=Action.UPDATE,
-            replan_expected_hash=obj.content_hash,
-            **common,
+            state,
+            error,
+            target_identity=identity,
+            target_revision=obj.revision,
+            representation=item.object_type.representation,
+            source_number=source.number if source is not None else None,
+            target_number=obj.number,
+            replan_action=replan_action,
+            replan_expected_hash=replan_expected_hash,
         )
 
     def _misplaced(self, source: CanonicalObject | None, obj: IndexEntry) -> str | None:

@@ -16,18 +16,25 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import fields, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import func, select, update
+from sqlalchemy import CursorResult, Executable, Table, func, select, update
 from sqlalchemy.orm import Session
 
-from reposync.errors import RateLimited, ReposyncError
+from reposync.errors import (
+    AttemptsExhausted,
+    RateLimited,
+    ReposyncError,
+    ResultUnknown,
+    VerifyMismatch,
+)
 from reposync.lifecycle import Stage
 from reposync.models import Run, RunItem, utcnow
 from reposync.models.db import driver_datetime, executemany, fetch
+from reposync.providers.base import ItemError
 from reposync.service.pipeline.execution import StageExecution
 from reposync.service.pipeline.stages.applier_contract import ApplyItem, ItemOutcome
 from reposync.service.pipeline.stages.appliers import applier_for
@@ -37,28 +44,18 @@ from reposync.service.pipeline.stages.links import (
     mark_unreliable,
     write_links,
 )
+from reposync.sync.planner import Reason
 from reposync.sync.vocabulary import Action, ItemState, ObjectType, Representation
 
 _UNFINISHED = (ItemState.APPLYING.value, ItemState.VERIFYING.value)
 
 #: The run_items table for Core statements (no ORM bookkeeping in the hot path).
-ITEMS = RunItem.__table__
+ITEMS = cast("Table", RunItem.__table__)
 
-_ITEM_COLUMNS = (
-    RunItem.id,
-    RunItem.object_type,
-    RunItem.object_key,
-    RunItem.action,
-    RunItem.reason,
-    RunItem.source_identity,
-    RunItem.target_identity,
-    RunItem.source_revision,
-    RunItem.desired_hash,
-    RunItem.expected_target_hash,
-    RunItem.intent,
-    RunItem.attempt_count,
-    RunItem.verify_hash,
-)
+#: The columns the apply step reads from a RunItem: ``ApplyItem``'s fields, the one list.
+#: Every read of an item selects (or returns) them, and ``_to_item`` maps them by name.
+_ITEM_FIELDS = tuple(f.name for f in fields(ApplyItem))
+_ITEM_COLUMNS = tuple(ITEMS.c[name] for name in _ITEM_FIELDS)
 
 
 def _json(value: Any) -> dict[str, Any]:
@@ -68,26 +65,21 @@ def _json(value: Any) -> dict[str, Any]:
     return dict(json.loads(value)) if isinstance(value, str | bytes) else dict(value)
 
 
-_TYPES = {t.value: t for t in ObjectType}
-_ACTIONS = {a.value: a for a in Action}
+#: How a column's stored value becomes its field's (the others are taken as they are).
+_DECODE: dict[str, Callable[[Any], Any]] = {
+    "object_type": {t.value: t for t in ObjectType}.__getitem__,
+    "action": {a.value: a for a in Action}.__getitem__,
+    "reason": {r.value: r for r in Reason}.__getitem__,
+    "intent": _json,
+}
 
 
-def _to_item(row: Sequence[Any]) -> ApplyItem:
-    return ApplyItem(
-        id=row[0],
-        object_type=_TYPES[row[1]],
-        object_key=row[2],
-        action=_ACTIONS[row[3]],
-        reason=row[4],
-        source_identity=row[5],
-        target_identity=row[6],
-        source_revision=row[7],
-        desired_hash=row[8],
-        expected_target_hash=row[9],
-        intent=_json(row[10]),
-        attempt_count=row[11],
-        verify_hash=row[12],
-    )
+def _to_item(values: dict[str, Any]) -> ApplyItem:
+    """An ``ApplyItem`` from one row of ``_ITEM_COLUMNS`` as ``{column name: value}``
+    (decoded in place)."""
+    for name, decode in _DECODE.items():
+        values[name] = decode(values[name])
+    return ApplyItem(**values)
 
 
 def apply_next_batch(ex: StageExecution) -> Stage:
@@ -153,10 +145,7 @@ def apply_items(
             outcome = replace(outcome, representation=report.representations[item.id])
         if outcome.state is ItemState.PLANNED:  # read-back did not find what was written
             if item.id in report.refused:
-                code, message = report.refused[item.id]
-                outcome = replace(
-                    outcome, state=ItemState.FAILED, error_code=code, error_message=message
-                )
+                outcome = replace(outcome, state=ItemState.FAILED, error=report.refused[item.id])
             elif item.id in report.unknown and outcome.proven_absent:
                 pass  # sent, and proven never to have happened: planned, tried again
             elif item.id in report.unknown:
@@ -164,15 +153,15 @@ def apply_items(
                 outcome = replace(
                     outcome,
                     state=ItemState.BLOCKED,
-                    error_code="result_unknown",
-                    error_message=report.unknown[item.id],
+                    error=ItemError(ResultUnknown.code, report.unknown[item.id]),
                 )
             else:
                 outcome = replace(
                     outcome,
                     state=ItemState.FAILED,
-                    error_code="verify_mismatch",
-                    error_message="the target does not read back as written",
+                    error=ItemError(
+                        VerifyMismatch.code, "the target does not read back as written"
+                    ),
                 )
         outcomes.append(outcome)
     return outcomes, max(report.deferred.values(), default=None)
@@ -190,12 +179,10 @@ def next_batch(ex: StageExecution) -> int | None:
 
 
 _CLAIM = (
-    "UPDATE run_items SET state = 'applying', attempt_count = attempt_count + 1, "
-    "applied_generation = ?, updated_at = ? "
-    "WHERE run_id = ? AND batch_no = ? AND state = 'planned' "
-    "RETURNING id, object_type, object_key, action, reason, source_identity, "
-    "target_identity, source_revision, desired_hash, expected_target_hash, intent, "
-    "attempt_count, verify_hash"
+    f"UPDATE run_items SET state = '{ItemState.APPLYING.value}', "
+    "attempt_count = attempt_count + 1, applied_generation = ?, updated_at = ? "
+    f"WHERE run_id = ? AND batch_no = ? AND state = '{ItemState.PLANNED.value}' "
+    f"RETURNING {', '.join(_ITEM_FIELDS)}"
 )
 
 
@@ -203,7 +190,8 @@ def claim_batch(ex: StageExecution, batch_no: int) -> list[ApplyItem]:
     """``planned -> applying`` for one batch, persisted before any external write."""
     max_attempts = ex.ctx.settings.max_item_attempts
     with ex.fenced() as session:
-        exhausted = session.execute(
+        exhausted = _rowcount(
+            session,
             update(ITEMS)
             .where(
                 ITEMS.c.run_id == ex.run_id,
@@ -213,22 +201,27 @@ def claim_batch(ex: StageExecution, batch_no: int) -> list[ApplyItem]:
             )
             .values(
                 state=ItemState.FAILED.value,
-                error_code="attempts_exhausted",
+                error_code=AttemptsExhausted.code,
                 error_message=f"gave up after {max_attempts} attempts",
                 applied_generation=ex.lease.generation,
-            )
-        ).rowcount
+            ),
+        )
         now = driver_datetime(session, utcnow())
-        rows = list(fetch(session, _CLAIM, (ex.lease.generation, now, ex.run_id, batch_no)))
+        params = (ex.lease.generation, now, ex.run_id, batch_no)
+        # The driver's rows are plain tuples in RETURNING's order, which is _ITEM_FIELDS'.
+        items = [
+            _to_item(dict(zip(_ITEM_FIELDS, row, strict=True)))
+            for row in fetch(session, _CLAIM, params)
+        ]
         ex.event(
             session,
             "batch_claimed",
             f"batch {batch_no}",
             batch=batch_no,
-            applying=len(rows),
+            applying=len(items),
             attempts_exhausted=exhausted,
         )
-    return sorted((_to_item(row) for row in rows), key=lambda item: item.id)
+    return sorted(items, key=lambda item: item.id)
 
 
 def settle_unfinished(ex: StageExecution) -> int:
@@ -243,7 +236,7 @@ def settle_unfinished(ex: StageExecution) -> int:
         return 0
     by_type: dict[ObjectType, list[ApplyItem]] = defaultdict(list)
     for row in rows:
-        item = _to_item(row)
+        item = _to_item(dict(row._mapping))
         by_type[item.object_type].append(item)
     outcomes: list[ItemOutcome] = []
     for object_type, items in by_type.items():
@@ -274,18 +267,22 @@ def block_unfinished(ex: StageExecution, message: str) -> int:
     """Items left mid-write whose outcome nobody could prove: ``blocked result_unknown``
     (the Binding waits for recovery, which proves each by read-back)."""
     with ex.fenced() as session:
-        return int(
-            session.execute(
-                update(ITEMS)
-                .where(ITEMS.c.run_id == ex.run_id, ITEMS.c.state.in_(_UNFINISHED))
-                .values(
-                    state=ItemState.BLOCKED.value,
-                    error_code="result_unknown",
-                    error_message=message,
-                    applied_generation=ex.lease.generation,
-                )
-            ).rowcount
+        return _rowcount(
+            session,
+            update(ITEMS)
+            .where(ITEMS.c.run_id == ex.run_id, ITEMS.c.state.in_(_UNFINISHED))
+            .values(
+                state=ItemState.BLOCKED.value,
+                error_code=ResultUnknown.code,
+                error_message=message,
+                applied_generation=ex.lease.generation,
+            ),
         )
+
+
+def _rowcount(session: Session, statement: Executable) -> int:
+    """Rows an UPDATE matched."""
+    return int(cast("CursorResult[Any]", session.execute(statement)).rowcount)
 
 
 def mark_verifying(ex: StageExecution, items: Sequence[ApplyItem]) -> None:
@@ -315,7 +312,7 @@ def item_rows(ex: StageExecution, *, state: ItemState, error_code: str) -> list[
                 RunItem.error_code == error_code,
             )
         ).all()
-    return [_to_item(row) for row in rows]
+    return [_to_item(dict(row._mapping)) for row in rows]
 
 
 def record_blocked(ex: StageExecution, outcomes: Sequence[ItemOutcome]) -> None:
@@ -349,8 +346,8 @@ def record(
             [
                 (
                     outcome.state.value,
-                    outcome.error_code,
-                    outcome.error_message,
+                    outcome.error.code if outcome.error is not None else None,
+                    outcome.error.message if outcome.error is not None else None,
                     generation,
                     outcome.target_identity or outcome.item.target_identity,
                     outcome.representation.value if outcome.state is ItemState.COMPLETED else None,
@@ -410,9 +407,15 @@ def _write_outcome_links(
                         target_number=outcome.target_number,
                     )
                 )
-        elif outcome.error_code == "verify_mismatch":
+        elif outcome.error is not None and outcome.error.code == VerifyMismatch.code:
             unreliable.append(key)
-    common = {"binding_id": ex.binding.id, "source_side": ex.source_side}
-    write_links(session, run_id=ex.run_id, verified=verified, **common)
-    drop_links(session, pairs=dropped, **common)
-    mark_unreliable(session, pairs=unreliable, **common)
+    binding_id, source_side = ex.binding.id, ex.source_side
+    write_links(
+        session,
+        binding_id=binding_id,
+        source_side=source_side,
+        run_id=ex.run_id,
+        verified=verified,
+    )
+    drop_links(session, binding_id=binding_id, source_side=source_side, pairs=dropped)
+    mark_unreliable(session, binding_id=binding_id, source_side=source_side, pairs=unreliable)

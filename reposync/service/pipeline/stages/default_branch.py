@@ -16,7 +16,7 @@ from sqlalchemy import select
 from reposync.errors import ProviderError, RateLimited, ResultUnknown, WriteRefused
 from reposync.lifecycle import Side
 from reposync.models import ObjectLink, RunItem
-from reposync.providers.base import DefaultBranchWriter, read_index
+from reposync.providers.base import DefaultBranchWriter, ItemError, read_index
 from reposync.service.pipeline.execution import StageExecution
 from reposync.service.pipeline.stages.applier_contract import ApplyItem, ItemOutcome, WriteReport
 from reposync.sync.canonical import DEFAULT_BRANCH_IDENTITY
@@ -52,8 +52,9 @@ class DefaultBranchApplier:
                     ItemOutcome(
                         item,
                         ItemState.SUPERSEDED,
-                        "superseded",
-                        f"the default branch moved on the source to {moved}",
+                        ItemError(
+                            "superseded", f"the default branch moved on the source to {moved}"
+                        ),
                     )
                 )
             elif item.action is Action.NOOP:
@@ -82,7 +83,7 @@ class DefaultBranchApplier:
                 assert self._branch is not None  # ``prepare`` wrote only with one
                 target.set_default_branch(self._branch)
             except WriteRefused as refused:
-                report.refused[item.id] = (refused.refusal, refused.message)
+                report.refused[item.id] = ItemError(refused.refusal, refused.message)
             except ResultUnknown as lost:
                 report.unknown[item.id] = lost.message
             except RateLimited as limited:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import func, select, update
+from sqlalchemy import Table, func, select, update
 from sqlalchemy.orm import Session
 
 from reposync.errors import LeaseLost, RateLimited, ReposyncError
@@ -96,7 +96,8 @@ def finish(
             values["error_code"] = error.code
             values["error_message"] = error.message
         session.execute(update(Run).where(Run.id == run.id).values(**values))
-        session.execute(InventoryEntry.__table__.delete().where(InventoryEntry.run_id == run.id))
+        inventory = cast("Table", InventoryEntry.__table__)
+        session.execute(inventory.delete().where(inventory.c.run_id == run.id))
         if status is RunStatus.COMPLETED and run.mode == RunMode.APPLY.value:
             values = {"last_converged_run_id": run.id}
             if fresh.plan_mode in FULL_PLANS:  # everything was compared: a full apply
@@ -274,7 +275,8 @@ def data_gaps(ex: StageExecution) -> dict[str, Any]:
         ).all()
     gaps: dict[str, Any] = {r.value: {} for r in Representation if r is not Representation.NATIVE}
     for representation, object_type, count in rows:
-        gaps[representation][object_type] = count
+        if representation is not None:  # the query keeps none that are
+            gaps[representation][object_type] = count
     gaps["total"] = sum(count for _, _, count in rows)
     return gaps
 

@@ -53,6 +53,7 @@ def plan(ex: StageExecution) -> Stage:
     with ex.fenced() as session:
         session.execute(delete(RunItem).where(RunItem.run_id == ex.run_id))
 
+    assert ex.run.plan_mode is not None, "inventory chose the plan mode"
     mode = PlanMode(ex.run.plan_mode)
     if mode is PlanMode.CHECKPOINT:
         # The inventory kept only what may need work: its entries and the gone links.
