@@ -11,6 +11,10 @@ Conventions of every payload:
 * structural references (a comment's issue, a reply's parent) are ``refs``, not payload;
 * the own number of an issue or pull request is identity, not payload.
 
+Which fields each type has (names, defaults, what a value must be) is described once, in
+``reposync.sync.fields``; a builder checks its payload by that description and adds what
+is its own: keys, creation order, a field that depends on another.
+
 One module, on purpose: the builders share their validators and key helpers, and a
 reader looking for how any type hashes finds every type here, one builder each.
 """
@@ -23,23 +27,27 @@ from datetime import UTC, datetime
 from typing import Any
 
 from reposync.sync.canonical import CanonicalObject, ObjectRef, content_hash
+from reposync.sync.fields import (
+    ISSUE,
+    ISSUE_COMMENT,
+    LABEL,
+    MILESTONE,
+    PULL_REQUEST,
+    REACTION,
+    RELEASE,
+    RELEASE_ASSET,
+    REVIEW,
+    REVIEW_COMMENT,
+    REVIEW_REQUEST,
+    SHAPES,
+    Field,
+    Kind,
+    Shape,
+)
 from reposync.sync.vocabulary import ObjectType
 
-ISSUE_STATES = ("open", "closed")
-STATE_REASONS = (None, "completed", "not_planned", "reopened")
-#: Why a conversation is locked: GitHub's four reasons (``None``: locked without one).
-LOCK_REASONS = (None, "off-topic", "too heated", "resolved", "spam")
-REVIEW_STATES = ("APPROVED", "CHANGES_REQUESTED", "COMMENTED", "DISMISSED", "PENDING")
-REVIEW_SIDES = ("LEFT", "RIGHT")
-REACTIONS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes")
-REACTION_PARENTS = (
-    ObjectType.ISSUE,
-    ObjectType.PULL_REQUEST,
-    ObjectType.ISSUE_COMMENT,
-    ObjectType.REVIEW_COMMENT,
-    ObjectType.RELEASE,
-)
 _COLOR = re.compile(r"^[0-9a-f]{6}$")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 class MalformedObject(ValueError):
@@ -167,38 +175,90 @@ def nested_unique_key(parent_key: str | None, payload: Mapping[str, Any]) -> str
     return child_key(parent_key, content_hash(payload))
 
 
+# -- payloads ------------------------------------------------------------------------------
+
+
+def _color(field: Field, value: Any) -> str:
+    color = _text(field.name, value).lower().lstrip("#")
+    if not _COLOR.match(color):
+        raise MalformedObject(f"{field.name} must be 6 hex digits, not {color!r}")
+    return color
+
+
+def _line(field: Field, value: Any) -> int | None:
+    if value is not None and (not isinstance(value, int) or value <= 0):
+        raise MalformedObject(f"{field.name} must be a positive integer or None, not {value!r}")
+    return value
+
+
+def _size(field: Field, value: Any) -> int:
+    if not isinstance(value, int) or value < 0:
+        raise MalformedObject(f"{field.name} must be a non-negative integer, not {value!r}")
+    return value
+
+
+def _sha256(field: Field, value: Any) -> str:
+    if not isinstance(value, str) or not _SHA256.fullmatch(value):
+        raise MalformedObject(f"{field.name} must be 64 hex digits, not {value!r}")
+    return value
+
+
+#: How a field of each kind is checked, and the value the payload stores; a refusal is a
+#: ``MalformedObject`` naming the field.
+CHECKS: dict[Kind, Callable[[Field, Any], Any]] = {
+    Kind.TEXT: lambda field, value: _text(field.name, value),
+    Kind.NAME: lambda field, value: _text(field.name, value, allow_empty=False),
+    Kind.OPTIONAL_TEXT: lambda field, value: None if value is None else _text(field.name, value),
+    Kind.CHOICE: lambda field, value: _choice(field.name, value, field.choices),
+    Kind.NAMES: lambda field, value: _logins(field.name, value),
+    Kind.TIME: lambda _field, value: timestamp(value),
+    Kind.FLAG: lambda _field, value: bool(value),
+    Kind.COLOR: _color,
+    Kind.LINE: _line,
+    Kind.SIZE: _size,
+    Kind.SHA256: _sha256,
+}
+
+#: Each type's fields with their checks (looked up once, not per object).
+_CHECKED: dict[ObjectType, tuple[tuple[Field, Callable[[Field, Any], Any]], ...]] = {
+    t: tuple((field, CHECKS[field.kind]) for field in shape.fields) for t, shape in SHAPES.items()
+}
+
+
+def _payload(shape: Shape, given: Mapping[str, Any], **derived: Any) -> dict[str, Any]:
+    """The payload of ``shape`` from a builder's fields: every field checked in order,
+    defaults filled in, ``derived`` fields as the builder computed them."""
+    unknown = given.keys() - shape.argument_names
+    missing = [name for name in shape.required_names if name not in given]
+    if unknown or missing:
+        problems = [f"unknown {', '.join(sorted(unknown))}"] if unknown else []
+        problems += [f"missing {', '.join(missing)}"] if missing else []
+        raise MalformedObject(f"fields do not form a {shape.object_type}: {'; '.join(problems)}")
+    payload: dict[str, Any] = {}
+    for field, check in _CHECKED[shape.object_type]:
+        if field.derived:
+            value = derived[field.name]
+        else:
+            value = check(field, given.get(field.name, field.default))
+        if not (field.omit_default and value == field.default):
+            payload[field.name] = value
+    return payload
+
+
 # -- taxonomy ------------------------------------------------------------------------------
 
 
-def label(
-    identity: str, revision: str, *, name: str, color: str = "ededed", description: str = ""
-) -> CanonicalObject:
-    name = _text("name", name, allow_empty=False)
-    color = _text("color", color).lower().lstrip("#")
-    if not _COLOR.match(color):
-        raise MalformedObject(f"color must be 6 hex digits, not {color!r}")
-    payload = {"name": name, "color": color, "description": _text("description", description)}
+def label(identity: str, revision: str, **fields: Any) -> CanonicalObject:
+    payload = _payload(LABEL, fields)
+    name = payload["name"]
     return _build(
         ObjectType.LABEL, identity, revision, payload, object_key=f"label {name}", unique_key=name
     )
 
 
-def milestone(
-    identity: str,
-    revision: str,
-    *,
-    title: str,
-    description: str = "",
-    state: str = "open",
-    due_on: datetime | str | None = None,
-) -> CanonicalObject:
-    title = _text("title", title, allow_empty=False)
-    payload = {
-        "title": title,
-        "description": _text("description", description),
-        "state": _choice("state", state, ISSUE_STATES),
-        "due_on": timestamp(due_on),
-    }
+def milestone(identity: str, revision: str, **fields: Any) -> CanonicalObject:
+    payload = _payload(MILESTONE, fields)
+    title = payload["title"]
     return _build(
         ObjectType.MILESTONE,
         identity,
@@ -212,44 +272,13 @@ def milestone(
 # -- primary objects -----------------------------------------------------------------------
 
 
-def issue(
-    identity: str,
-    revision: str,
-    *,
-    number: int,
-    title: str,
-    body: str = "",
-    state: str = "open",
-    state_reason: str | None = None,
-    labels: Iterable[str] = (),
-    milestone: str | None = None,
-    assignees: Iterable[str] = (),
-    author: str,
-    created_at: datetime | str,
-    closed_at: datetime | str | None = None,
-    locked: bool = False,
-    active_lock_reason: str | None = None,
-) -> CanonicalObject:
+def issue(identity: str, revision: str, *, number: int, **fields: Any) -> CanonicalObject:
     number = _number(number)
-    if active_lock_reason is not None and not locked:
+    if fields.get("active_lock_reason") is not None and not fields.get("locked"):
         raise MalformedObject("an issue that is not locked has no lock reason")
-    payload = {
-        "title": _text("title", title, allow_empty=False),
-        "body": _text("body", body),
-        "state": _choice("state", state, ISSUE_STATES),
-        "state_reason": _choice("state_reason", state_reason, STATE_REASONS),
-        "labels": _logins("labels", labels),
-        "milestone": None if milestone is None else _text("milestone", milestone),
-        "assignees": _logins("assignees", assignees),
-        "author": _text("author", author, allow_empty=False),
-        "created_at": timestamp(created_at),
-        "closed_at": timestamp(closed_at),
-        "locked": bool(locked),
-    }
-    # Only when there is one: an issue without a lock reason hashes as it did before the
-    # field existed, so stored objects and verified links stay equal.
-    if _choice("active_lock_reason", active_lock_reason, LOCK_REASONS) is not None:
-        payload["active_lock_reason"] = active_lock_reason
+    # ``active_lock_reason`` is in the payload only when there is one: an issue without
+    # one hashes as it did before the field existed (``Field.omit_default``).
+    payload = _payload(ISSUE, fields)
     return _build(
         ObjectType.ISSUE,
         identity,
@@ -262,49 +291,11 @@ def issue(
     )
 
 
-def pull_request(
-    identity: str,
-    revision: str,
-    *,
-    number: int,
-    title: str,
-    body: str = "",
-    state: str = "open",
-    merged: bool = False,
-    merged_at: datetime | str | None = None,
-    draft: bool = False,
-    base_ref: str,
-    base_sha: str,
-    head_ref: str,
-    head_sha: str,
-    labels: Iterable[str] = (),
-    milestone: str | None = None,
-    assignees: Iterable[str] = (),
-    author: str,
-    created_at: datetime | str,
-    closed_at: datetime | str | None = None,
-) -> CanonicalObject:
+def pull_request(identity: str, revision: str, *, number: int, **fields: Any) -> CanonicalObject:
     number = _number(number)
-    if merged and state != "closed":
+    if fields.get("merged") and fields.get("state") != "closed":
         raise MalformedObject("a merged pull request must be closed")
-    payload = {
-        "title": _text("title", title, allow_empty=False),
-        "body": _text("body", body),
-        "state": _choice("state", state, ISSUE_STATES),
-        "merged": bool(merged),
-        "merged_at": timestamp(merged_at),
-        "draft": bool(draft),
-        "base_ref": _text("base_ref", base_ref, allow_empty=False),
-        "base_sha": _text("base_sha", base_sha, allow_empty=False),
-        "head_ref": _text("head_ref", head_ref, allow_empty=False),
-        "head_sha": _text("head_sha", head_sha, allow_empty=False),
-        "labels": _logins("labels", labels),
-        "milestone": None if milestone is None else _text("milestone", milestone),
-        "assignees": _logins("assignees", assignees),
-        "author": _text("author", author, allow_empty=False),
-        "created_at": timestamp(created_at),
-        "closed_at": timestamp(closed_at),
-    }
+    payload = _payload(PULL_REQUEST, fields)
     return _build(
         ObjectType.PULL_REQUEST,
         identity,
@@ -317,30 +308,9 @@ def pull_request(
     )
 
 
-def release(
-    identity: str,
-    revision: str,
-    *,
-    tag: str,
-    name: str = "",
-    body: str = "",
-    draft: bool = False,
-    prerelease: bool = False,
-    author: str,
-    created_at: datetime | str,
-    published_at: datetime | str | None = None,
-) -> CanonicalObject:
-    tag = _text("tag", tag, allow_empty=False)
-    payload = {
-        "tag": tag,
-        "name": _text("name", name),
-        "body": _text("body", body),
-        "draft": bool(draft),
-        "prerelease": bool(prerelease),
-        "author": _text("author", author, allow_empty=False),
-        "created_at": timestamp(created_at),
-        "published_at": timestamp(published_at),
-    }
+def release(identity: str, revision: str, **fields: Any) -> CanonicalObject:
+    payload = _payload(RELEASE, fields)
+    tag = payload["tag"]
     return _build(
         ObjectType.RELEASE,
         identity,
@@ -356,23 +326,13 @@ def release(
 
 
 def issue_comment(
-    identity: str,
-    revision: str,
-    *,
-    parent: ObjectRef,
-    parent_key: str | None,
-    body: str,
-    author: str,
-    created_at: datetime | str,
+    identity: str, revision: str, *, parent: ObjectRef, parent_key: str | None, **fields: Any
 ) -> CanonicalObject:
-    _parent_of(parent, (ObjectType.ISSUE, ObjectType.PULL_REQUEST))
-    payload = {
-        "body": _text("body", body),
-        "author": _text("author", author, allow_empty=False),
-        "created_at": timestamp(created_at),
-    }
+    shape = ISSUE_COMMENT
+    _parent_of(parent, shape.parents)
+    payload = _payload(shape, fields)
     return _child(
-        ObjectType.ISSUE_COMMENT,
+        shape.object_type,
         identity,
         revision,
         payload,
@@ -384,27 +344,13 @@ def issue_comment(
 
 
 def review(
-    identity: str,
-    revision: str,
-    *,
-    parent: ObjectRef,
-    parent_key: str | None,
-    state: str,
-    body: str = "",
-    commit_id: str,
-    author: str,
-    submitted_at: datetime | str,
+    identity: str, revision: str, *, parent: ObjectRef, parent_key: str | None, **fields: Any
 ) -> CanonicalObject:
-    _parent_of(parent, (ObjectType.PULL_REQUEST,))
-    payload = {
-        "state": _choice("state", state, REVIEW_STATES),
-        "body": _text("body", body),
-        "commit_id": _text("commit_id", commit_id, allow_empty=False),
-        "author": _text("author", author, allow_empty=False),
-        "submitted_at": timestamp(submitted_at),
-    }
+    shape = REVIEW
+    _parent_of(parent, shape.parents)
+    payload = _payload(shape, fields)
     return _child(
-        ObjectType.REVIEW,
+        shape.object_type,
         identity,
         revision,
         payload,
@@ -421,32 +367,16 @@ def review_comment(
     *,
     parent: ObjectRef,
     parent_key: str | None,
-    path: str,
-    line: int | None,
-    side: str = "RIGHT",
-    commit_id: str,
-    body: str,
-    author: str,
-    created_at: datetime | str,
     in_reply_to: ObjectRef | None = None,
+    **fields: Any,
 ) -> CanonicalObject:
-    _parent_of(parent, (ObjectType.REVIEW,))
-    if line is not None and (not isinstance(line, int) or line <= 0):
-        raise MalformedObject(f"line must be a positive integer or None, not {line!r}")
-    payload = {
-        "path": _text("path", path, allow_empty=False),
-        "line": line,
-        "side": _choice("side", side, REVIEW_SIDES),
-        "commit_id": _text("commit_id", commit_id, allow_empty=False),
-        "body": _text("body", body),
-        "author": _text("author", author, allow_empty=False),
-        "created_at": timestamp(created_at),
-        "is_reply": in_reply_to is not None,
-    }
+    shape = REVIEW_COMMENT
+    _parent_of(parent, shape.parents)
+    payload = _payload(shape, fields, is_reply=in_reply_to is not None)
     if in_reply_to is not None:
         _parent_of(in_reply_to, (ObjectType.REVIEW_COMMENT,))
     return _child(
-        ObjectType.REVIEW_COMMENT,
+        shape.object_type,
         identity,
         revision,
         payload,
@@ -459,19 +389,14 @@ def review_comment(
 
 
 def review_request(
-    identity: str,
-    revision: str,
-    *,
-    parent: ObjectRef,
-    parent_key: str | None,
-    reviewer: str,
-    requested_at: datetime | str | None = None,
+    identity: str, revision: str, *, parent: ObjectRef, parent_key: str | None, **fields: Any
 ) -> CanonicalObject:
-    _parent_of(parent, (ObjectType.PULL_REQUEST,))
-    reviewer = _text("reviewer", reviewer, allow_empty=False)
-    payload = {"reviewer": reviewer, "requested_at": timestamp(requested_at)}
+    shape = REVIEW_REQUEST
+    _parent_of(parent, shape.parents)
+    payload = _payload(shape, fields)
+    reviewer = payload["reviewer"]
     return _child(
-        ObjectType.REVIEW_REQUEST,
+        shape.object_type,
         identity,
         revision,
         payload,
@@ -483,30 +408,14 @@ def review_request(
 
 
 def release_asset(
-    identity: str,
-    revision: str,
-    *,
-    parent: ObjectRef,
-    parent_key: str | None,
-    name: str,
-    content_type: str,
-    size: int,
-    sha256: str,
+    identity: str, revision: str, *, parent: ObjectRef, parent_key: str | None, **fields: Any
 ) -> CanonicalObject:
-    _parent_of(parent, (ObjectType.RELEASE,))
-    name = _text("name", name, allow_empty=False)
-    if not isinstance(size, int) or size < 0:
-        raise MalformedObject(f"size must be a non-negative integer, not {size!r}")
-    if not re.fullmatch(r"[0-9a-f]{64}", sha256 or ""):
-        raise MalformedObject(f"sha256 must be 64 hex digits, not {sha256!r}")
-    payload = {
-        "name": name,
-        "content_type": _text("content_type", content_type, allow_empty=False),
-        "size": size,
-        "sha256": sha256,
-    }
+    shape = RELEASE_ASSET
+    _parent_of(parent, shape.parents)
+    payload = _payload(shape, fields)
+    name = payload["name"]
     return _child(
-        ObjectType.RELEASE_ASSET,
+        shape.object_type,
         identity,
         revision,
         payload,
@@ -518,23 +427,14 @@ def release_asset(
 
 
 def reaction(
-    identity: str,
-    revision: str,
-    *,
-    parent: ObjectRef,
-    parent_key: str | None,
-    content: str,
-    user: str,
-    created_at: datetime | str | None = None,
+    identity: str, revision: str, *, parent: ObjectRef, parent_key: str | None, **fields: Any
 ) -> CanonicalObject:
-    _parent_of(parent, REACTION_PARENTS)
-    payload = {
-        "content": _choice("content", content, REACTIONS),
-        "user": _text("user", user, allow_empty=False),
-        "created_at": timestamp(created_at),
-    }
+    shape = REACTION
+    _parent_of(parent, shape.parents)
+    payload = _payload(shape, fields)
+    content, user = payload["content"], payload["user"]
     return _child(
-        ObjectType.REACTION,
+        shape.object_type,
         identity,
         revision,
         payload,

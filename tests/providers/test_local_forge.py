@@ -29,6 +29,7 @@ from reposync.providers.local.objects import FORGE_TYPES, PARENT_TYPES
 from reposync.providers.local.store import SCHEMA_VERSION
 from reposync.sync import objects
 from reposync.sync.canonical import CanonicalObject, ObjectRef, content_hash
+from reposync.sync.fields import SHAPES, Field, Kind
 from reposync.sync.objects import MalformedObject
 from reposync.sync.vocabulary import Action, ObjectType
 from tests.gitrepo import init_bare
@@ -225,12 +226,12 @@ def test_is_empty_follows_the_objects(forge):
 
 def test_every_type_round_trips_through_the_api_exactly_as_its_builder_builds_it(forge):
     """Each API call stores what the shared builder makes of the same arguments, hash and all."""
-    label = forge.create_label("bug", "D73A4A", "Something is broken")
+    label = forge.create_label("bug", color="D73A4A", description="Something is broken")
     assert_same(
         forge.reader.get(T.LABEL, label),
         objects.label(label, "1", name="bug", color="d73a4a", description="Something is broken"),
     )
-    milestone = forge.create_milestone("v1.0", "first", "closed", due_on=LATER)
+    milestone = forge.create_milestone("v1.0", description="first", state="closed", due_on=LATER)
     assert_same(
         forge.reader.get(T.MILESTONE, milestone),
         objects.milestone(
@@ -690,6 +691,45 @@ def type_case(object_type: ObjectType, variant: int) -> tuple[dict[str, Any], st
         fields["parent_key"] = None
     payload = dict(objects.BUILDERS[object_type]("x", "1", **fields).payload)
     return payload, "parent" if object_type in dummy else None
+
+
+def described_value(field: Field) -> Any:
+    """A value of ``field`` other than its default, chosen by its kind alone."""
+    if field.kind is Kind.CHOICE:
+        return next(c for c in field.choices if c is not None and c != field.default)
+    return {
+        Kind.TEXT: "text",
+        Kind.NAME: "name",
+        Kind.OPTIONAL_TEXT: "v1",
+        Kind.NAMES: ["b", "a"],
+        Kind.TIME: LATER,
+        Kind.FLAG: True,
+        Kind.COLOR: "abcdef",
+        Kind.LINE: 2,
+    }[field.kind]
+
+
+@pytest.mark.parametrize("object_type", sorted(FORGE_TYPES - {T.RELEASE_ASSET}, key=str))
+def test_every_described_field_is_authored_stored_and_read_back(forge, object_type):
+    """The authoring API and the store take every field of the one description
+    (``reposync.sync.fields``) with nothing listed here: a field added there is kept."""
+    shape = SHAPES[object_type]
+    parents = {
+        T.ISSUE: forge.create_issue("parent", author="a"),
+        T.PULL_REQUEST: forge.create_pull_request(
+            "parent", author="a", base_ref="main", base_sha=SHA_A, head_ref="x", head_sha=SHA_B
+        ),
+    }
+    parents[T.REVIEW] = forge.add_review(
+        parents[T.PULL_REQUEST], state="COMMENTED", commit_id=SHA_B, author="a"
+    )
+    fields = {field.name: described_value(field) for field in shape.arguments}
+    parent = (shape.parents[0], parents[shape.parents[0]]) if shape.parents else None
+    [identity] = forge.create_many(object_type, [fields], parent=parent)
+    payload = forge.reader.get(object_type, identity).payload
+    assert set(payload) == set(shape.names)
+    for field in shape.arguments:
+        assert payload[field.name] not in (field.default, None), field.name
 
 
 @pytest.mark.parametrize("object_type", sorted(FORGE_TYPES, key=str))

@@ -177,8 +177,8 @@ def github_samples():
 
 
 def local_samples(forge):
-    label = forge.create_label("bug", "D73A4A", "Something is broken")
-    milestone = forge.create_milestone("v1.0", "first", "closed", due_on=LATER)
+    label = forge.create_label("bug", color="D73A4A", description="Something is broken")
+    milestone = forge.create_milestone("v1.0", description="first", state="closed", due_on=LATER)
     issue = forge.create_issue(
         "Crash",
         author="ann",

@@ -9,6 +9,10 @@ reposync projected into comments (a review of a pull request carried by an issue
 Attribution headers written by reposync are read back here: their fields replace what
 GitHub reports (the bot as author, the import time as creation time), so an object read
 back equals the object that was written.
+
+Each mapper passes every field of its type's description (``reposync.sync.fields``) by
+name, ``None`` included where GitHub keeps nothing; ``tests/providers/test_github_objects``
+fails while a field of the description has no GitHub source.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import Any
 
 from reposync.providers.github import shapes
 from reposync.providers.github.bodies import Parsed, parse
-from reposync.sync import objects
+from reposync.sync import fields, objects
 from reposync.sync.canonical import CanonicalObject, ObjectRef
 from reposync.sync.objects import number_key
 from reposync.sync.vocabulary import ObjectType
@@ -112,7 +116,7 @@ def _lock_reason(data: dict[str, Any]) -> str | None:
     """GitHub's reason of a locked conversation; one reposync does not know reads as
     none (the lock itself is kept)."""
     reason = data.get("active_lock_reason")
-    return reason if data.get("locked") and reason in objects.LOCK_REASONS else None
+    return reason if data.get("locked") and reason in fields.LOCK_REASONS else None
 
 
 def pull_request(data: dict[str, Any], *, carrier: bool = False) -> CanonicalObject:
@@ -278,13 +282,14 @@ def review_comment(
 
 
 def review_request(number: int, login: str) -> CanonicalObject:
-    """A native requested reviewer (GitHub keeps no request time)."""
+    """A native requested reviewer."""
     return objects.review_request(
         f"{number}:{login}",
         "",
         parent=ObjectRef(ObjectType.PULL_REQUEST, str(number)),
         parent_key=number_key(number),
         reviewer=login,
+        requested_at=None,  # GitHub keeps no request time
     )
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import io
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, BinaryIO
@@ -35,19 +35,9 @@ from reposync.providers.local.objects import (
 )
 from reposync.providers.local.store import rollback
 from reposync.sync.canonical import ObjectRef
+from reposync.sync.fields import SHAPES
 from reposync.sync.objects import MalformedObject
 from reposync.sync.vocabulary import ObjectType
-
-#: The field holding the creation time, filled with "now" by the Python API when omitted.
-TIME_FIELDS: dict[ObjectType, str] = {
-    ObjectType.ISSUE: "created_at",
-    ObjectType.PULL_REQUEST: "created_at",
-    ObjectType.RELEASE: "created_at",
-    ObjectType.ISSUE_COMMENT: "created_at",
-    ObjectType.REVIEW: "submitted_at",
-    ObjectType.REVIEW_COMMENT: "created_at",
-    ObjectType.REACTION: "created_at",
-}
 
 
 class ForgeAuthoring:
@@ -108,6 +98,9 @@ class ForgeAuthoring:
         content: Callable[[], BinaryIO] | None = None,
     ) -> str:
         self._refuse_on_standby()
+        created = SHAPES[object_type].created
+        if created is not None and not fields.get(created):
+            fields = {**fields, created: datetime.now(UTC)}
         with self._transaction(f"create a {object_type}") as conn:
             sequences = Sequences(conn)
             try:
@@ -128,211 +121,60 @@ class ForgeAuthoring:
             sequences.flush()
             return identity
 
-    def create_label(self, name: str, color: str = "ededed", description: str = "") -> str:
+    # Each ``create_*`` takes the fields of its type as keyword arguments, with the names
+    # and defaults of ``reposync.sync.fields`` (``LABEL``, ``ISSUE``, ...); the creation
+    # time (``Shape.created``) is "now" when left out. The builder refuses the rest.
+
+    def create_label(self, name: str, **fields: Any) -> str:
         """Create a label; returns its identity."""
-        return self._create(
-            ObjectType.LABEL, {"name": name, "color": color, "description": description}
-        )
+        return self._create(ObjectType.LABEL, {"name": name, **fields})
 
-    def create_milestone(
-        self,
-        title: str,
-        description: str = "",
-        state: str = "open",
-        due_on: datetime | str | None = None,
-    ) -> str:
+    def create_milestone(self, title: str, **fields: Any) -> str:
         """Create a milestone; returns its identity."""
-        return self._create(
-            ObjectType.MILESTONE,
-            {"title": title, "description": description, "state": state, "due_on": due_on},
-        )
+        return self._create(ObjectType.MILESTONE, {"title": title, **fields})
 
-    def create_issue(
-        self,
-        title: str,
-        *,
-        author: str,
-        body: str = "",
-        created_at: datetime | str | None = None,
-        number: int | None = None,
-        labels: Iterable[str] = (),
-        milestone: str | None = None,
-        assignees: Iterable[str] = (),
-        state: str = "open",
-        state_reason: str | None = None,
-        closed_at: datetime | str | None = None,
-        locked: bool = False,
-        active_lock_reason: str | None = None,
-    ) -> str:
+    def create_issue(self, title: str, *, number: int | None = None, **fields: Any) -> str:
         """Create an issue (next shared number unless ``number``); returns its identity."""
-        return self._create(
-            ObjectType.ISSUE,
-            {
-                "title": title,
-                "author": author,
-                "body": body,
-                "created_at": created_at or datetime.now(UTC),
-                "labels": list(labels),
-                "milestone": milestone,
-                "assignees": list(assignees),
-                "state": state,
-                "state_reason": state_reason,
-                "closed_at": closed_at,
-                "locked": locked,
-                "active_lock_reason": active_lock_reason,
-            },
-            number=number,
-        )
+        return self._create(ObjectType.ISSUE, {"title": title, **fields}, number=number)
 
-    def create_pull_request(
-        self,
-        title: str,
-        *,
-        author: str,
-        base_ref: str,
-        base_sha: str,
-        head_ref: str,
-        head_sha: str,
-        body: str = "",
-        created_at: datetime | str | None = None,
-        number: int | None = None,
-        state: str = "open",
-        merged: bool = False,
-        merged_at: datetime | str | None = None,
-        draft: bool = False,
-        labels: Iterable[str] = (),
-        milestone: str | None = None,
-        assignees: Iterable[str] = (),
-        closed_at: datetime | str | None = None,
-    ) -> str:
+    def create_pull_request(self, title: str, *, number: int | None = None, **fields: Any) -> str:
         """Create a pull request (shares the issues' numbers); returns its identity."""
-        return self._create(
-            ObjectType.PULL_REQUEST,
-            {
-                "title": title,
-                "author": author,
-                "base_ref": base_ref,
-                "base_sha": base_sha,
-                "head_ref": head_ref,
-                "head_sha": head_sha,
-                "body": body,
-                "created_at": created_at or datetime.now(UTC),
-                "state": state,
-                "merged": merged,
-                "merged_at": merged_at,
-                "draft": draft,
-                "labels": list(labels),
-                "milestone": milestone,
-                "assignees": list(assignees),
-                "closed_at": closed_at,
-            },
-            number=number,
-        )
+        return self._create(ObjectType.PULL_REQUEST, {"title": title, **fields}, number=number)
 
     def add_comment(
-        self,
-        parent_type: ObjectType | str,
-        parent_id: str,
-        body: str,
-        *,
-        author: str,
-        created_at: datetime | str | None = None,
+        self, parent_type: ObjectType | str, parent_id: str, body: str, **fields: Any
     ) -> str:
         """Comment on an issue or a pull request; returns the comment's identity."""
         return self._create(
-            ObjectType.ISSUE_COMMENT,
-            {"body": body, "author": author, "created_at": created_at or datetime.now(UTC)},
-            parent=(parent_type, parent_id),
+            ObjectType.ISSUE_COMMENT, {"body": body, **fields}, parent=(parent_type, parent_id)
         )
 
-    def add_review(
-        self,
-        pr_id: str,
-        *,
-        state: str,
-        body: str = "",
-        commit_id: str,
-        author: str,
-        submitted_at: datetime | str | None = None,
-    ) -> str:
+    def add_review(self, pr_id: str, **fields: Any) -> str:
         """Review a pull request; returns the review's identity."""
-        return self._create(
-            ObjectType.REVIEW,
-            {
-                "state": state,
-                "body": body,
-                "commit_id": commit_id,
-                "author": author,
-                "submitted_at": submitted_at or datetime.now(UTC),
-            },
-            parent=(ObjectType.PULL_REQUEST, pr_id),
-        )
+        return self._create(ObjectType.REVIEW, fields, parent=(ObjectType.PULL_REQUEST, pr_id))
 
     def add_review_comment(
-        self,
-        review_id: str,
-        *,
-        path: str,
-        line: int | None,
-        body: str,
-        commit_id: str,
-        author: str,
-        in_reply_to: str | None = None,
-        side: str = "RIGHT",
-        created_at: datetime | str | None = None,
+        self, review_id: str, *, in_reply_to: str | None = None, **fields: Any
     ) -> str:
         """Comment on a line within a review (or reply to a review comment)."""
         return self._create(
             ObjectType.REVIEW_COMMENT,
-            {
-                "path": path,
-                "line": line,
-                "side": side,
-                "commit_id": commit_id,
-                "body": body,
-                "author": author,
-                "created_at": created_at or datetime.now(UTC),
-            },
+            fields,
             parent=(ObjectType.REVIEW, review_id),
             in_reply_to=in_reply_to,
         )
 
-    def request_review(
-        self, pr_id: str, reviewer: str, requested_at: datetime | str | None = None
-    ) -> str:
+    def request_review(self, pr_id: str, reviewer: str, **fields: Any) -> str:
         """Request a review of a pull request from ``reviewer``."""
         return self._create(
             ObjectType.REVIEW_REQUEST,
-            {"reviewer": reviewer, "requested_at": requested_at},
+            {"reviewer": reviewer, **fields},
             parent=(ObjectType.PULL_REQUEST, pr_id),
         )
 
-    def create_release(
-        self,
-        tag: str,
-        *,
-        author: str,
-        name: str = "",
-        body: str = "",
-        draft: bool = False,
-        prerelease: bool = False,
-        created_at: datetime | str | None = None,
-        published_at: datetime | str | None = None,
-    ) -> str:
+    def create_release(self, tag: str, **fields: Any) -> str:
         """Create a release for a tag; returns its identity."""
-        return self._create(
-            ObjectType.RELEASE,
-            {
-                "tag": tag,
-                "author": author,
-                "name": name,
-                "body": body,
-                "draft": draft,
-                "prerelease": prerelease,
-                "created_at": created_at or datetime.now(UTC),
-                "published_at": published_at,
-            },
-        )
+        return self._create(ObjectType.RELEASE, {"tag": tag, **fields})
 
     def upload_asset(
         self,
@@ -341,7 +183,8 @@ class ForgeAuthoring:
         content: bytes,
         content_type: str = "application/octet-stream",
     ) -> str:
-        """Attach bytes to a release; returns the asset's identity."""
+        """Attach bytes to a release; returns the asset's identity (its size and SHA-256
+        are the bytes')."""
         return self._create(
             ObjectType.RELEASE_ASSET,
             {
@@ -360,12 +203,12 @@ class ForgeAuthoring:
         parent_id: str,
         content: str,
         user: str,
-        created_at: datetime | str | None = None,
+        **fields: Any,
     ) -> str:
-        """React to an issue, pull request, comment, review or release."""
+        """React to an issue, pull request, comment or release."""
         return self._create(
             ObjectType.REACTION,
-            {"content": content, "user": user, "created_at": created_at or datetime.now(UTC)},
+            {"content": content, "user": user, **fields},
             parent=(parent_type, parent_id),
         )
 
@@ -426,7 +269,7 @@ class ForgeAuthoring:
             return []
         now = datetime.now(UTC)
         stamp = timestamp()
-        time_field = TIME_FIELDS.get(object_type)
+        time_field = SHAPES[object_type].created
         with self._transaction(f"create {len(rows)} {object_type} objects") as conn:
             parent_row = None if parent is None else _parent(conn, *parent)
             if parent_row is None and object_type in PARENT_TYPES:

@@ -1,8 +1,10 @@
 """Forge objects as a local forge stores them: the rules of its rows, and rows as canonical objects.
 
 Objects are always built through ``reposync.sync.objects.BUILDERS``, on write (to
-validate and to compute keys and hashes) and on read, so what this forge returns is the
-same canonical object any other provider would build from the same data.
+validate and to compute keys and hashes), and stored payloads are their builders' own, so
+what this forge returns is the same canonical object any other provider would build from
+the same data. Which types have numbers, parents and replies, and which payload fields a
+builder derives, is read from the one description, ``reposync.sync.fields``.
 
 Also here: ``Refused``, the one way any write path says no to a single write, and the
 checks that produce it without touching the database.
@@ -21,35 +23,20 @@ from typing import Any
 
 from reposync.errors import ProviderError
 from reposync.sync.canonical import CanonicalObject, ObjectRef, canonical_json
+from reposync.sync.fields import SHAPES
 from reposync.sync.objects import BUILDERS, MalformedObject
 from reposync.sync.vocabulary import ObjectType
 
 #: Every type this store holds (Git refs stay in Git).
-FORGE_TYPES: frozenset[ObjectType] = frozenset(BUILDERS)
+FORGE_TYPES: frozenset[ObjectType] = frozenset(SHAPES)
 
 #: Issues and pull requests: one shared number sequence, ``#N`` unique keys.
-NUMBERED: frozenset[ObjectType] = frozenset({ObjectType.ISSUE, ObjectType.PULL_REQUEST})
+NUMBERED: frozenset[ObjectType] = frozenset(t for t, shape in SHAPES.items() if shape.numbered)
 
-#: The parent types each nested type accepts. The builders check these too, except for
-#: reactions (their builder accepts any parent), so the store is the one place that does.
+#: The parent types each nested type accepts.
 PARENT_TYPES: dict[ObjectType, tuple[ObjectType, ...]] = {
-    ObjectType.ISSUE_COMMENT: (ObjectType.ISSUE, ObjectType.PULL_REQUEST),
-    ObjectType.REVIEW: (ObjectType.PULL_REQUEST,),
-    ObjectType.REVIEW_COMMENT: (ObjectType.REVIEW,),
-    ObjectType.REVIEW_REQUEST: (ObjectType.PULL_REQUEST,),
-    ObjectType.RELEASE_ASSET: (ObjectType.RELEASE,),
-    ObjectType.REACTION: (
-        ObjectType.ISSUE,
-        ObjectType.PULL_REQUEST,
-        ObjectType.ISSUE_COMMENT,
-        ObjectType.REVIEW,
-        ObjectType.REVIEW_COMMENT,
-        ObjectType.RELEASE,
-    ),
+    t: shape.parents for t, shape in SHAPES.items() if shape.parents
 }
-
-#: Payload fields a builder derives from its arguments (not arguments themselves).
-DERIVED_FIELDS: dict[ObjectType, tuple[str, ...]] = {ObjectType.REVIEW_COMMENT: ("is_reply",)}
 
 #: Where a unique key must be unique. Top-level keys are unique per type (issues and pull
 #: requests share the ``#N`` space); asset names, reviewers and reactions are unique
@@ -180,8 +167,9 @@ class Stored:
 def builder_fields(object_type: ObjectType, payload: Mapping[str, Any]) -> dict[str, Any]:
     """A canonical payload as keyword arguments of its builder (derived fields dropped)."""
     fields = dict(payload)
-    for name in DERIVED_FIELDS.get(object_type, ()):
-        fields.pop(name, None)
+    for field in SHAPES[object_type].fields:
+        if field.derived:
+            fields.pop(field.name, None)
     return fields
 
 
@@ -198,23 +186,19 @@ def build(
 ) -> CanonicalObject:
     """The canonical object of stored fields: the one way rows become objects.
 
-    Raises ``MalformedObject`` for anything the builder refuses, including fields it
-    does not know or required fields that are missing.
+    Raises ``MalformedObject`` for anything the builder refuses, including fields its
+    type does not have (``reposync.sync.fields``) or required fields that are missing.
     """
+    shape = SHAPES[object_type]
     extra: dict[str, Any] = {}
-    if object_type in NUMBERED:
+    if shape.numbered:
         extra["number"] = number
-    if object_type in PARENT_TYPES:
+    if shape.parents:
         if parent is None:
             raise MalformedObject(f"a {object_type} needs a parent")
-        allowed = PARENT_TYPES[object_type]
-        if parent.object_type not in allowed:
-            raise MalformedObject(
-                f"parent must reference one of {[t.value for t in allowed]}, not {parent!r}"
-            )
         extra["parent"] = parent
         extra["parent_key"] = parent_key
-    if object_type is ObjectType.REVIEW_COMMENT:
+    if shape.replies:
         extra["in_reply_to"] = (
             None if in_reply_to is None else ObjectRef(ObjectType.REVIEW_COMMENT, in_reply_to)
         )
@@ -223,7 +207,7 @@ def build(
         raise MalformedObject(f"{', '.join(sorted(clash))} cannot be payload fields")
     try:
         return BUILDERS[object_type](identity, revision, **fields, **extra)
-    except TypeError as exc:  # unknown or missing fields
+    except TypeError as exc:  # a value of the wrong shape (labels that are no list, ...)
         raise MalformedObject(f"fields do not form a {object_type}: {exc}") from exc
 
 
