@@ -44,6 +44,10 @@ class Settings:
     #: push of thousands of refs packs the shared history once (an empty standby gets
     #: everything in one bootstrap push); the batch limit for API objects stays above.
     git_batch_max_items: int = 5000
+    #: Largest pack one push may carry, in bytes (0: the target forge's own limit, GitHub's
+    #: 2 GiB; a value > 0 lowers it, or sets one for a forge without). Pushes are split
+    #: by history to stay under it; a ref whose own pack is larger fails ``push_too_large``.
+    git_max_push_pack_bytes: int = 0
     #: How often one stage may be (re)started before the Run fails; caps redelivery loops.
     max_stage_attempts: int = 5
     #: Seconds before a stage that failed for a retryable reason (a forge or database
@@ -123,9 +127,11 @@ class Settings:
                 self.lease_ttl, self.batch_max_items, self.batch_max_bytes, self.git_batch_max_items
             )
             <= 0
+            or self.git_max_push_pack_bytes < 0
         ):
             raise ConfigurationError(
-                "REPOSYNC_LEASE_TTL and the REPOSYNC_*BATCH_MAX_* limits must be positive"
+                "REPOSYNC_LEASE_TTL and the REPOSYNC_*BATCH_MAX_* limits must be positive "
+                "(REPOSYNC_GIT_MAX_PUSH_PACK_BYTES: 0 or more)"
             )
 
     @property
@@ -190,6 +196,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "batch_max_items": int,
     "batch_max_bytes": int,
     "git_batch_max_items": int,
+    "git_max_push_pack_bytes": int,
     "max_stage_attempts": int,
     "max_item_attempts": int,
     "retry_backoff": float,

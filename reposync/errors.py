@@ -36,6 +36,7 @@ into this tree at one boundary each, never leaked.
         ├── ResultUnknown               result_unknown           (a rerun clears it)
         ├── VerifyMismatch              verify_mismatch          (a rerun clears it)
         ├── Conflict                    conflict
+        ├── PushTooLarge                push_too_large
         ├── WriteRefused                write_refused            (item code in .refusal)
         ├── RepositoryMismatch          repository_mismatch
         ├── ContentUnavailable          source_content_unavailable
@@ -287,6 +288,18 @@ class Conflict(ProviderError):
     http_status = 409
     suggested_action = (
         "resolve the objects on the target, or set the Binding's conflict policy to use_source"
+    )
+
+
+class PushTooLarge(ProviderError):
+    """One ref's own pack is larger than the target accepts in one push (GitHub: 2 GiB):
+    that ref's item fails, the other refs of its batch still land."""
+
+    code = "push_too_large"
+    http_status = 413
+    suggested_action = (
+        "push that ref's history to the target in parts (older commits first) outside "
+        "reposync, or rewrite it without its largest files; the next Run then syncs it"
     )
 
 

@@ -6,6 +6,7 @@ single edits go through pygit2.
 
 from __future__ import annotations
 
+import random
 import re
 import subprocess
 from collections.abc import Sequence
@@ -31,11 +32,14 @@ def generate(
     files_per_commit: int = 1,
     file_bytes: int = 64,
     bare: bool = True,
+    incompressible: bool = False,
 ) -> Path:
     """A repository with a linear history; branches and tags spread over it.
 
     Branch ``main`` holds the whole history; ``branch-NNNNN`` and ``vNNNNN`` point at
     commits spread evenly along it; every ``annotated_every``-th tag is annotated.
+    ``incompressible`` files are seeded random bytes, so a pack of them weighs what they
+    do (for pack-size limits).
     """
     if bare:
         subprocess.run(["git", "init", "-q", "--bare", str(path)], check=True)
@@ -54,7 +58,11 @@ def generate(
         if n > 1:
             lines.append(f"from :{n - 1}\n".encode())
         for f in range(files_per_commit):
-            body = (f"file {f} of commit {n}\n" * (file_bytes // 20 + 1)).encode()[:file_bytes]
+            body = (
+                random.Random(n * 1000 + f).randbytes(file_bytes)
+                if incompressible
+                else (f"file {f} of commit {n}\n" * (file_bytes // 20 + 1)).encode()[:file_bytes]
+            )
             lines.append(
                 f"M 644 inline dir{f % 10}/file{(n * files_per_commit + f) % 997}.txt\n".encode()
             )
@@ -104,6 +112,20 @@ def commit_on(path: Path, ref: str, message: str) -> str:
     blob = repo.create_blob(message.encode())
     filename = re.sub(r"[^A-Za-z0-9]+", "_", message)[:60] + ".txt"
     builder.insert(filename, blob, pygit2.enums.FileMode.BLOB)
+    oid = repo.create_commit(None, SIGNATURE, SIGNATURE, message, builder.write(), [parent.id])
+    repo.references.create(ref, oid, force=True)
+    return str(oid)
+
+
+def commit_blob(path: Path, ref: str, size: int, seed: int) -> str:
+    """A commit on top of ``ref`` (from main when missing) adding ``size`` random bytes."""
+    repo = pygit2.Repository(str(_git_dir(path)))
+    existing = repo.references.get(ref) or repo.references["refs/heads/main"]
+    parent = existing.peel(pygit2.Commit)
+    builder = repo.TreeBuilder(parent.tree)
+    blob = repo.create_blob(random.Random(seed).randbytes(size))
+    builder.insert(f"blob-{seed}.bin", blob, pygit2.enums.FileMode.BLOB)
+    message = f"{size} random bytes ({seed})"
     oid = repo.create_commit(None, SIGNATURE, SIGNATURE, message, builder.write(), [parent.id])
     repo.references.create(ref, oid, force=True)
     return str(oid)

@@ -24,7 +24,8 @@ from pathlib import Path
 from reposync.errors import GitTransportError
 from reposync.git import procfs
 from reposync.git.environment import git_env
-from reposync.git.workspace import PushWorkspace
+from reposync.git.packsize import PackEstimator, advertised_oids, store_bytes
+from reposync.git.workspace import PushWorkspace, set_alternates
 
 #: Stay far below ARG_MAX (2 MiB here) and MAX_ARG_STRLEN: one group = one git process.
 ARGV_BUDGET_BYTES = 512 * 1024
@@ -78,6 +79,12 @@ class PushOutcome:
     groups: int = 0
     accepted: set[str] = field(default_factory=set)
     rejected: dict[str, str] = field(default_factory=dict)
+    #: Refs not pushed because their own pack exceeds the target's limit (ref -> why).
+    too_large: dict[str, str] = field(default_factory=dict)
+
+
+#: What git's receive-pack (GitHub's too) says when a pack is over its size limit.
+PACK_TOO_LARGE = "pack exceeds maximum allowed size"
 
 
 def _groups(updates: Sequence[RefUpdate], budget: int) -> Iterator[list[RefUpdate]]:
@@ -106,6 +113,7 @@ def push(
     env: Mapping[str, str] | None = None,
     argv_budget: int = ARGV_BUDGET_BYTES,
     receive_pack: str | None = None,
+    max_pack_bytes: int | None = None,
 ) -> PushOutcome:
     """Push ``updates`` to ``target_url`` from a staged workspace, in atomic groups.
 
@@ -118,39 +126,84 @@ def push(
       target is ever lost. Not leasing creates keeps a bootstrap as fast as
       ``push --mirror`` (5,000 leases cost git 6 s of matching).
 
+    With ``max_pack_bytes`` (the target's pack-size limit) a group whose pack would be
+    larger is split by history (``reposync.git.packsize``); a ref whose own pack is larger
+    is not pushed and lands in ``too_large``, as do the refs of a group the target refused
+    for its size all the same.
+
     Raises ``GitTransportError`` when git cannot talk to the target at all; refused refs
     are reported, not raised.
     """
     outcome = PushOutcome()
-    for group in _groups(updates, argv_budget):
-        outcome.groups += 1
-        workspace.stage({u.name: u.new for u in group if u.new is not None})
-        leases = [u.argv()[0] for u in group if u.expected_old is not None]
-        deletes = [f":{u.name}" for u in group if u.new is None]
-        argv = [
-            "git",
-            "-C",
-            str(workspace.path),
-            "push",
-            "--porcelain",
-            "--atomic",
-            "--no-verify",
-            *([f"--receive-pack={receive_pack}"] if receive_pack else []),
-            *leases,
-            target_url,
-            *STAGED_REFSPECS,
-            *deletes,
-        ]
-        result = run_git(argv, env=env, check=False)
-        parsed = parse_porcelain(result.stdout)
-        if result.returncode != 0 and not parsed:
-            raise GitTransportError(f"git push to {target_url} failed: {last_line(result.stderr)}")
-        for name, (ok, summary) in parsed.items():
-            if ok:
-                outcome.accepted.add(name)
-            else:
-                outcome.rejected[name] = summary
+    limit = max_pack_bytes
+    if limit is not None:
+        workspace.prepare()
+        if store_bytes([str(workspace.path / "objects"), workspace.objects_dir]) <= limit:
+            limit = None  # no pack can be larger than everything there is
+    target_has: set[str] | None = None
+    for argv_group in _groups(updates, argv_budget):
+        groups: list[list[RefUpdate]] = [argv_group]
+        if limit is not None:
+            if target_has is None:
+                target_has = advertised_oids(run_git, target_url, env)
+            workspace.stage({u.name: u.new for u in argv_group if u.new is not None})
+            split = PackEstimator(workspace.path, run_git, env).split(argv_group, limit, target_has)
+            groups = split.groups
+            for name, size in split.too_large.items():
+                outcome.too_large[name] = (
+                    f"its own pack is about {size:,} bytes, over the target's limit of "
+                    f"{limit:,} bytes for one push"
+                )
+        for group in groups:
+            _push_group(workspace, target_url, group, outcome, env, receive_pack)
+            if limit is not None and target_has is not None:
+                target_has.update(u.new for u in group if u.new and u.name in outcome.accepted)
     return outcome
+
+
+def _push_group(
+    workspace: PushWorkspace,
+    target_url: str,
+    group: Sequence[RefUpdate],
+    outcome: PushOutcome,
+    env: Mapping[str, str] | None,
+    receive_pack: str | None,
+) -> None:
+    """One atomic ``git push`` of ``group``; what it said, per ref, into ``outcome``."""
+    outcome.groups += 1
+    workspace.stage({u.name: u.new for u in group if u.new is not None})
+    leases = [u.argv()[0] for u in group if u.expected_old is not None]
+    deletes = [f":{u.name}" for u in group if u.new is None]
+    argv = [
+        "git",
+        "-C",
+        str(workspace.path),
+        "push",
+        "--porcelain",
+        "--atomic",
+        "--no-verify",
+        *([f"--receive-pack={receive_pack}"] if receive_pack else []),
+        *leases,
+        target_url,
+        *STAGED_REFSPECS,
+        *deletes,
+    ]
+    result = run_git(argv, env=env, check=False)
+    parsed = parse_porcelain(result.stdout)
+    if result.returncode != 0 and not parsed:
+        raise GitTransportError(f"git push to {target_url} failed: {last_line(result.stderr)}")
+    too_large = next(
+        (line.strip() for line in result.stderr.splitlines() if PACK_TOO_LARGE in line), None
+    )
+    for name, (ok, summary) in parsed.items():
+        if ok:
+            outcome.accepted.add(name)
+        elif too_large is not None:
+            outcome.too_large[name] = (
+                f"the target refused the push of {len(group)} ref(s) as too large ({too_large})"
+            )
+        else:
+            outcome.rejected[name] = summary
 
 
 def fetch_mirror(
@@ -161,6 +214,9 @@ def fetch_mirror(
     extra_refspecs: Sequence[str] = (),
 ) -> Path:
     """Bring a local mirror of a remote's branches and tags up to date; its object store.
+
+    O(refs): it lists and negotiates every branch and tag. A batch of refs fetches only
+    what it applies with ``fetch_refs``.
 
     Incremental after the first time; ``--prune`` keeps it an exact copy, so planned
     object ids that vanished on the source are noticed (their push fails) instead of
@@ -186,6 +242,94 @@ def fetch_mirror(
         env=env,
     )
     return mirror / "objects"
+
+
+def fetch_refs(
+    mirror: Path,
+    url: str,
+    wanted: Mapping[str, str | None],
+    *,
+    env: Mapping[str, str] | None = None,
+    borrow: str | None = None,
+) -> FetchResult:
+    """Bring into ``mirror`` exactly the objects of ``wanted`` (ref -> object id, None to
+    forget the ref), from the remote at ``url``: O(change), never a fetch of every branch.
+
+    Object ids the mirror already sees cost nothing; the others are fetched by id in one
+    ``git fetch`` (no ref listing), negotiated against what the mirror knows, so only the
+    history they add crosses the wire.
+
+    * ``borrow`` (the object store of a target on this machine): the mirror is a small
+      transfer repository. It borrows the target's objects (``objects/info/alternates``),
+      so what the target holds is never fetched and the target's refs are the fetch's
+      "haves": a one-commit change fetches one commit even on a worker that never synced
+      this Binding before. It keeps no refs (they could name objects only the target has,
+      which the target may drop); its objects only have to live until the push.
+    * without: the mirror's refs are set to ``wanted``, what the next fetch negotiates
+      with and what keeps the objects alive.
+
+    The object ids are the ones the plan read and the applier has just re-read on the
+    source; one that vanished since is not fetched (git says so, and the batch is tried
+    again), and a ref planned from a stale copy is never pushed.
+
+    Fetched packs are always kept whole (``fetch.unpackLimit=1``): a fetch killed half way
+    leaves no loose tip without its history for the next check to trust.
+    """
+    if not (mirror / "HEAD").exists():
+        mirror.parent.mkdir(parents=True, exist_ok=True)
+        run_git(["git", "init", "-q", "--bare", str(mirror)], env=env)
+    set_alternates(mirror, [borrow] if borrow else [])
+    oids = sorted({oid for oid in wanted.values() if oid})
+    missing = _missing_objects(mirror, oids, env)
+    if missing:
+        run_git(
+            [
+                "git",
+                "--git-dir",
+                str(mirror),
+                "-c",
+                "fetch.unpackLimit=1",
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                "--no-write-fetch-head",
+                "--stdin",
+                url,
+            ],
+            env=env,
+            input_text="".join(f"{oid}\n" for oid in missing),
+        )
+    commands = "".join(
+        f"update {name} {oid}\n" if oid else f"delete {name}\n"
+        for name, oid in sorted(wanted.items())
+    )
+    if commands and borrow is None:
+        run_git(
+            ["git", "--git-dir", str(mirror), "update-ref", "--stdin"],
+            env=env,
+            input_text=commands,
+        )
+    return FetchResult(objects_dir=mirror / "objects", fetched=len(missing))
+
+
+@dataclass(frozen=True, slots=True)
+class FetchResult:
+    objects_dir: Path
+    #: Object ids fetched (the others were in the mirror already).
+    fetched: int
+
+
+def _missing_objects(
+    git_dir: Path, oids: Sequence[str], env: Mapping[str, str] | None
+) -> list[str]:
+    if not oids:
+        return []
+    result = run_git(
+        ["git", "--git-dir", str(git_dir), "cat-file", "--batch-check=%(objectname)"],
+        env=env,
+        input_text="".join(f"{oid}\n" for oid in oids),
+    )
+    return [line.split()[0] for line in result.stdout.splitlines() if line.endswith(" missing")]
 
 
 def parse_porcelain(stdout: str) -> dict[str, tuple[bool, str]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from reposync.git.environment import git_env
@@ -31,10 +31,7 @@ class PushWorkspace:
                 env=git_env(),
                 stdout=subprocess.DEVNULL,
             )
-        alternates = self.path / "objects" / "info" / "alternates"
-        alternates.parent.mkdir(parents=True, exist_ok=True)
-        if not alternates.exists() or alternates.read_text().strip() != self.objects_dir:
-            _atomic_write(alternates, self.objects_dir + "\n")
+        set_alternates(self.path, [self.objects_dir])
 
     def stage(self, refs: Mapping[str, str]) -> None:
         """Make ``refs`` (name -> object id) the workspace's only refs."""
@@ -47,6 +44,20 @@ class PushWorkspace:
         # no assumption about sorting or peeling.
         lines = "".join(f"{oid} {name}\n" for name, oid in sorted(refs.items()))
         _atomic_write(self.path / "packed-refs", lines)
+
+
+def set_alternates(git_dir: Path, objects_dirs: Sequence[str]) -> None:
+    """Make ``objects_dirs`` the object stores ``git_dir`` borrows from (and only them)."""
+    alternates = git_dir / "objects" / "info" / "alternates"
+    text = "".join(f"{d}\n" for d in objects_dirs)
+    current = alternates.read_text() if alternates.exists() else ""
+    if current == text:
+        return
+    if not text:
+        alternates.unlink()
+        return
+    alternates.parent.mkdir(parents=True, exist_ok=True)
+    _atomic_write(alternates, text)
 
 
 def _atomic_write(path: Path, text: str) -> None:

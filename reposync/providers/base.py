@@ -180,6 +180,10 @@ class Provider(ABC):
     #: class, before anything is opened. No default: every provider states its own (one
     #: in ``DECLARED_ATTRIBUTES``), so a new forge's limit is never "none" by omission.
     max_ref_updates_per_push: ClassVar[int | None]
+    #: Largest pack (bytes) one push to this forge may carry (``None``: no limit of its
+    #: own; the ``GIT_MAX_PUSH_PACK_BYTES`` setting may still set one). Pushes are split by
+    #: history to stay under it; a ref whose own pack is larger fails (``push_too_large``).
+    max_push_pack_bytes: ClassVar[int | None]
 
     def __init__(self) -> None:
         self.stats = ProviderStats()
@@ -523,7 +527,7 @@ CAPABILITIES: tuple[type, ...] = (
 )
 #: Class attributes the engine reads from every provider class, which the contract
 #: declares without a default: each provider states its own value.
-DECLARED_ATTRIBUTES: tuple[str, ...] = ("max_ref_updates_per_push",)
+DECLARED_ATTRIBUTES: tuple[str, ...] = ("max_ref_updates_per_push", "max_push_pack_bytes")
 
 
 def read_index(

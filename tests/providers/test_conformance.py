@@ -403,8 +403,8 @@ def test_a_provider_states_every_attribute_the_engine_reads(harness):
     assert provider_class(harness.name) is cls
     for attribute in DECLARED_ATTRIBUTES:
         assert attribute in vars(cls), f"{cls.__name__} does not state {attribute}"
-    limit = cls.max_ref_updates_per_push
-    assert limit is None or (isinstance(limit, int) and limit > 0)
+    for limit in (cls.max_ref_updates_per_push, cls.max_push_pack_bytes):
+        assert limit is None or (isinstance(limit, int) and limit > 0)
     harness.assert_clean()
 
 

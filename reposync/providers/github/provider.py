@@ -106,6 +106,8 @@ class GitHubProvider(
     #: github.com does not publish its limit; pushes of thousands of refs are reported to
     #: fail with HTTP 500 and to work in chunks of about 500 (notes/github-api.md).
     max_ref_updates_per_push = 500
+    #: "GitHub has a maximum 2 GiB limit for a single push" (notes/github-api.md §11).
+    max_push_pack_bytes = 2 * 1024**3
 
     def __init__(self, client: GitHubClient, settings: Settings, data: dict[str, Any]) -> None:
         super().__init__()

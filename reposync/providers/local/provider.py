@@ -93,6 +93,8 @@ class LocalProvider(
     name = "local"
     #: A push into a repository on this machine has no limit of its own.
     max_ref_updates_per_push = None
+    #: Nor a pack-size limit.
+    max_push_pack_bytes = None
 
     def __init__(
         self,

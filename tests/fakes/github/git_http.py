@@ -5,6 +5,9 @@ Basic auth: user ``x-access-token`` and an installation token, or any user and a
 token. Reading needs access (anonymous reads only for public repositories), pushing needs
 write access ("contents: write" for installations). Each bare repository hides
 ``refs/pull`` from receive-pack, so pushing there fails with "deny updating a hidden ref".
+A push whose pack is larger than ``GitHubFake.max_push_bytes`` (GitHub: 2 GiB) is refused
+as GitHub refuses it: "fatal: pack exceeds maximum allowed size", no ref moves (git's own
+``receive.maxInputSize``, the limit GitHub's receive-pack passes to index-pack).
 Request and response bodies are streamed between the client and the CGI process.
 """
 
@@ -13,6 +16,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import gzip
 import os
 import re
 import shutil
@@ -20,6 +24,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING
 from urllib.parse import parse_qsl, unquote
 
@@ -200,6 +205,9 @@ class GitHttpApp:
             "REMOTE_ADDR": str(environ.get("REMOTE_ADDR", "127.0.0.1")),
             "SERVER_PROTOCOL": "HTTP/1.1",
             "GATEWAY_INTERFACE": "CGI/1.1",
+            "GIT_CONFIG_COUNT": "1",
+            "GIT_CONFIG_KEY_0": "receive.maxInputSize",
+            "GIT_CONFIG_VALUE_0": str(self.fake.max_push_bytes),
         }
         if not environ.get("wsgi.input_terminated") and environ.get("CONTENT_LENGTH"):
             env["CONTENT_LENGTH"] = environ["CONTENT_LENGTH"]
@@ -216,8 +224,17 @@ class GitHttpApp:
             env=env,
         )
         log.close()
+        record: Callable[[bytes], None] | None = None
+        if rest == "git-upload-pack" and environ["REQUEST_METHOD"].upper() == "POST":
+            gzipped = environ.get("HTTP_CONTENT_ENCODING", "") in ("gzip", "x-gzip")
+
+            def record(body: bytes) -> None:
+                self.fake.upload_pack_requests.append(
+                    UploadPackRequest.parse(repo.full_name, body, gzipped=gzipped)
+                )
+
         feeder = threading.Thread(
-            target=_feed, args=(get_input_stream(environ), process.stdin), daemon=True
+            target=_feed, args=(get_input_stream(environ), process.stdin, record), daemon=True
         )
         feeder.start()
         assert process.stdout is not None
@@ -320,14 +337,64 @@ def _file_chunks(handle: IO[bytes]) -> Iterator[bytes]:
             yield chunk
 
 
-def _feed(source: IO[bytes], sink: IO[bytes] | None) -> None:
-    """Copy the request body into the CGI's stdin, then close it (EOF ends the request)."""
+def _feed(
+    source: IO[bytes], sink: IO[bytes] | None, record: Callable[[bytes], None] | None = None
+) -> None:
+    """Copy the request body into the CGI's stdin, then close it (EOF ends the request);
+    hand a copy of the body (its first ``RECORDED_BODY`` bytes) to ``record``."""
     assert sink is not None
+    kept: list[bytes] = []
+    size = 0
     try:
         while chunk := source.read(CHUNK):
+            if record is not None and size < RECORDED_BODY:
+                kept.append(chunk)
+                size += len(chunk)
             sink.write(chunk)
     except (BrokenPipeError, OSError):
         pass
     finally:
         with contextlib.suppress(OSError):
             sink.close()
+        if record is not None:
+            record(b"".join(kept))
+
+
+#: How much of an upload-pack request body is kept for ``UploadPackRequest``.
+RECORDED_BODY = 8 << 20
+
+
+@dataclass(frozen=True)
+class UploadPackRequest:
+    """What one fetch asked for (``GitHubFake.upload_pack_requests``): the protocol v2
+    ``command`` (``ls-refs``, ``fetch``; empty for protocol v0) and the object ids wanted,
+    so tests can count what a fetch requested."""
+
+    repo: str
+    command: str
+    wants: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, repo: str, body: bytes, *, gzipped: bool) -> UploadPackRequest:
+        if gzipped:
+            try:
+                body = gzip.decompress(body)
+            except (OSError, EOFError):
+                return cls(repo, "unreadable", ())
+        command, wants = "", []
+        at = 0
+        while at + 4 <= len(body):
+            try:
+                length = int(body[at : at + 4], 16)
+            except ValueError:
+                break
+            if length < 4:  # flush, delimiter, response-end
+                at += 4
+                continue
+            line = body[at + 4 : at + length].rstrip(b"\n").decode("latin-1")
+            at += length
+            if line.startswith("command="):
+                command = line.removeprefix("command=")
+            elif line.startswith("want "):
+                wants.append(line.split()[1])
+        return cls(repo, command, tuple(wants))

@@ -26,7 +26,7 @@ from tests.fakes.github.app import ApiApp
 from tests.fakes.github.auth import KeyPair, generate_key_pair, make_app_jwt
 from tests.fakes.github.clock import Clock, system_clock
 from tests.fakes.github.faults import Faults
-from tests.fakes.github.git_http import GitHttpApp
+from tests.fakes.github.git_http import GitHttpApp, UploadPackRequest
 from tests.fakes.github.models import App, Installation
 from tests.fakes.github.ratelimit import RateLimiter, SecondaryLimits
 from tests.fakes.github.render import Urls
@@ -118,6 +118,7 @@ class GitHubFake:
         validate_responses: bool = True,
         validate_requests: bool = True,
         layout: str = "github.com",
+        max_push_bytes: int = 2 * 1024**3,
     ) -> None:
         if layout not in LAYOUTS:
             raise ValueError(f"layout must be one of {LAYOUTS}, not {layout!r}")
@@ -133,6 +134,10 @@ class GitHubFake:
         self.request_violations: list[ContractViolation] = []
         self.server_errors: list[str] = []
         self.validate_responses = validate_responses
+        #: Largest pack one push may carry (GitHub's 2 GiB); tests lower it.
+        self.max_push_bytes = max_push_bytes
+        #: Every fetch request's command and wants, in arrival order.
+        self.upload_pack_requests: list[UploadPackRequest] = []
         self.validate_requests = validate_requests
         self.api_url = self.uploads_url = self.git_url = ""
         self.urls = Urls("", "", "")

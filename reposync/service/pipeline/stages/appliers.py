@@ -16,9 +16,10 @@ from dataclasses import replace
 
 from sqlalchemy import select
 
-from reposync.errors import Conflict, ProviderError, VerifyMismatch
+from reposync.errors import Conflict, ProviderError, PushTooLarge, VerifyMismatch
 from reposync.git import transport
 from reposync.git.locks import remove_stale_locks
+from reposync.git.packsize import effective_limit
 from reposync.git.workspace import PushWorkspace
 from reposync.models import RunItem
 from reposync.providers.base import (
@@ -104,18 +105,23 @@ class GitRefApplier:
         source_remote = _remote(ex.source(), write=False)
         target_remote = _remote(ex.target(), write=True)
         objects_dir = source_remote.objects_dir
-        if objects_dir is None:  # a remote source: one fetch into this Binding's mirror
+        if objects_dir is None:  # a remote source: this batch's objects into the mirror
             mirror = ex.ctx.settings.data_dir / "git" / f"binding-{ex.binding.id}-source.git"
             _clear_stale_locks(ex, "mirror", lambda ttl: remove_stale_locks(mirror, ttl))
-            objects_dir = str(
-                transport.fetch_mirror(
-                    mirror,
-                    source_remote.url,
-                    env=dict(source_remote.env),
-                    extra_refspecs=source_remote.extra_fetch,
-                )
+            fetched = transport.fetch_refs(
+                mirror,
+                source_remote.url,
+                {
+                    i.source_identity: i.source_revision if i.action is not Action.DELETE else None
+                    for i in items
+                    if i.source_identity
+                },
+                env=dict(source_remote.env),
+                borrow=target_remote.objects_dir,
             )
+            objects_dir = str(fetched.objects_dir)
             ex.count_io("fetches")
+            ex.count_io("fetched_tips", fetched.fetched)
         target = ex.target()
         if isinstance(target, LockRecoverer):
             _clear_stale_locks(ex, "target", target.remove_stale_locks)
@@ -136,6 +142,9 @@ class GitRefApplier:
             updates,
             env=dict(target_remote.env),
             receive_pack=target_remote.receive_pack,
+            max_pack_bytes=effective_limit(
+                type(target).max_push_pack_bytes, ex.ctx.settings.git_max_push_pack_bytes
+            ),
         )
         ex.count_io("pushes", pushed.groups)
         ex.target().stats.writes += len(pushed.accepted)
@@ -145,7 +154,9 @@ class GitRefApplier:
             report.identities[item.id] = name
             if item.desired_hash is not None:
                 report.verify_hashes[item.id] = item.desired_hash
-            if name in pushed.rejected:
+            if name in pushed.too_large:
+                report.refused[item.id] = ItemError(PushTooLarge.code, pushed.too_large[name])
+            elif name in pushed.rejected:
                 report.refused[item.id] = ItemError(
                     Conflict.code,
                     f"the target ref changed since planning; push refused "
