@@ -1,0 +1,262 @@
+"""Benchmark: Git at scale to and from a remote forge (the GitHub test server, smart HTTP).
+
+A generated repository (default: 5,000 commits of 105 KB incompressible files = 525 MB,
+2,000 branches, 1,000 tags, half of them annotated), cached between runs, measured in one
+run on the same machine and the same server:
+
+* bootstrap: ``reposync sync local:SRC github:OWNER/NAME`` (the whole CLI, as a user runs
+  it: start-up, database, planning, pushes of at most 500 refs, read-back) against the
+  native ``git push --mirror`` of the same repository to another empty repository of the
+  same server; the ratio (target: <= 1.2);
+* a one-commit update local -> GitHub (target: < 2 s);
+* GitHub -> local: a bootstrap (informative), then a one-commit update on the GitHub side
+  (target: < 2 s), and the object ids its fetch asked the server for (target: 1);
+* the peak RSS of each ``reposync`` process (with the git children it waited for), which
+  must stay bounded by the batch, not by the repository.
+
+    python bench/git_remote_scale.py                       # 525 MB, 3,001 refs
+    python bench/git_remote_scale.py --commits 500 --file-bytes 20000   # a quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.runner import timed_reposync  # noqa: E402  (after the path tweak)
+from tests.fakes.github import GitHubFake  # noqa: E402
+from tests.gitrepo import commit_blob, refs  # noqa: E402
+
+SOURCE = "bench/big"
+NATIVE = "bench/native"
+
+
+def generate(path: Path, commits: int, branches: int, tags: int, file_bytes: int) -> None:
+    """One ``git fast-import`` stream: a linear history of incompressible files, with
+    branches and tags spread along it (every other tag annotated), then repacked."""
+    tmp = path.with_name(path.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp)], check=True)
+    importer = subprocess.Popen(
+        ["git", f"--git-dir={tmp}", "fast-import", "--quiet"], stdin=subprocess.PIPE
+    )
+    assert importer.stdin is not None
+    write = importer.stdin.write
+    when = 1_700_000_000
+    for n in range(1, commits + 1):
+        message = f"commit {n}\n".encode()
+        body = random.Random(n).randbytes(file_bytes)
+        write(b"commit refs/heads/main\n")
+        write(f"mark :{n}\ncommitter Bench <bench@example.com> {when + n} +0000\n".encode())
+        write(f"data {len(message)}\n".encode() + message)
+        if n > 1:
+            write(f"from :{n - 1}\n".encode())
+        write(f"M 644 inline data/{n % 100:02d}/file{n}.bin\n".encode())
+        write(f"data {len(body)}\n".encode() + body + b"\n")
+    for b in range(branches):
+        write(f"reset refs/heads/branch-{b:05d}\nfrom :{1 + b * commits // branches}\n\n".encode())
+    for t in range(tags):
+        mark = 1 + t * commits // tags
+        if t % 2 == 0:
+            message = f"release {t}\n".encode()
+            write(f"tag v{t:05d}\nfrom :{mark}\n".encode())
+            write(f"tagger Bench <bench@example.com> {when} +0000\n".encode())
+            write(f"data {len(message)}\n".encode() + message)
+        else:
+            write(f"reset refs/tags/v{t:05d}\nfrom :{mark}\n\n".encode())
+    importer.stdin.close()
+    if importer.wait() != 0:
+        raise SystemExit("git fast-import failed")
+    # Packed as git gc leaves a repository (commits first, a bitmap); no delta search,
+    # which finds nothing in random bytes.
+    subprocess.run(
+        ["git", f"--git-dir={tmp}", "repack", "-a", "-d", "-q", "--window=0"], check=True
+    )
+    tmp.rename(path)
+
+
+def cached_source(args: argparse.Namespace) -> Path:
+    name = f"remote-scale-{args.commits}x{args.file_bytes}-{args.branches}b-{args.tags}t.git"
+    path = args.cache_dir / name
+    if not (path / "HEAD").exists():
+        args.cache_dir.mkdir(parents=True, exist_ok=True)
+        started = time.perf_counter()
+        generate(path, args.commits, args.branches, args.tags, args.file_bytes)
+        print(f"generated {path} in {time.perf_counter() - started:.1f}s")
+    return path
+
+
+def mb(rss: int) -> str:
+    return f"peak RSS {rss / 1e6:.0f} MB"
+
+
+def disk_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def native_push(source: Path, url: str, token: str) -> float:
+    """``git push --mirror`` of the source to an empty repository of the same server."""
+    import base64
+
+    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+    started = time.perf_counter()
+    subprocess.run(
+        [
+            "git",
+            "-c",
+            f"http.extraHeader=Authorization: Basic {basic}",
+            "--git-dir",
+            str(source),
+            "push",
+            "-q",
+            "--mirror",
+            url,
+        ],
+        check=True,
+    )
+    return time.perf_counter() - started
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--commits", type=int, default=5000)
+    parser.add_argument("--file-bytes", type=int, default=105_000)
+    parser.add_argument("--branches", type=int, default=2000)
+    parser.add_argument("--tags", type=int, default=1000)
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "reposync-bench-cache",
+        help="where the generated repository is kept between runs",
+    )
+    parser.add_argument("--repeat", type=int, default=3, help="rounds (medians are reported)")
+    parser.add_argument("--skip-reverse", action="store_true", help="no GitHub -> local part")
+    args = parser.parse_args()
+
+    source = cached_source(args)
+    source_refs = refs(source)
+    print(
+        f"repository: {len(source_refs)} refs "
+        f"({sum(r.startswith('refs/heads/') for r in source_refs)} branches, "
+        f"{sum(r.startswith('refs/tags/') for r in source_refs)} tags), "
+        f"{disk_bytes(source) / 1e6:.0f} MB on disk"
+    )
+    work = Path(tempfile.mkdtemp(prefix="reposync-remote-bench-"))
+    try:
+        with GitHubFake(validate_responses=False, validate_requests=False) as fake:
+            token = fake.add_token("bench")
+            env = {
+                "REPOSYNC_GITHUB_API_URL": fake.api_url,
+                "REPOSYNC_GITHUB_UPLOADS_URL": fake.uploads_url,
+                "REPOSYNC_GITHUB_GIT_URL": fake.git_url,
+                "REPOSYNC_GITHUB_TOKEN": token,
+                "REPOSYNC_GITHUB_WRITE_INTERVAL": "0",
+            }
+            natives, boots, ones = [], [], []
+            for n in range(args.repeat):
+                name = f"{SOURCE}-{n}"
+                fake.state.create_repo(name, private=True)
+                fake.state.create_repo(f"{NATIVE}-{n}", private=True)
+                github = f"github:{name}"
+                pushed = work / f"data-push-{n}"
+                natives.append(native_push(source, f"{fake.git_url}/{NATIVE}-{n}.git", token))
+                boot_s, boot_rss, report = timed_reposync(f"local:{source}", github, pushed, env)
+                assert report["status"] == "completed", report["problems"]
+                on_github = Path(fake.state.git_dir(name))
+                assert refs(on_github) == source_refs
+                boots.append((boot_s, boot_rss))
+
+                # One commit on one branch; the cached source is restored afterwards.
+                branch = f"refs/heads/branch-{args.branches // 2:05d}"
+                before = source_refs[branch]
+                try:
+                    commit_blob(source, branch, args.file_bytes, seed=10**9 + n)
+                    one_s, one_rss, report = timed_reposync(f"local:{source}", github, pushed, env)
+                    assert report["status"] == "completed", report["problems"]
+                    assert report["counters"]["updated"] == 1, report["counters"]
+                    assert refs(on_github)[branch] == refs(source)[branch]
+                finally:
+                    subprocess.run(
+                        ["git", "--git-dir", str(source), "update-ref", branch, before],
+                        check=True,
+                    )
+                ones.append((one_s, one_rss))
+                print(
+                    f"round {n + 1}: native push --mirror {natives[-1]:.2f}s, reposync "
+                    f"bootstrap {boot_s:.2f}s ({boot_rss / 1e6:.0f} MB RSS), one-commit "
+                    f"update {one_s:.2f}s ({one_rss / 1e6:.0f} MB RSS)"
+                )
+            native_s = statistics.median(natives)
+            boot_s = statistics.median(b for b, _ in boots)
+            boot_rss = max(r for _, r in boots)
+            one_s = statistics.median(o for o, _ in ones)
+            one_rss = max(r for _, r in ones)
+
+            rev = None
+            if not args.skip_reverse:
+                local, pulled = work / "standby.git", work / "data-pull"
+                rboot_s, rboot_rss, report = timed_reposync(github, f"local:{local}", pulled, env)
+                assert report["status"] == "completed", report["problems"]
+                print(
+                    f"GitHub -> local bootstrap      {rboot_s:8.2f} s, {rboot_rss / 1e6:.0f} MB RSS"
+                )
+                moved = f"refs/heads/branch-{3 * args.branches // 4:05d}"
+                new = commit_blob(on_github, moved, args.file_bytes, seed=7)
+                start = len(fake.upload_pack_requests)
+                rone_s, rone_rss, report = timed_reposync(github, f"local:{local}", pulled, env)
+                assert report["status"] == "completed", report["problems"]
+                wants = {
+                    w
+                    for r in fake.upload_pack_requests[start:]
+                    if r.command == "fetch"
+                    for w in r.wants
+                }
+                assert wants == {new}, wants
+                assert refs(local)[moved] == new
+                print(
+                    f"one-commit update from GitHub  {rone_s:8.2f} s, "
+                    f"{rone_rss / 1e6:.0f} MB RSS, {len(wants)} object id fetched"
+                )
+                rev = (rboot_s, rboot_rss, rone_s, rone_rss, len(wants))
+
+        ratio = boot_s / native_s
+        size = disk_bytes(source) / 1e6
+        rows = [
+            ("refs / size", f"{len(source_refs)} / {size:.0f} MB", ""),
+            ("native git push --mirror", f"{native_s:8.2f} s", f"(median of {args.repeat})"),
+            ("reposync bootstrap to GitHub", f"{boot_s:8.2f} s", mb(boot_rss)),
+            ("ratio reposync / native", f"{ratio:8.2f}", "(target <= 1.2)"),
+            ("one-commit update local -> GitHub", f"{one_s:8.2f} s", mb(one_rss) + " (< 2 s)"),
+        ]
+        ok = ratio <= 1.2 and one_s < 2.0
+        if rev is not None:
+            rows += [
+                ("GitHub -> local bootstrap", f"{rev[0]:8.2f} s", mb(rev[1])),
+                (
+                    "one-commit update GitHub -> local",
+                    f"{rev[2]:8.2f} s",
+                    mb(rev[3]) + f" (< 2 s; {rev[4]} object id fetched)",
+                ),
+            ]
+            ok = ok and rev[2] < 2.0
+        print()
+        for label, value, note in rows:
+            print(f"{label:<36} {value:>12}  {note}")
+        print("RESULT", "meets every target" if ok else "MISSES a target")
+        return 0 if ok else 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
