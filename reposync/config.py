@@ -105,6 +105,10 @@ class Settings:
     github_write_interval: float = 1.0
     #: Seconds an HTTP request to a forge may take before its outcome counts as unknown.
     http_timeout: float = 30.0
+    #: Largest LFS object a sync moves (bytes); a ref needing a larger one fails with
+    #: ``lfs_object_too_large`` instead of being pushed. 2 GiB: github.com's own limit on
+    #: its Free and Pro plans (Team 4 GB, Enterprise Cloud 5 GB).
+    lfs_max_object_size: int = 2 * 1024**3
 
     def __post_init__(self) -> None:
         if not isinstance(self.data_dir, Path):
@@ -133,6 +137,8 @@ class Settings:
                 "REPOSYNC_LEASE_TTL and the REPOSYNC_*BATCH_MAX_* limits must be positive "
                 "(REPOSYNC_GIT_MAX_PUSH_PACK_BYTES: 0 or more)"
             )
+        if self.lfs_max_object_size < 0:
+            raise ConfigurationError("REPOSYNC_LFS_MAX_OBJECT_SIZE must be 0 or more bytes")
 
     @property
     def effective_database_url(self) -> str:
@@ -220,4 +226,5 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "local_busy_timeout": float,
     "embedded_max_wait": float,
     "http_timeout": float,
+    "lfs_max_object_size": int,
 }

@@ -41,6 +41,10 @@ into this tree at one boundary each, never leaked.
         ├── RepositoryMismatch          repository_mismatch
         ├── ContentUnavailable          source_content_unavailable
         ├── UntrustedOrigin             untrusted_origin
+        ├── LfsObjectError              lfs_object_error         (an item's code)
+        │   ├── LfsObjectMissing        lfs_object_missing
+        │   ├── LfsObjectCorrupt        lfs_object_corrupt
+        │   └── LfsObjectTooLarge       lfs_object_too_large
         └── ProviderUnavailable         provider_unavailable     (retryable)
 """
 
@@ -346,6 +350,48 @@ class UntrustedOrigin(ProviderError):
     suggested_action = (
         "check the REPOSYNC_GITHUB_*_URL settings; a forge should only name its own hosts"
     )
+
+
+class LfsObjectError(ProviderError):
+    """One LFS object a ref needs cannot be moved: the ref's item fails with this code and
+    the ref is not pushed (a ref never reaches a target that lacks one of its objects)."""
+
+    code = "lfs_object_error"
+    http_status = 502
+    suggested_action = "read the message: it names the object and the ref that needs it"
+
+
+class LfsObjectMissing(LfsObjectError):
+    """The source's LFS store does not have an object one of its refs points to."""
+
+    code = "lfs_object_missing"
+    suggested_action = (
+        "upload the object to the source's LFS store (git lfs push --object-id origin OID "
+        "from a clone that has it); the next Run pushes the ref"
+    )
+    clears_on_rerun = False
+
+
+class LfsObjectCorrupt(LfsObjectError):
+    """An LFS object's bytes do not hash to its OID or do not have its size."""
+
+    code = "lfs_object_corrupt"
+    suggested_action = (
+        "replace the object in the source's LFS store with the right bytes; the next Run "
+        "pushes the ref"
+    )
+    clears_on_rerun = False
+
+
+class LfsObjectTooLarge(LfsObjectError):
+    """An LFS object is larger than REPOSYNC_LFS_MAX_OBJECT_SIZE or the target's limit."""
+
+    code = "lfs_object_too_large"
+    suggested_action = (
+        "raise REPOSYNC_LFS_MAX_OBJECT_SIZE if the target accepts the object, or remove it "
+        "from the ref's history"
+    )
+    clears_on_rerun = False
 
 
 class ProviderUnavailable(ProviderError):

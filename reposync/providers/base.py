@@ -26,6 +26,7 @@ from typing import Any, BinaryIO, ClassVar, Protocol, runtime_checkable
 from reposync.config import Settings
 from reposync.errors import ReposyncError
 from reposync.sync.canonical import CanonicalObject, IndexEntry
+from reposync.sync.lfs import LfsPointer
 from reposync.sync.vocabulary import Action, ObjectType, Representation
 
 
@@ -507,6 +508,62 @@ class AssetSource(Protocol):
         """The bytes of a release asset, as a stream."""
 
 
+class LfsOperation(StrEnum):
+    """What a Batch API request asks a store for (git-lfs ``docs/api/batch.md``)."""
+
+    DOWNLOAD = "download"
+    UPLOAD = "upload"
+
+
+@dataclass(frozen=True, slots=True)
+class LfsTransfer:
+    """A store's answer for one object of an ``lfs_batch`` request.
+
+    ``download``: ``error`` is None when the object can be read. ``upload``: ``present``
+    when the store already has it (nothing to send), else the object may be uploaded
+    (``error`` None) or is refused (``error``: ``lfs_object_too_large``, ...).
+    ``action`` is the provider's own (a Batch API response's actions); the engine
+    only hands it back to ``lfs_download``/``lfs_upload``.
+    """
+
+    pointer: LfsPointer
+    error: ItemError | None = None
+    present: bool = False
+    action: Mapping[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class LfsStore(Protocol):
+    """A repository with a Git LFS object store, addressed by OID as git-lfs's Batch API
+    addresses it. Without it on both sides, refs move without their LFS objects being
+    looked at (their pointers are plain blobs to Git)."""
+
+    @abstractmethod
+    def lfs_batch(
+        self, operation: LfsOperation, pointers: Sequence[LfsPointer]
+    ) -> list[LfsTransfer]:
+        """One answer per pointer, in order, for at most ``LFS_BATCH_SIZE`` objects.
+        Raises ``PermissionDenied``, ``RateLimited``, ``ProviderUnavailable`` for the whole
+        request; per-object problems are answers (``LfsObjectMissing``'s code, ...)."""
+
+    @abstractmethod
+    def lfs_download(self, transfer: LfsTransfer) -> BinaryIO:
+        """The object's bytes as a stream (the caller verifies hash and size). Raises
+        ``LfsObjectMissing`` or ``ProviderUnavailable``."""
+
+    @abstractmethod
+    def lfs_upload(self, transfer: LfsTransfer, content: BinaryIO) -> None:
+        """Store the object from ``content`` (exactly its bytes) and verify it as the
+        store does (a Batch API ``verify`` action, a local hash). Uploading by OID is
+        idempotent: after a lost response, ``lfs_batch(UPLOAD)`` tells whether it landed.
+        Raises ``LfsObjectCorrupt`` when the bytes are not the object's, or
+        ``ProviderUnavailable``/``ResultUnknown`` when the store could not be reached."""
+
+
+#: Objects per Batch API request: git-lfs's own default (``lfs.transfer.batchSize``).
+LFS_BATCH_SIZE = 100
+
+
 #: Every optional capability the engine discovers with ``isinstance``. A provider names
 #: those it has as base classes (``class GitHubProvider(Provider, ObjectWriter, ...)``);
 #: their methods are abstract, so a declared capability left unimplemented fails when
@@ -524,6 +581,7 @@ CAPABILITIES: tuple[type, ...] = (
     NestedCreator,
     AbsenceProver,
     AssetSource,
+    LfsStore,
 )
 #: Class attributes the engine reads from every provider class, which the contract
 #: declares without a default: each provider states its own value.

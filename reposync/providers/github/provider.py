@@ -38,6 +38,9 @@ from reposync.providers.base import (
     GitRemote,
     GitRemoteSource,
     InventoryListing,
+    LfsOperation,
+    LfsStore,
+    LfsTransfer,
     NestedCreator,
     ObjectWriter,
     Provider,
@@ -47,6 +50,7 @@ from reposync.providers.base import (
 )
 from reposync.providers.github.auth import token_source
 from reposync.providers.github.client import EtagCache, GitHubClient
+from reposync.providers.github.lfs import GitHubLfs
 from reposync.providers.github.reads import Inventory, read_many
 from reposync.providers.github.writes.batch import GitHubWriter
 from reposync.providers.github.writes.markers import find_markers
@@ -62,6 +66,7 @@ from reposync.sync.canonical import (
     ref_namespace,
     shadow_refs,
 )
+from reposync.sync.lfs import LfsPointer
 from reposync.sync.vocabulary import ObjectType, Representation
 
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
@@ -101,6 +106,7 @@ class GitHubProvider(
     VisibilityReporter,
     GitRemoteSource,
     DefaultBranchWriter,
+    LfsStore,
 ):
     name = "github"
     #: github.com does not publish its limit; pushes of thousands of refs are reported to
@@ -116,6 +122,7 @@ class GitHubProvider(
         self._data = data
         self._repo = data["full_name"]
         self._inventory: Inventory | None = None
+        self._lfs_store: GitHubLfs | None = None
 
     # -- locators ---------------------------------------------------------------------
 
@@ -302,6 +309,32 @@ class GitHubProvider(
         response.raw.decode_content = True
         # urllib3's HTTPResponse: a file-like reader of bytes.
         return cast(BinaryIO, response.raw)
+
+    # -- LFS --------------------------------------------------------------------------------
+
+    def lfs_batch(
+        self, operation: LfsOperation, pointers: Sequence[LfsPointer]
+    ) -> list[LfsTransfer]:
+        return self._lfs().batch(operation, pointers)
+
+    def lfs_download(self, transfer: LfsTransfer) -> BinaryIO:
+        self.stats.object_reads += 1
+        return self._lfs().download(transfer)
+
+    def lfs_upload(self, transfer: LfsTransfer, content: BinaryIO) -> None:
+        self.stats.writes += 1
+        self._lfs().upload(transfer, content)
+
+    def _lfs(self) -> GitHubLfs:
+        if self._lfs_store is None:
+            self._lfs_store = GitHubLfs(
+                self.client.session,
+                f"{self._settings.github_git_url.rstrip('/')}/{self._repo}.git",
+                self.client.tokens.token,
+                timeout=self._settings.http_timeout,
+                clock=self.client.clock,
+            )
+        return self._lfs_store
 
     # -- the default branch ---------------------------------------------------------------
 

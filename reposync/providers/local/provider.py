@@ -40,6 +40,9 @@ from reposync.providers.base import (
     GitRemoteSource,
     IndexReader,
     InventoryListing,
+    LfsOperation,
+    LfsStore,
+    LfsTransfer,
     LockRecoverer,
     ObjectWriter,
     Provider,
@@ -49,6 +52,7 @@ from reposync.providers.base import (
     VisibilityReporter,
 )
 from reposync.providers.local.forge import LocalForge
+from reposync.providers.local.lfs import LocalLfsStore
 from reposync.providers.local.objects import FORGE_TYPES
 from reposync.sync.canonical import (
     BRANCH_PREFIX,
@@ -66,6 +70,7 @@ from reposync.sync.canonical import (
     ref_object_key,
     shadow_refs,
 )
+from reposync.sync.lfs import LfsPointer
 from reposync.sync.vocabulary import ObjectType
 
 ID_CONFIG_KEY = "reposync.repositoryid"
@@ -89,6 +94,7 @@ class LocalProvider(
     GitRemoteSource,
     DefaultBranchWriter,
     AncestryChecker,
+    LfsStore,
 ):
     name = "local"
     #: A push into a repository on this machine has no limit of its own.
@@ -113,6 +119,7 @@ class LocalProvider(
         self._forge = LocalForge(
             self._git_dir, busy_timeout=busy_timeout, standby_of=self.standby_of
         )
+        self._lfs = LocalLfsStore(Path(self._git_dir))
         self._closed = False
 
     # -- locators ---------------------------------------------------------------------
@@ -391,6 +398,19 @@ class LocalProvider(
 
     def visibility(self) -> str:
         return "private"
+
+    def lfs_batch(
+        self, operation: LfsOperation, pointers: Sequence[LfsPointer]
+    ) -> list[LfsTransfer]:
+        return self._lfs.batch(operation, pointers)
+
+    def lfs_download(self, transfer: LfsTransfer) -> BinaryIO:
+        self.stats.object_reads += 1
+        return self._lfs.download(transfer)
+
+    def lfs_upload(self, transfer: LfsTransfer, content: BinaryIO) -> None:
+        self._lfs.upload(transfer, content)
+        self.stats.writes += 1
 
     def remove_stale_locks(self, older_than: float) -> list[str]:
         """Ref locks a killed ``receive-pack`` left in this repository (``LockRecoverer``);

@@ -30,8 +30,9 @@ class StageExecution:
     run: Run
     binding: Binding
     _providers: dict[str, Provider] = field(default_factory=dict)
-    #: Counters not kept by providers (Git pushes, for example), merged into ``Run.io``.
-    extra_io: dict[str, int] = field(default_factory=dict)
+    #: Counters not kept by providers, by ``Run.io`` bucket (``git``: pushes, fetches;
+    #: ``lfs``: objects and bytes moved), merged into ``Run.io``.
+    extra_io: dict[str, dict[str, int]] = field(default_factory=dict)
 
     # -- identity -----------------------------------------------------------------
 
@@ -108,9 +109,10 @@ class StageExecution:
             stats = provider.stats.take()
             if any(stats.values()):
                 deltas[role] = stats
-        if self.extra_io:
-            deltas["git"] = dict(self.extra_io)
-            self.extra_io.clear()
+        for role, counts in self.extra_io.items():
+            if counts:
+                deltas[role] = dict(counts)
+        self.extra_io.clear()
         if not deltas:
             return
         current = session.execute(select(Run.io).where(Run.id == self.run_id)).scalar_one()
@@ -121,8 +123,9 @@ class StageExecution:
                 bucket[key] = bucket.get(key, 0) + value
         session.execute(update(Run).where(Run.id == self.run_id).values(io=merged))
 
-    def count_io(self, key: str, amount: int = 1) -> None:
-        self.extra_io[key] = self.extra_io.get(key, 0) + amount
+    def count_io(self, key: str, amount: int = 1, *, role: str = "git") -> None:
+        bucket = self.extra_io.setdefault(role, {})
+        bucket[key] = bucket.get(key, 0) + amount
 
     def advance(
         self, session: Session, next_stage: Stage, message: str = "", **values: Any

@@ -15,6 +15,8 @@ Where things are:
 * ``fake.state`` (State): repositories and everything in them, users, tokens, apps.
 * ``fake.limiter`` (RateLimiter): primary quotas and ``limiter.secondary`` (SecondaryLimits).
 * ``fake.faults`` (Faults): latency, 5xx, commit-then-drop, timeout.
+* ``fake.lfs`` (LfsServer): the Git LFS Batch API and transfers on the web host, its
+  limits (``max_object_size``, ``max_batch``, ``expires_in``) and stored ``objects()``.
 * ``fake.requests_log`` (RequestLog): one record per request, and counters.
 * ``fake.violations`` / ``fake.request_violations``: contract violations of the responses
   the fake sent / of the requests it received; ``fake.server_errors``: handler crashes.

@@ -106,6 +106,10 @@ class GitHttpApp:
         try:
             if fault is not None and fault.kind == "error":
                 raise Refusal(f"{fault.status} Error", "injected fault\n")
+            if self.fake.lfs.matches(path):
+                return self.fake.lfs.handle(
+                    environ, start_response, path, fault, self._authorize, log
+                )
             download = DOWNLOAD_PATH.match(path)
             if download is not None and method == "GET":
                 return self._download(download.groupdict(), start_response, log, environ)

@@ -27,6 +27,7 @@ from tests.fakes.github.auth import KeyPair, generate_key_pair, make_app_jwt
 from tests.fakes.github.clock import Clock, system_clock
 from tests.fakes.github.faults import Faults
 from tests.fakes.github.git_http import GitHttpApp, UploadPackRequest
+from tests.fakes.github.lfs import LfsServer
 from tests.fakes.github.models import App, Installation
 from tests.fakes.github.ratelimit import RateLimiter, SecondaryLimits
 from tests.fakes.github.render import Urls
@@ -129,6 +130,8 @@ class GitHubFake:
         self.state = State(self.root, self.clock)
         self.limiter = RateLimiter(self.clock, primary_limit, secondary or SecondaryLimits())
         self.faults = Faults()
+        #: Git LFS: the Batch API and its transfers on the web host.
+        self.lfs = LfsServer(self)
         self.requests_log = RequestLog()
         self.violations: list[ContractViolation] = []
         self.request_violations: list[ContractViolation] = []

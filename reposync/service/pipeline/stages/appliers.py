@@ -45,6 +45,7 @@ from reposync.service.pipeline.stages.applier_contract import (
 )
 from reposync.service.pipeline.stages.asset_streams import asset_reader
 from reposync.service.pipeline.stages.default_branch import DefaultBranchApplier
+from reposync.service.pipeline.stages.lfs_objects import move_lfs_objects
 from reposync.service.pipeline.stages.mapping import (
     MappingContext,
     archived_identity,
@@ -128,6 +129,10 @@ class GitRefApplier:
         workspace = PushWorkspace(
             ex.ctx.settings.data_dir / "git" / f"binding-{ex.binding.id}.git", objects_dir
         )
+        workspace.prepare()
+        # LFS objects first: a ref whose objects cannot all reach the target stays out.
+        held_back = move_lfs_objects(ex, workspace.path, items)
+        items = [item for item in items if item.id not in held_back]
         updates = [
             transport.RefUpdate(
                 name=item.target_identity or "",
@@ -148,7 +153,7 @@ class GitRefApplier:
         )
         ex.count_io("pushes", pushed.groups)
         ex.target().stats.writes += len(pushed.accepted)
-        report = WriteReport()
+        report = WriteReport(refused=dict(held_back))
         for item in items:
             name = item.target_identity or ""
             report.identities[item.id] = name

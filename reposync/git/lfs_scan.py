@@ -1,0 +1,141 @@
+"""Which LFS objects a set of commits needs: pointer blobs found with native git.
+
+``git rev-list --objects <tips> ^<known>`` lists every object reachable from the new
+tips but not from what the target already has (the same walk ``git lfs pre-push``
+does), piped straight into ``git cat-file --batch-check`` so only blob sizes reach
+Python; blobs small enough to be pointers are then read one by one through
+``git cat-file --batch``. Everything streams: memory holds one pointer at a time,
+whatever the history's size (rev-list lists each object once, so no set is kept here).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import ExitStack, suppress
+from pathlib import Path
+from typing import IO
+
+from reposync.errors import GitTransportError
+from reposync.git.environment import git_env
+from reposync.git.transport import last_line
+from reposync.sync.lfs import MAX_POINTER_BYTES, MIN_POINTER_BYTES, LfsPointer, parse_pointer
+
+
+def scan_pointers(
+    git_dir: Path,
+    tips: Iterable[str],
+    known: Iterable[str] = (),
+    *,
+    env: Mapping[str, str] | None = None,
+) -> Iterator[LfsPointer]:
+    """LFS pointers in blobs reachable from ``tips`` and not from ``known``.
+
+    Names this repository does not have are ignored (``--ignore-missing``): a target's
+    commit the source never had in ``known``, a tip gone since planning (its push fails
+    on its own). A pointer held by two blobs (rare: pointers differing in extension
+    lines) is yielded twice. Raises ``GitTransportError`` when git fails.
+    """
+    revisions = [*dict.fromkeys(tips), *(f"^{oid}" for oid in dict.fromkeys(known))]
+    if not any(not r.startswith("^") for r in revisions):
+        return
+    base = ["git", "--git-dir", str(git_dir)]
+    full_env = git_env(env)
+    with ExitStack() as stack:
+        rev_list = stack.enter_context(
+            subprocess.Popen(
+                [
+                    *base,
+                    "rev-list",
+                    "--objects",
+                    "--no-object-names",
+                    "--ignore-missing",
+                    "--stdin",
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=full_env,
+            )
+        )
+        assert rev_list.stdin is not None
+        assert rev_list.stdout is not None
+        feeder = threading.Thread(target=_feed, args=(rev_list.stdin, revisions), daemon=True)
+        feeder.start()
+        check = stack.enter_context(
+            subprocess.Popen(
+                [
+                    *base,
+                    "cat-file",
+                    "--batch-check=%(objecttype) %(objectsize) %(objectname)",
+                ],
+                stdin=rev_list.stdout,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=full_env,
+            )
+        )
+        rev_list.stdout.close()  # the checker owns the pipe now
+        reader = stack.enter_context(
+            subprocess.Popen(
+                [*base, "cat-file", "--batch"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=full_env,
+            )
+        )
+        assert check.stdout is not None
+        assert reader.stdin is not None
+        finished = False
+        try:
+            for line in check.stdout:
+                kind, size, name = line.decode().split(" ", 2)
+                if kind != "blob" or not MIN_POINTER_BYTES <= int(size) < MAX_POINTER_BYTES:
+                    continue
+                pointer = parse_pointer(_read_blob(reader, name.strip()))
+                if pointer is not None:
+                    yield pointer
+            finished = True
+        finally:
+            reader.stdin.close()
+            if not finished:  # the caller stopped early (or failed): nobody reads on
+                for proc in (check, rev_list):
+                    proc.kill()
+            feeder.join()
+            rev_list.wait()
+            check.wait()
+        if rev_list.returncode != 0:
+            assert rev_list.stderr is not None
+            problem = last_line(rev_list.stderr.read().decode(errors="replace"))
+            raise GitTransportError(f"git rev-list in {git_dir} failed: {problem}")
+        if check.returncode != 0:
+            raise GitTransportError(f"git cat-file --batch-check in {git_dir} failed")
+
+
+def _feed(sink: IO[bytes], revisions: list[str]) -> None:
+    """Write the revisions to rev-list's stdin, then close it (rev-list starts at EOF)."""
+    try:
+        for revision in revisions:
+            sink.write(revision.encode() + b"\n")
+    except BrokenPipeError:
+        pass
+    finally:
+        with suppress(BrokenPipeError):
+            sink.close()
+
+
+def _read_blob(reader: subprocess.Popen[bytes], name: str) -> bytes:
+    """One blob's content through a running ``git cat-file --batch`` (it flushes after
+    each object when not given ``--buffer``, so a request and its answer alternate)."""
+    assert reader.stdin is not None
+    assert reader.stdout is not None
+    reader.stdin.write(name.encode() + b"\n")
+    reader.stdin.flush()
+    header = reader.stdout.readline().split()
+    if len(header) != 3:
+        raise GitTransportError(f"git cat-file --batch could not read {name}")
+    data = reader.stdout.read(int(header[2]))
+    reader.stdout.read(1)  # the newline after the content
+    return data

@@ -1,0 +1,149 @@
+"""LFS objects through the real pipeline, local forge -> local forge.
+
+Objects move by OID before the refs that need them; a ref whose object cannot move
+(missing, corrupt, too large) fails with that code and is not pushed; a checkpoint
+moves only what the changed refs need, a no-change Run reads no LFS content. A local
+forge's store is git-lfs's own layout: the real git-lfs client clones from it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from reposync.models import RunItem
+from reposync.service.bindings import SyncRequest
+from reposync.service.embedded import sync
+from tests.gitrepo import generate, refs
+from tests.lfsrepo import clone_with_lfs, commit_lfs, object_path, store, stored
+
+BIG = b"large binary payload\n" * 400
+
+
+def _items(ctx: Any, run_id: int) -> dict[str, RunItem]:
+    with ctx.db.session() as session:
+        rows = session.execute(select(RunItem).where(RunItem.run_id == run_id)).scalars()
+        return {str(r.source_identity): r for r in rows}
+
+
+def _lfs_io(run: Any) -> dict[str, int]:
+    return dict(run.report["io"].get("lfs", {}))
+
+
+def _source(tmp_path: Path) -> Path:
+    source = generate(tmp_path / "src.git", commits=3, branches=1, tags=1)
+    commit_lfs(source, "refs/heads/main", {"model.bin": BIG, "small.bin": b"tiny\n"})
+    return source
+
+
+def test_lfs_objects_reach_the_target_before_their_refs_and_git_lfs_reads_them(ctx, tmp_path):
+    """Bootstrap: every object lands in the target's git-lfs store, verified; refs follow;
+    git-lfs clones the target over file:// and smudges the files to their bytes."""
+    source = _source(tmp_path)
+    target = tmp_path / "dst.git"
+
+    run = sync(ctx, SyncRequest(f"local:{source}", f"local:{target}"))
+
+    assert run.status == "completed", run.report["problems"]
+    assert refs(target) == refs(source)
+    assert stored(target) == stored(source)
+    assert _lfs_io(run) == {
+        "objects_scanned": 2,
+        "objects_uploaded": 2,
+        "bytes_uploaded": len(BIG) + len(b"tiny\n"),
+    }
+    clone = clone_with_lfs(f"file://{target}", tmp_path / "clone")
+    assert (clone / "model.bin").read_bytes() == BIG
+    assert (clone / "small.bin").read_bytes() == b"tiny\n"
+
+
+def test_a_checkpoint_moves_only_what_the_changed_refs_need(ctx, tmp_path):
+    """A new commit on one branch moves its one new object; objects of unchanged history
+    are not even scanned; a no-change Run moves nothing and scans nothing."""
+    source = _source(tmp_path)
+    target = tmp_path / "dst.git"
+    request = SyncRequest(f"local:{source}", f"local:{target}")
+    sync(ctx, request)
+    commit_lfs(source, "refs/heads/branch-00000", {"new.bin": b"new object\n" * 50})
+
+    second = sync(ctx, request)
+
+    assert second.status == "completed", second.report["problems"]
+    assert _lfs_io(second) == {
+        "objects_scanned": 1,
+        "objects_uploaded": 1,
+        "bytes_uploaded": len(b"new object\n" * 50),
+    }
+    assert stored(target) == stored(source)
+    third = sync(ctx, request)
+    assert third.status == "completed"
+    assert _lfs_io(third) == {}
+    assert _items(ctx, third.id) == {}
+
+
+def test_a_ref_whose_object_is_missing_on_the_source_fails_and_is_not_pushed(ctx, tmp_path):
+    """The ref needing a missing object fails with lfs_object_missing and stays off the
+    target; the other refs go; once the object is back, the next Run pushes the ref."""
+    source = generate(tmp_path / "src.git", commits=3, branches=0, tags=0)
+    commit_lfs(source, "refs/heads/main", {"ok.bin": b"fine\n"})
+    _, (lost,) = commit_lfs(
+        source, "refs/heads/broken", {"lost.bin": b"gone\n" * 9}, keep_objects=False
+    )
+    target = tmp_path / "dst.git"
+    request = SyncRequest(f"local:{source}", f"local:{target}")
+
+    first = sync(ctx, request)
+
+    item = _items(ctx, first.id)["refs/heads/broken"]
+    assert item.state == "failed"
+    assert item.error_code == "lfs_object_missing"
+    assert lost.oid in (item.error_message or "")
+    assert "refs/heads/broken" not in refs(target)
+    assert refs(target)["refs/heads/main"] == refs(source)["refs/heads/main"]
+    assert not object_path(target, lost.oid).exists()
+    assert _lfs_io(first)["objects_failed"] == 1
+    problem = next(p for p in first.report["problems"] if p["error_code"] == "lfs_object_missing")
+    assert problem["suggested_action"]
+
+    store(source, b"gone\n" * 9)
+    second = sync(ctx, request)
+    assert second.status == "completed", second.report["problems"]
+    assert refs(target) == refs(source)
+    assert object_path(target, lost.oid).read_bytes() == b"gone\n" * 9
+
+
+def test_a_corrupt_source_object_fails_its_ref_and_never_reaches_the_target(ctx, tmp_path):
+    """Bytes that do not hash to their OID: lfs_object_corrupt, nothing stored, no push."""
+    source = generate(tmp_path / "src.git", commits=2, branches=0, tags=0)
+    _, (pointer,) = commit_lfs(source, "refs/heads/main", {"data.bin": b"original\n" * 20})
+    object_path(source, pointer.oid).write_bytes(b"tampered\n" * 20)  # same size, wrong hash
+    target = tmp_path / "dst.git"
+
+    run = sync(ctx, SyncRequest(f"local:{source}", f"local:{target}"))
+
+    item = _items(ctx, run.id)["refs/heads/main"]
+    assert (item.state, item.error_code) == ("failed", "lfs_object_corrupt")
+    assert "refs/heads/main" not in refs(target)
+    assert stored(target) == {}
+
+
+def test_objects_over_the_size_cap_are_refused_with_a_clear_problem(ctx, tmp_path):
+    """REPOSYNC_LFS_MAX_OBJECT_SIZE: a larger object fails its ref as lfs_object_too_large,
+    unread; refs with small objects still go."""
+    ctx.settings = ctx.settings.with_overrides(lfs_max_object_size=1000)
+    source = generate(tmp_path / "src.git", commits=2, branches=0, tags=0)
+    commit_lfs(source, "refs/heads/main", {"small.bin": b"s" * 999})
+    _, (big,) = commit_lfs(source, "refs/heads/huge", {"big.bin": b"b" * 1001})
+    target = tmp_path / "dst.git"
+
+    run = sync(ctx, SyncRequest(f"local:{source}", f"local:{target}"))
+
+    item = _items(ctx, run.id)["refs/heads/huge"]
+    assert (item.state, item.error_code) == ("failed", "lfs_object_too_large")
+    assert "REPOSYNC_LFS_MAX_OBJECT_SIZE" in (item.error_message or "")
+    assert "refs/heads/huge" not in refs(target)
+    assert set(stored(target)) == set(stored(source)) - {big.oid}
+    codes = {p["error_code"] for p in run.report["problems"]}
+    assert "lfs_object_too_large" in codes
