@@ -48,6 +48,7 @@ from reposync.providers.base import (
     EndpointSpec,
     GitRemoteSource,
     IndexReader,
+    LfsStore,
     LockRecoverer,
     NestedCreator,
     ObjectWriter,
@@ -64,6 +65,7 @@ from reposync.sync.vocabulary import ObjectType
 from tests.fakes.contract import RecordingValidator
 from tests.github_env import checked_sessions, github_settings
 from tests.gitrepo import generate
+from tests.lfsrepo import stored
 
 T = ObjectType
 
@@ -149,7 +151,15 @@ class Harness(ABC):
     def stored_count(self, spec: EndpointSpec, object_type: ObjectType) -> int:
         """How many objects of a type the backing store holds (not through the provider)."""
 
+    @abstractmethod
+    def lfs_objects(self, spec: EndpointSpec) -> dict[str, bytes]:
+        """The repository's LFS store, read directly: OID -> bytes."""
+
     # -- faults and limits ----------------------------------------------------------------
+
+    def lose_next_lfs_upload_response(self) -> bool:
+        """Make the next LFS upload land but lose its answer (False: it cannot be lost)."""
+        return False
 
     def lose_next_create_response(self, object_type: ObjectType) -> bool:
         """Make the next create of this type happen but lose its response.
@@ -204,6 +214,7 @@ class LocalHarness(Harness):
                 GitRemoteSource,
                 DefaultBranchWriter,
                 AncestryChecker,
+                LfsStore,
             }
         ),
     )
@@ -224,6 +235,9 @@ class LocalHarness(Harness):
 
     def _open(self, spec: EndpointSpec) -> Provider:
         return LocalProvider.open(spec)
+
+    def lfs_objects(self, spec: EndpointSpec) -> dict[str, bytes]:
+        return stored(Path(spec.locator))
 
     def stored_count(self, spec: EndpointSpec, object_type: ObjectType) -> int:
         forge = LocalForge(spec.locator)
@@ -260,6 +274,7 @@ class GitHubHarness(Harness):
                 VisibilityReporter,
                 GitRemoteSource,
                 DefaultBranchWriter,
+                LfsStore,
             }
         ),
     )
@@ -296,6 +311,13 @@ class GitHubHarness(Harness):
 
     def _open(self, spec: EndpointSpec) -> Provider:
         return GitHubProvider.open(spec, self.env)
+
+    def lfs_objects(self, spec: EndpointSpec) -> dict[str, bytes]:
+        return dict(self.fake.lfs.objects(spec.locator))
+
+    def lose_next_lfs_upload_response(self) -> bool:
+        self.fake.faults.commit_then_drop("PUT", r"^/_lfs/", drop="close", host="git")
+        return True
 
     def stored_count(self, spec: EndpointSpec, object_type: ObjectType) -> int:
         state, name = self.fake.state, spec.locator

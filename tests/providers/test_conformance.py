@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import ast
 import inspect
+import io
 import itertools
 from collections.abc import Iterator, Mapping
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,7 +23,7 @@ from typing import Any
 import pytest
 
 import reposync
-from reposync.errors import RateLimited
+from reposync.errors import LfsObjectCorrupt, RateLimited, ResultUnknown
 from reposync.providers import base
 from reposync.providers.base import (
     CAPABILITIES,
@@ -29,6 +31,8 @@ from reposync.providers.base import (
     EmptyChecker,
     EndpointSpec,
     GitRemoteSource,
+    LfsOperation,
+    LfsStore,
     ObjectWriter,
     Provider,
     TargetRef,
@@ -41,6 +45,7 @@ from reposync.providers.registry import provider_class
 from reposync.sync import objects
 from reposync.sync.canonical import ObjectRef, content_hash
 from reposync.sync.vocabulary import Action, ObjectType, Representation
+from tests.lfsrepo import pointer_of
 from tests.providers.conformance import HARNESSES, Harness, make_harness
 
 T = ObjectType
@@ -962,4 +967,89 @@ def test_a_body_over_the_declared_limit_is_refused_not_truncated(harness):
     else:
         assert (result.status, result.error.code) == (WriteStatus.REFUSED, "invalid"), result
         assert harness.stored_count(spec, T.ISSUE) == 0
+    harness.assert_clean()
+
+
+# -- LFS --------------------------------------------------------------------------------
+
+
+def _lfs(provider: Provider) -> LfsStore:
+    assert isinstance(provider, LfsStore)
+    return provider
+
+
+def test_an_lfs_object_uploaded_by_oid_is_present_and_reads_back_byte_for_byte(harness):
+    """upload: asked for, sent, verified; then the store reports it present (no upload
+    action), serves it on download, and holds exactly its bytes."""
+    spec = harness.make_repository(empty=True)
+    store = _lfs(harness.open_target(spec))
+    content = b"lfs object " * 500
+    pointer = pointer_of(content)
+
+    (answer,) = store.lfs_batch(LfsOperation.UPLOAD, [pointer])
+    assert (answer.error, answer.present) == (None, False)
+    store.lfs_upload(answer, io.BytesIO(content))
+
+    (again,) = store.lfs_batch(LfsOperation.UPLOAD, [pointer])
+    assert again.present
+    (download,) = store.lfs_batch(LfsOperation.DOWNLOAD, [pointer])
+    assert download.error is None
+    with closing(store.lfs_download(download)) as stream:
+        assert stream.read() == content
+    assert harness.lfs_objects(spec) == {pointer.oid: content}
+    harness.assert_clean()
+
+
+def test_a_missing_lfs_object_is_an_answer_with_its_code_not_an_exception(harness):
+    """download of an object the store lacks: a per-object lfs_object_missing; the other
+    objects of the same batch are answered normally."""
+    spec = harness.make_repository(empty=True)
+    store = _lfs(harness.open_target(spec))
+    present, absent = pointer_of(b"here\n"), pointer_of(b"not here\n")
+    (upload,) = store.lfs_batch(LfsOperation.UPLOAD, [present])
+    store.lfs_upload(upload, io.BytesIO(b"here\n"))
+
+    answers = store.lfs_batch(LfsOperation.DOWNLOAD, [absent, present])
+
+    assert [a.pointer for a in answers] == [absent, present]
+    assert answers[0].error is not None
+    assert answers[0].error.code == "lfs_object_missing"
+    assert answers[1].error is None
+    harness.assert_clean()
+
+
+def test_bytes_that_are_not_the_object_are_refused_and_never_stored(harness):
+    """An upload whose bytes do not hash to the OID raises LfsObjectCorrupt; the store
+    still lacks the object."""
+    spec = harness.make_repository(empty=True)
+    store = _lfs(harness.open_target(spec))
+    pointer = pointer_of(b"the real bytes\n")
+    (answer,) = store.lfs_batch(LfsOperation.UPLOAD, [pointer])
+
+    with pytest.raises(LfsObjectCorrupt):
+        store.lfs_upload(answer, io.BytesIO(b"other bytes!!!\n"))
+
+    (again,) = store.lfs_batch(LfsOperation.UPLOAD, [pointer])
+    assert not again.present
+    assert harness.lfs_objects(spec) == {}
+    harness.assert_clean()
+
+
+def test_a_lost_lfs_upload_response_is_proven_by_asking_again(harness):
+    """Where an upload's answer can be lost, the store raises ResultUnknown and the Batch
+    API then reports the object present: uploading by OID is idempotent, never blind."""
+    spec = harness.make_repository(empty=True)
+    store = _lfs(harness.open_target(spec))
+    content = b"landed quietly\n"
+    pointer = pointer_of(content)
+    (answer,) = store.lfs_batch(LfsOperation.UPLOAD, [pointer])
+    if harness.lose_next_lfs_upload_response():
+        with pytest.raises(ResultUnknown):
+            store.lfs_upload(answer, io.BytesIO(content))
+    else:
+        store.lfs_upload(answer, io.BytesIO(content))
+
+    (again,) = store.lfs_batch(LfsOperation.UPLOAD, [pointer])
+    assert again.present
+    assert harness.lfs_objects(spec) == {pointer.oid: content}
     harness.assert_clean()

@@ -124,30 +124,12 @@ class LfsServer:
                 if method != "POST":
                     raise LfsRefusal(405, "Method not allowed")
                 status, body = self._verify(environ, grant)
-                payload = json.dumps(body).encode()
-                return self._answer(
-                    environ,
-                    start_response,
-                    fault,
-                    log,
-                    status,
-                    [("content-type", MEDIA_TYPE)],
-                    payload,
-                )
+                return self._answer(environ, start_response, fault, log, status, body)
             if method == "GET" and grant.operation == "download":
                 return self._download(start_response, grant, log)
             if method == "PUT" and grant.operation == "upload":
                 status, body = self._upload(environ, grant)
-                payload = json.dumps(body).encode()
-                return self._answer(
-                    environ,
-                    start_response,
-                    fault,
-                    log,
-                    status,
-                    [("content-type", MEDIA_TYPE)],
-                    payload,
-                )
+                return self._answer(environ, start_response, fault, log, status, body)
             raise LfsRefusal(405, "Method not allowed")
         except LfsRefusal as refusal:
             log(refusal.status)
