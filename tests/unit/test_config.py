@@ -41,3 +41,11 @@ def test_time_limits_must_stay_below_the_visibility_timeout():
     """soft < hard < visibility timeout, or the broker redelivers running tasks."""
     with pytest.raises(ConfigurationError, match="VISIBILITY_TIMEOUT"):
         Settings(task_soft_time_limit=10, task_time_limit=20, visibility_timeout=15)
+
+
+def test_the_lfs_size_cap_defaults_to_2_gib_and_is_read_from_the_environment():
+    """REPOSYNC_LFS_MAX_OBJECT_SIZE: 2 GiB unless set; a negative cap is refused."""
+    assert Settings().lfs_max_object_size == 2 * 1024**3
+    assert Settings.from_env({"REPOSYNC_LFS_MAX_OBJECT_SIZE": "1000"}).lfs_max_object_size == 1000
+    with pytest.raises(ConfigurationError):
+        Settings.from_env({"REPOSYNC_LFS_MAX_OBJECT_SIZE": "-1"})

@@ -1,0 +1,48 @@
+"""The pointer scan: native git, streaming, only what the new tips add."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from reposync.git.lfs_scan import scan_pointers
+from tests.gitrepo import commit_on, generate, refs
+from tests.lfsrepo import commit_lfs
+
+
+def test_only_pointers_reachable_from_the_tips_and_not_from_known_are_found(tmp_path: Path):
+    """History the target has (``known``) is not walked; a known commit the repository
+    lacks is ignored; ordinary blobs, even small ones, are never taken for pointers."""
+    repo = generate(tmp_path / "r.git", commits=3, branches=0, tags=0)
+    first, (a,) = commit_lfs(repo, "refs/heads/main", {"a.bin": b"a" * 100})
+    commit_on(repo, "refs/heads/main", "plain text commit")
+    second, (b,) = commit_lfs(repo, "refs/heads/main", {"b.bin": b"b" * 100})
+
+    assert sorted(scan_pointers(repo, [second])) == sorted([a, b])
+    assert list(scan_pointers(repo, [second], [first, "f" * 40])) == [b]
+    assert list(scan_pointers(repo, [first], [second])) == []
+    assert list(scan_pointers(repo, [], [first])) == []
+
+
+def test_a_caller_may_stop_early_and_no_git_process_is_left_behind(tmp_path: Path):
+    """Closing the generator after one pointer ends the git processes it started."""
+    repo = generate(tmp_path / "r.git", commits=1, branches=0, tags=0)
+    files = {f"f{n}.bin": bytes([n]) * 200 for n in range(50)}
+    tip, _ = commit_lfs(repo, "refs/heads/main", files)
+
+    scan = scan_pointers(repo, [tip])
+    next(scan)
+    assert _children(), "the scan runs git while it is consumed"
+    scan.close()
+
+    assert _children() == []
+    assert len(list(scan_pointers(repo, [tip]))) == 50
+    assert refs(repo)["refs/heads/main"] == tip
+
+
+def _children() -> list[str]:
+    """Live child processes of this process (from /proc)."""
+    found = []
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        found += (task / "children").read_text().split()
+    return found
