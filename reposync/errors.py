@@ -37,6 +37,7 @@ into this tree at one boundary each, never leaked.
         ├── VerifyMismatch              verify_mismatch          (a rerun clears it)
         ├── Conflict                    conflict
         ├── PushTooLarge                push_too_large
+        ├── WikiDisabled                wiki_disabled            (a rerun clears it once enabled)
         ├── WriteRefused                write_refused            (item code in .refusal)
         ├── RepositoryMismatch          repository_mismatch
         ├── ContentUnavailable          source_content_unavailable
@@ -305,6 +306,20 @@ class PushTooLarge(ProviderError):
         "push that ref's history to the target in parts (older commits first) outside "
         "reposync, or rewrite it without its largest files; the next Run then syncs it"
     )
+
+
+class WikiDisabled(ProviderError):
+    """The target has its wiki turned off (GitHub: ``has_wiki`` false), so the wiki's refs
+    cannot be written there: its wiki items fail with this code, the rest of the Run goes
+    on. Turning the wiki on and running again clears it."""
+
+    code = "wiki_disabled"
+    http_status = 409
+    suggested_action = (
+        "enable the wiki on the target repository (GitHub: Settings > General > Features > "
+        "Wikis), then run again"
+    )
+    clears_on_rerun = True
 
 
 class WriteRefused(ProviderError):

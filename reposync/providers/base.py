@@ -321,6 +321,24 @@ class GitRemoteSource(Protocol):
 
 
 @runtime_checkable
+class WikiRemoteSource(Protocol):
+    """A repository with a wiki: its own Git repository beside the main one, whose branches
+    and tags are listed and read as ``wiki_ref`` objects (``inventory_index``,
+    ``read_batch``; a wiki that does not exist yet has none) and move through native Git
+    transport like the main refs. Without it a provider has no wiki refs to sync."""
+
+    @abstractmethod
+    def wiki_remote(self, *, write: bool) -> GitRemote:
+        """URL and environment for native Git transport to the wiki.
+
+        With ``write``, a wiki that does not exist yet is made ready to take the first push
+        (a local forge creates its sibling repository; GitHub creates the wiki on the
+        first push). Raises ``WikiDisabled`` when the forge has the wiki turned off,
+        ``PermissionDenied``, ``ProviderUnavailable``.
+        """
+
+
+@runtime_checkable
 class DefaultBranchWriter(Protocol):
     """A target whose default branch the sync can set; a Run that must change it on a
     target without this fails with ``ProviderError``."""
@@ -575,6 +593,7 @@ CAPABILITIES: tuple[type, ...] = (
     StandbyMarker,
     LockRecoverer,
     GitRemoteSource,
+    WikiRemoteSource,
     DefaultBranchWriter,
     AncestryChecker,
     ObjectWriter,

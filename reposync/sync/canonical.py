@@ -188,6 +188,24 @@ def git_ref_hash(object_id: str) -> str:
     return content_hash({"target": object_id})
 
 
+#: The types that are Git refs moved by native Git transport: the main repository's and
+#: the wiki's. They plan alike (named by their ref name, fast-forwards proven by Git).
+REF_TYPES = frozenset({ObjectType.GIT_REF, ObjectType.WIKI_REF})
+
+
+def wiki_ref(name: str, object_id: str) -> CanonicalObject:
+    """A branch or tag of the wiki: a ref of its own type, so it never mixes with the main
+    repository's same-named ref (both wikis and repositories have a ``master``)."""
+    return CanonicalObject(
+        object_type=ObjectType.WIKI_REF,
+        identity=name,
+        object_key="wiki " + ref_object_key(name),
+        unique_key=name,
+        revision=object_id,
+        payload={"target": object_id},
+    )
+
+
 # -- the default branch --------------------------------------------------------------------
 
 #: Identity and unique key of the one default-branch object of a repository.

@@ -24,6 +24,7 @@ from typing import Any
 from reposync.sync.canonical import (
     BRANCH_PREFIX,
     MAPPER_VERSION,
+    REF_TYPES,
     IndexEntry,
     is_shadow_ref,
     ref_object_key,
@@ -343,7 +344,7 @@ def decide(
     # A same-keyed object exists on the target and no link says it is ours: a collision.
     if candidate.object_type in SETTINGS:
         return _item(candidate, target, Action.UPDATE, Reason.AUTHORITY_SETTING, target)
-    if candidate.object_type is ObjectType.GIT_REF:
+    if candidate.object_type in REF_TYPES:
         if (
             source.identity.startswith(BRANCH_PREFIX)
             and is_ancestor is not None
@@ -422,7 +423,7 @@ def _item(
 #: over (never a conflict) and a source without one deletes nothing.
 SETTINGS = frozenset({ObjectType.DEFAULT_BRANCH})
 #: Types whose target identity is their unique key on every forge (no create marker).
-NAMED_BY_KEY = frozenset({ObjectType.GIT_REF, ObjectType.DEFAULT_BRANCH})
+NAMED_BY_KEY = frozenset({*REF_TYPES, ObjectType.DEFAULT_BRANCH})
 
 
 def _phase(object_type: ObjectType, action: Action, target_identity: str | None) -> Phase:
@@ -441,4 +442,6 @@ def _key_from_link(link: LinkState | None) -> str:
     assert link is not None
     if link.object_type is ObjectType.GIT_REF:
         return ref_object_key(link.source_identity)
+    if link.object_type is ObjectType.WIKI_REF:
+        return "wiki " + ref_object_key(link.source_identity)
     return f"{link.object_type} {link.source_identity}"

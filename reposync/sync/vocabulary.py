@@ -86,6 +86,9 @@ class Phase(IntEnum):
 
 class ObjectType(StrEnum):
     GIT_REF = "git_ref"
+    #: A branch or tag of the repository's wiki, its own Git repository beside the main
+    #: one (GitHub: ``<repo>.wiki.git``): planned, pushed and read back like ``git_ref``.
+    WIKI_REF = "wiki_ref"
     #: The repository's default branch (Git's ``HEAD``, GitHub's ``default_branch``): one
     #: object per repository, identity ``HEAD``. It must name a branch that exists, so it
     #: is written in the phase after the refs.
@@ -114,6 +117,7 @@ class ObjectType(StrEnum):
 
 OBJECT_PHASES: dict[ObjectType, Phase] = {
     ObjectType.GIT_REF: Phase.GIT,
+    ObjectType.WIKI_REF: Phase.GIT,
     ObjectType.DEFAULT_BRANCH: Phase.TAXONOMY,
     ObjectType.LABEL: Phase.TAXONOMY,
     ObjectType.MILESTONE: Phase.TAXONOMY,

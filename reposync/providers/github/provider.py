@@ -2,7 +2,9 @@
 
 The endpoint's immutable id is GitHub's repository id; a renamed repository is found by
 its id and the locator follows. Git data moves with native Git over HTTPS, the token
-handed to git through environment-only configuration.
+handed to git through environment-only configuration; so does the wiki's, from its own
+repository ``<repo>.wiki.git`` (GitHub creates it on the first push while the
+repository's ``has_wiki`` is on).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from reposync.errors import (
     RepositoryMismatch,
     RepositoryNotFound,
     UsageError,
+    WikiDisabled,
 )
 from reposync.git.transport import run_git
 from reposync.providers.base import (
@@ -47,6 +50,7 @@ from reposync.providers.base import (
     ProviderEnvironment,
     TargetWrite,
     VisibilityReporter,
+    WikiRemoteSource,
 )
 from reposync.providers.github.auth import token_source
 from reposync.providers.github.client import EtagCache, GitHubClient
@@ -65,6 +69,7 @@ from reposync.sync.canonical import (
     ref_name_problem,
     ref_namespace,
     shadow_refs,
+    wiki_ref,
 )
 from reposync.sync.lfs import LfsPointer
 from reposync.sync.vocabulary import ObjectType, Representation
@@ -105,6 +110,7 @@ class GitHubProvider(
     EmptyChecker,
     VisibilityReporter,
     GitRemoteSource,
+    WikiRemoteSource,
     DefaultBranchWriter,
     LfsStore,
 ):
@@ -200,6 +206,10 @@ class GitHubProvider(
                 refs = self._git_refs(self._inventory, listing)
                 yield from (git_ref(name, refs[name]).index_entry() for name in sorted(refs))
                 continue
+            if object_type is ObjectType.WIKI_REF:
+                wiki = self._wiki_refs(listing)
+                yield from (wiki_ref(name, wiki[name]).index_entry() for name in sorted(wiki))
+                continue
             if object_type is ObjectType.REACTION:
                 continue  # GitHub's reactions are not read (archive-only everywhere)
             if object_type is ObjectType.DEFAULT_BRANCH:
@@ -221,6 +231,9 @@ class GitHubProvider(
             # A fresh listing: this is a re-read.
             refs = self._git_refs(Inventory(self.client, self._repo), InventoryListing([]))
             return {i: git_ref(i, refs[i]) if i in refs else None for i in identities}
+        if object_type is ObjectType.WIKI_REF:
+            wiki = self._wiki_refs(InventoryListing([]))
+            return {i: wiki_ref(i, wiki[i]) if i in wiki else None for i in identities}
         if object_type is ObjectType.DEFAULT_BRANCH:
             head = self._default_branch()
             return {i: head if i == DEFAULT_BRANCH_IDENTITY else None for i in identities}
@@ -233,7 +246,7 @@ class GitHubProvider(
 
     def is_empty(self) -> bool:
         self.stats.index_reads += 1
-        if self._remote_refs():
+        if self._remote_refs() or self._wiki_refs(InventoryListing([])):
             return False
         base = f"/repos/{self._repo}"
         for path, params in (
@@ -252,19 +265,44 @@ class GitHubProvider(
         )
 
     def git_remote(self, *, write: bool) -> GitRemote:
-        token = self.client.tokens.token()
-        basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
         return GitRemote(
             url=f"{self._settings.github_git_url.rstrip('/')}/{self._repo}.git",
-            # Environment-only git configuration: the token is never in a URL, a
-            # config file or a process listing.
-            env={
-                "GIT_CONFIG_COUNT": "1",
-                "GIT_CONFIG_KEY_0": "http.extraHeader",
-                "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}",
-            },
+            env=self._git_env(),
             extra_fetch=("+refs/pull/*/head:refs/pull/*/head",),
         )
+
+    @property
+    def has_wiki(self) -> bool:
+        """The repository's ``has_wiki`` setting (as read when it was opened)."""
+        return bool(self._data.get("has_wiki", True))
+
+    def wiki_remote(self, *, write: bool) -> GitRemote:
+        """``<repo>.wiki.git`` with the repository's credentials (``WikiRemoteSource``).
+
+        A wiki that has no repository yet is created by GitHub on the first push while
+        ``has_wiki`` is on; with it off, a write is refused (``WikiDisabled``) before git
+        is started.
+        """
+        if write and not self.has_wiki:
+            raise WikiDisabled(
+                f"github:{self._repo} has its wiki disabled (has_wiki is false); "
+                "its wiki refs are not written"
+            )
+        return GitRemote(
+            url=f"{self._settings.github_git_url.rstrip('/')}/{self._repo}.wiki.git",
+            env=self._git_env(),
+        )
+
+    def _git_env(self) -> dict[str, str]:
+        """Environment-only git configuration: the token is never in a URL, a config file
+        or a process listing."""
+        token = self.client.tokens.token()
+        basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+        return {
+            "GIT_CONFIG_COUNT": "1",
+            "GIT_CONFIG_KEY_0": "http.extraHeader",
+            "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}",
+        }
 
     def apply_batch(self, writes: Sequence[TargetWrite]) -> list[ApplyResult]:
         writer = GitHubWriter(
@@ -395,11 +433,33 @@ class GitHubProvider(
             )
         return supported
 
-    def _remote_refs(self) -> list[tuple[str, str]]:
-        remote = self.git_remote(write=False)
+    def _wiki_refs(self, listing: InventoryListing) -> dict[str, str]:
+        """The wiki's branches and tags: none while the wiki is disabled or has no
+        repository yet (GitHub answers "Repository not found" until its first page)."""
+        if not self.has_wiki:
+            return {}
+        refs: dict[str, str] = {}
+        for name, oid in self._remote_refs(self.wiki_remote(write=False), missing_ok=True):
+            problem = ref_name_problem(name)
+            if problem is not None:
+                listing.reject(problem, "wiki " + printable_ref_name(name))
+            elif is_supported_ref(name):
+                refs[name] = oid
+            else:
+                namespace = "wiki:" + ref_namespace(name)
+                listing.unsupported[namespace] = listing.unsupported.get(namespace, 0) + 1
+        return refs
+
+    def _remote_refs(
+        self, remote: GitRemote | None = None, *, missing_ok: bool = False
+    ) -> list[tuple[str, str]]:
+        remote = remote or self.git_remote(write=False)
         result = run_git(["git", "ls-remote", remote.url], env=remote.env, check=False)
         if result.returncode != 0:
-            if "not found" in result.stderr.lower() or "403" in result.stderr:
+            missing = "not found" in result.stderr.lower()
+            if missing and missing_ok:
+                return []
+            if missing or "403" in result.stderr:
                 raise PermissionDenied(f"git cannot read {self._repo}: {result.stderr.strip()}")
             run_git(["git", "ls-remote", remote.url], env=remote.env)  # raises the error
         refs = []

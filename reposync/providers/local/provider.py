@@ -3,7 +3,9 @@
 The repository's immutable id lives in its Git config (``reposync.repositoryid``), so
 moving or renaming the directory refreshes the locator but keeps the Binding.
 
-Git refs are Git's; every other object type (labels, issues, pull requests, reviews,
+Git refs are Git's; the wiki is a sibling bare repository (``/srv/app.git`` has its wiki
+in ``/srv/app.wiki.git``, as GitHub keeps ``app.wiki.git`` beside ``app.git``), created
+on the first wiki write; every other object type (labels, issues, pull requests, reviews,
 releases and their assets, ...) lives in a ``LocalForge`` beside the Git data
 (``<git_dir>/reposync/``), created only once something is written there.
 """
@@ -50,6 +52,7 @@ from reposync.providers.base import (
     StandbyMarker,
     TargetWrite,
     VisibilityReporter,
+    WikiRemoteSource,
 )
 from reposync.providers.local.forge import LocalForge
 from reposync.providers.local.lfs import LocalLfsStore
@@ -69,13 +72,14 @@ from reposync.sync.canonical import (
     ref_namespace,
     ref_object_key,
     shadow_refs,
+    wiki_ref,
 )
 from reposync.sync.lfs import LfsPointer
 from reposync.sync.vocabulary import ObjectType
 
 ID_CONFIG_KEY = "reposync.repositoryid"
 #: What Git itself keeps beside the forge objects: refs, and HEAD as the default branch.
-_GIT_TYPES = frozenset({ObjectType.GIT_REF, ObjectType.DEFAULT_BRANCH})
+_GIT_TYPES = frozenset({ObjectType.GIT_REF, ObjectType.WIKI_REF, ObjectType.DEFAULT_BRANCH})
 STANDBY_CONFIG_KEY = "reposync.standbyof"
 
 
@@ -92,6 +96,7 @@ class LocalProvider(
     StandbyMarker,
     LockRecoverer,
     GitRemoteSource,
+    WikiRemoteSource,
     DefaultBranchWriter,
     AncestryChecker,
     LfsStore,
@@ -120,6 +125,7 @@ class LocalProvider(
             self._git_dir, busy_timeout=busy_timeout, standby_of=self.standby_of
         )
         self._lfs = LocalLfsStore(Path(self._git_dir))
+        self._wiki_repo: pygit2.Repository | None = None
         self._closed = False
 
     # -- locators ---------------------------------------------------------------------
@@ -203,13 +209,18 @@ class LocalProvider(
             return listing
         self.stats.index_reads += 1
         refs = self._ref_entries(listing) if ObjectType.GIT_REF in wanted else []
-        listing.entries = self._merged(wanted, refs)
+        wiki = self._wiki_entries(listing) if ObjectType.WIKI_REF in wanted else []
+        listing.entries = self._merged(wanted, refs, wiki)
         return listing
 
-    def _merged(self, wanted: Sequence[ObjectType], refs: list[IndexEntry]) -> Iterator[IndexEntry]:
+    def _merged(
+        self, wanted: Sequence[ObjectType], refs: list[IndexEntry], wiki: list[IndexEntry]
+    ) -> Iterator[IndexEntry]:
         for object_type in wanted:  # already in str order, as the listing promises
             if object_type is ObjectType.GIT_REF:
                 yield from refs
+            elif object_type is ObjectType.WIKI_REF:
+                yield from wiki
             elif object_type is ObjectType.DEFAULT_BRANCH:
                 head = self._default_branch()
                 if head is not None:
@@ -235,6 +246,41 @@ class LocalProvider(
         ]
         entries.sort(key=lambda e: e.identity)
         return entries
+
+    def _wiki_entries(self, listing: InventoryListing) -> list[IndexEntry]:
+        """The wiki's branches and tags (none while it has no repository). Other refs of
+        the wiki are counted under ``wiki:<namespace>``, bad names rejected as the main
+        repository's are."""
+        wiki = self._wiki()
+        if wiki is None:
+            return []
+        entries = []
+        for name, object_id in _refs_of(wiki):
+            problem = ref_name_problem(name)
+            if problem is not None:
+                listing.reject(problem, "wiki " + printable_ref_name(name))
+            elif not is_supported_ref(name):
+                namespace = "wiki:" + ref_namespace(name)
+                listing.unsupported[namespace] = listing.unsupported.get(namespace, 0) + 1
+            else:
+                entries.append(wiki_ref(name, object_id).index_entry())
+        entries.sort(key=lambda e: e.identity)
+        return entries
+
+    @property
+    def wiki_path(self) -> Path:
+        """Where this repository's wiki lives: ``<name>.wiki.git`` beside it."""
+        path = Path(self._locator)
+        return path.with_name(path.name.removesuffix(".git") + ".wiki.git")
+
+    def _wiki(self) -> pygit2.Repository | None:
+        """The wiki's repository, when it exists (opened once, then kept)."""
+        if self._wiki_repo is None and (self.wiki_path / "HEAD").exists():
+            try:
+                self._wiki_repo = pygit2.Repository(str(self.wiki_path))
+            except pygit2.GitError as exc:
+                raise NotARepository(f"{self.wiki_path} is not a readable wiki: {exc}") from exc
+        return self._wiki_repo
 
     def _shadows(self, refs: dict[str, str]) -> dict[str, str]:
         """Shadow branches of open pull requests whose head is no branch here (a fork's).
@@ -320,6 +366,13 @@ class LocalProvider(
         if object_type is ObjectType.DEFAULT_BRANCH:
             head = self._default_branch()
             return {i: head if i == DEFAULT_BRANCH_IDENTITY else None for i in identities}
+        if object_type is ObjectType.WIKI_REF:
+            wiki = self._wiki()
+            found: dict[str, CanonicalObject | None] = dict.fromkeys(identities)
+            for name in identities:
+                target = _ref_target_in(wiki, name) if wiki is not None else None
+                found[name] = None if target is None else wiki_ref(name, target)
+            return found
         if object_type is not ObjectType.GIT_REF:
             return dict.fromkeys(identities)
         return {
@@ -345,13 +398,21 @@ class LocalProvider(
         self._closed = True
         self._forge.close()
         self._repo.free()
+        if self._wiki_repo is not None:
+            self._wiki_repo.free()
 
     # -- capabilities -----------------------------------------------------------------
 
     def is_empty(self) -> bool:
-        """No ref at all and no forge object (a missing forge store is empty)."""
+        """No ref at all, in the repository or its wiki, and no forge object (a missing
+        forge store or wiki is empty)."""
         self.stats.index_reads += 1
-        return next(iter(self._refs()), None) is None and self._forge.reader.is_empty()
+        wiki = self._wiki()
+        return (
+            next(iter(self._refs()), None) is None
+            and (wiki is None or not _refs_of(wiki))
+            and self._forge.reader.is_empty()
+        )
 
     def standby_of(self) -> str | None:
         """The authority this forge is a standby of, when it is one."""
@@ -413,14 +474,29 @@ class LocalProvider(
         self.stats.writes += 1
 
     def remove_stale_locks(self, older_than: float) -> list[str]:
-        """Ref locks a killed ``receive-pack`` left in this repository (``LockRecoverer``);
-        a retryable ``GitTransportError`` while a live process may still commit them."""
-        return remove_stale_locks(Path(self._git_dir), older_than)
+        """Ref locks a killed ``receive-pack`` left in this repository or its wiki
+        (``LockRecoverer``); a retryable ``GitTransportError`` while a live process may
+        still commit them."""
+        removed = remove_stale_locks(Path(self._git_dir), older_than)
+        if self._wiki() is not None:
+            removed += [f"wiki {name}" for name in remove_stale_locks(self.wiki_path, older_than)]
+        return removed
 
     def git_remote(self, *, write: bool) -> GitRemote:
+        return self._remote(self._git_dir, write=write)
+
+    def wiki_remote(self, *, write: bool) -> GitRemote:
+        """The sibling wiki repository (``WikiRemoteSource``), created bare on the first
+        write: a local forge's wiki is always enabled."""
+        path = self.wiki_path
+        if write and not (path / "HEAD").exists():
+            pygit2.init_repository(str(path), bare=True)
+        return self._remote(str(path), write=write)
+
+    def _remote(self, git_dir: str, *, write: bool) -> GitRemote:
         return GitRemote(
-            url=self._git_dir,
-            objects_dir=str(Path(self._git_dir) / "objects"),
+            url=git_dir,
+            objects_dir=str(Path(git_dir) / "objects"),
             # No hook of this repository runs for a sync (REPOSYNC_LOCAL_TARGET_HOOKS
             # opts in). Git drops environment-given configuration (GIT_CONFIG_*) when it
             # starts receive-pack in another repository, so the command says it.
@@ -430,22 +506,42 @@ class LocalProvider(
         )
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
-        try:
-            return bool(self._repo.descendant_of(descendant, ancestor))
-        except (KeyError, ValueError, pygit2.GitError):
-            return False
+        """Git's proof in the repository, else in its wiki (object ids name one commit
+        wherever it is stored, so a wiki branch's fast-forward is proven there)."""
+        for repo in (self._repo, self._wiki()):
+            try:
+                if repo is not None and repo.descendant_of(descendant, ancestor):
+                    return True
+            except (KeyError, ValueError, pygit2.GitError):
+                continue
+        return False
 
     # -- internals --------------------------------------------------------------------
 
     def _refs(self) -> list[tuple[str, str]]:
-        refs: list[tuple[str, str]] = []
-        for ref in self._repo.references.iterator():
-            if ref.type == pygit2.enums.ReferenceType.SYMBOLIC:
-                # Symbolic refs (refs/remotes/origin/HEAD) are aliases; count their namespace.
-                refs.append((ref.name, ""))
-                continue
-            refs.append((ref.name, str(ref.target)))
-        return refs
+        return _refs_of(self._repo)
+
+
+def _refs_of(repo: pygit2.Repository) -> list[tuple[str, str]]:
+    refs: list[tuple[str, str]] = []
+    for ref in repo.references.iterator():
+        if ref.type == pygit2.enums.ReferenceType.SYMBOLIC:
+            # Symbolic refs (refs/remotes/origin/HEAD) are aliases; count their namespace.
+            refs.append((ref.name, ""))
+            continue
+        refs.append((ref.name, str(ref.target)))
+    return refs
+
+
+def _ref_target_in(repo: pygit2.Repository, name: str) -> str | None:
+    """A ref's object id in ``repo``; ``None`` when missing, or a name reposync never syncs."""
+    if ref_name_problem(name) is not None or not is_supported_ref(name):
+        return None
+    try:
+        ref = repo.references.get(name)
+        return None if ref is None else str(ref.resolve().target)
+    except (ValueError, pygit2.GitError):  # a broken ref file: not there for us
+        return None
 
 
 def _discover(path: Path) -> str | None:

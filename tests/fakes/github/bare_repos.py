@@ -30,6 +30,16 @@ def init(path: Path, default_branch: str, *, auto_init: bool, when: datetime) ->
         )
 
 
+def init_wiki(path: Path) -> None:
+    """An empty wiki repository, as GitHub makes one for a wiki's first push: bare, its
+    HEAD on ``master`` (a wiki's branch), pushes of any kind allowed."""
+    repo = pygit2.init_repository(str(path), bare=True, initial_head="master")
+    config = repo.config
+    config["receive.denyNonFastForwards"] = False
+    config["receive.denyDeletes"] = False
+    config["http.receivepack"] = True
+
+
 def _signature(who: tuple[str, str], when: datetime) -> pygit2.Signature:
     return pygit2.Signature(who[0], who[1], int(when.timestamp()), 0)
 

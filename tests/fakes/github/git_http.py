@@ -9,6 +9,12 @@ A push whose pack is larger than ``GitHubFake.max_push_bytes`` (GitHub: 2 GiB) i
 as GitHub refuses it: "fatal: pack exceeds maximum allowed size", no ref moves (git's own
 ``receive.maxInputSize``, the limit GitHub's receive-pack passes to index-pack).
 Request and response bodies are streamed between the client and the CGI process.
+
+A repository's wiki is served at ``{git_url}/{owner}/{name}.wiki.git`` with the same
+credentials and rights, from a bare repository of its own. It exists only once pushed to:
+until then reading it is "Repository not found", and the first push (the receive-pack
+advertisement) creates it while the repository's ``has_wiki`` is on. With ``has_wiki``
+off the wiki is not served at all, pushes included (404), whether it exists or not.
 """
 
 from __future__ import annotations
@@ -25,12 +31,13 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, TYPE_CHECKING
 from urllib.parse import parse_qsl, unquote
 
 from werkzeug.wsgi import get_input_stream
 
-from tests.fakes.github import auth
+from tests.fakes.github import auth, bare_repos
 from tests.fakes.github.app import _drop_connection, raw_target
 from tests.fakes.github.models import Repo, Token
 from tests.fakes.github.requests_log import RequestRecord
@@ -119,7 +126,7 @@ class GitHttpApp:
             push = found["rest"] == "git-receive-pack" or (
                 found["rest"] == "info/refs" and "service=git-receive-pack" in query
             )
-            repo, token = self._authorize(
+            repo, token, git_dir = self._authorize(
                 environ, unquote(found["owner"]), unquote(found["name"]), push
             )
             owner[0] = token.user.login if token is not None else None
@@ -130,8 +137,11 @@ class GitHttpApp:
                 [("content-type", "text/plain; charset=utf-8"), *refusal.headers],
             )
             return [refusal.message.encode()]
-        process, status, headers = self._start_backend(environ, repo, found["rest"], query, token)
-        output = self._stream(process, repo, push and method == "POST")
+        rest = found["rest"]
+        wiki = git_dir != repo.git_dir  # a wiki's push is no push of the repository
+        served = repo.full_name + (".wiki" if wiki else "")
+        process, status, headers = self._start_backend(environ, git_dir, served, rest, query, token)
+        output = self._stream(process, repo, push and method == "POST" and not wiki)
         if fault is not None and fault.kind in ("commit_then_drop", "timeout"):
             data = b"".join(output)  # the push or fetch completes on the server
             if fault.kind == "commit_then_drop":
@@ -149,10 +159,35 @@ class GitHttpApp:
 
     def _authorize(
         self, environ: WSGIEnvironment, owner: str, name: str, push: bool
+    ) -> tuple[Repo, Token | None, Path]:
+        """The repository, the caller's token and the Git directory to serve (the
+        repository's, or its wiki's: see ``_wiki_dir``)."""
+        repo, token = self._authorize_repo(environ, owner, name, push)
+        if repo.name.casefold() != name.casefold() and name.casefold().endswith(".wiki"):
+            return repo, token, self._wiki_dir(repo, push)
+        return repo, token, repo.git_dir
+
+    def _wiki_dir(self, repo: Repo, push: bool) -> Path:
+        """The wiki served for ``<name>.wiki.git``: created by the first push while the
+        wiki is enabled, "not found" before that and whenever the wiki is disabled."""
+        state = self.fake.state
+        with state.lock:
+            if not repo.has_wiki:
+                raise Refusal("404 Not Found", "Repository not found.\n")
+            if not (repo.wiki_dir / "HEAD").exists():
+                if not push:
+                    raise Refusal("404 Not Found", "Repository not found.\n")
+                bare_repos.init_wiki(repo.wiki_dir)
+        return repo.wiki_dir
+
+    def _authorize_repo(
+        self, environ: WSGIEnvironment, owner: str, name: str, push: bool
     ) -> tuple[Repo, Token | None]:
         state = self.fake.state
         challenge = [("www-authenticate", 'Basic realm="GitHub"')]
         repo, _ = state.find_repo(owner, name)
+        if repo is None and name.casefold().endswith(".wiki"):
+            repo, _ = state.find_repo(owner, name[: -len(".wiki")])
         credentials = _basic_credentials(environ.get("HTTP_AUTHORIZATION"))
         token = None
         if credentials is not None:
@@ -190,7 +225,8 @@ class GitHttpApp:
     def _start_backend(
         self,
         environ: WSGIEnvironment,
-        repo: Repo,
+        git_dir: Path,
+        served: str,
         rest: str,
         query: str,
         token: Token | None,
@@ -199,9 +235,9 @@ class GitHttpApp:
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(self.fake.root),
             "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_PROJECT_ROOT": str(repo.git_dir.parent),
+            "GIT_PROJECT_ROOT": str(git_dir.parent),
             "GIT_HTTP_EXPORT_ALL": "1",
-            "PATH_INFO": f"/{repo.git_dir.name}/{rest}",
+            "PATH_INFO": f"/{git_dir.name}/{rest}",
             "REQUEST_METHOD": environ["REQUEST_METHOD"],
             "QUERY_STRING": query,
             "CONTENT_TYPE": environ.get("CONTENT_TYPE", ""),
@@ -234,7 +270,7 @@ class GitHttpApp:
 
             def record(body: bytes) -> None:
                 self.fake.upload_pack_requests.append(
-                    UploadPackRequest.parse(repo.full_name, body, gzipped=gzipped)
+                    UploadPackRequest.parse(served, body, gzipped=gzipped)
                 )
 
         feeder = threading.Thread(

@@ -182,6 +182,9 @@ class Repo:
     description: str | None = None
     #: GitHub Enterprise's "internal" (visible to the enterprise); empty: from ``private``.
     internal: bool = False
+    #: The "Wikis" feature: while it is on, the wiki repository (``<name>.wiki.git``) is
+    #: created by its first push; while it is off, the wiki is not served at all.
+    has_wiki: bool = True
     collaborators: set[str] = field(default_factory=set)
     old_names: list[str] = field(default_factory=list)
     next_number: int = 1
@@ -198,6 +201,11 @@ class Repo:
     @property
     def full_name(self) -> str:
         return f"{self.owner.login}/{self.name}"
+
+    @property
+    def wiki_dir(self) -> Path:
+        """The wiki's bare repository beside the repository's (there once created)."""
+        return self.git_dir.with_name(self.git_dir.name.removesuffix(".git") + ".wiki.git")
 
     @property
     def default_branch(self) -> str:

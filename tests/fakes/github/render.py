@@ -161,7 +161,7 @@ def repository(urls: Urls, repo: Repo, *, permissions: Json | None = None) -> Js
         "topics": [],
         "has_issues": True,
         "has_projects": True,
-        "has_wiki": True,
+        "has_wiki": repo.has_wiki,
         "has_pages": False,
         "has_downloads": True,
         "has_discussions": False,

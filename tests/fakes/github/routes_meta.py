@@ -30,7 +30,7 @@ def get_repo(ctx: Ctx) -> Reply:
 
 def update_repo(ctx: Ctx) -> Reply:
     """Repository settings an administrator changes: the default branch (it must name an
-    existing branch, as on GitHub), description, visibility, name."""
+    existing branch, as on GitHub), description, visibility, name, the wiki feature."""
     repo = ctx.the_repo()
     token = ctx.token
     assert token is not None
@@ -57,6 +57,8 @@ def update_repo(ctx: Ctx) -> Reply:
         repo.description = body["description"]
     if "private" in body:
         repo.private = bool(body["private"])
+    if "has_wiki" in body:
+        repo.has_wiki = bool(body["has_wiki"])
     if body.get("visibility") in ("public", "private"):
         repo.private = body["visibility"] == "private"
     repo.updated_at = ctx.state.now()

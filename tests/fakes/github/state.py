@@ -112,6 +112,7 @@ class State:
         description: str | None = None,
         auto_init: bool = False,
         collaborators: Iterable[str] = (),
+        has_wiki: bool = True,
     ) -> Repo:
         """A repository with an empty bare Git repository (one commit if ``auto_init``)."""
         owner_login, name = full_name.split("/", 1)
@@ -133,6 +134,7 @@ class State:
                 pushed_at=now if auto_init else None,
                 description=description,
                 collaborators=set(collaborators),
+                has_wiki=has_wiki,
             )
             self.repos[repo_id] = repo
             return repo
@@ -183,6 +185,10 @@ class State:
 
     def git_dir(self, ref: RepoRef) -> Path:
         return self.repo(ref).git_dir
+
+    def wiki_dir(self, ref: RepoRef) -> Path:
+        """Where the repository's wiki is (or will be, once a push creates it)."""
+        return self.repo(ref).wiki_dir
 
     # -- labels and milestones ----------------------------------------------------------
 

@@ -12,11 +12,11 @@ appliers may each get a module of their own; the shapes they share no longer cha
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from sqlalchemy import select
 
-from reposync.errors import Conflict, ProviderError, PushTooLarge, VerifyMismatch
+from reposync.errors import Conflict, ProviderError, PushTooLarge, VerifyMismatch, WikiDisabled
 from reposync.git import transport
 from reposync.git.locks import remove_stale_locks
 from reposync.git.packsize import effective_limit
@@ -33,6 +33,7 @@ from reposync.providers.base import (
     ObjectWriter,
     Provider,
     TargetWrite,
+    WikiRemoteSource,
     WriteStatus,
     read_index,
 )
@@ -69,8 +70,40 @@ def _superseded(item: ApplyItem, why: str) -> ItemOutcome:
 # -- Git refs ------------------------------------------------------------------------------
 
 
+def _git_remote(provider: Provider, write: bool) -> GitRemote:
+    if not isinstance(provider, GitRemoteSource):
+        raise ProviderError(f"the {provider.name} provider offers no Git transport")
+    return provider.git_remote(write=write)
+
+
+def _wiki_remote(provider: Provider, write: bool) -> GitRemote:
+    if not isinstance(provider, WikiRemoteSource):
+        raise ProviderError(f"the {provider.name} provider has no wiki")
+    return provider.wiki_remote(write=write)
+
+
+@dataclass(frozen=True, slots=True)
+class RefRepository:
+    """Which Git repository of each side a ref applier moves refs between: the main one,
+    or the wiki beside it. Both go through the same push, leases and read-back."""
+
+    object_type: ObjectType
+    #: Told apart in the names of this repository's mirror and push workspace.
+    suffix: str
+    remote: Callable[[Provider, bool], GitRemote]
+
+
+MAIN_REPOSITORY = RefRepository(ObjectType.GIT_REF, "", _git_remote)
+WIKI_REPOSITORY = RefRepository(ObjectType.WIKI_REF, "-wiki", _wiki_remote)
+
+
 class GitRefApplier:
-    """Branches and tags: one ``git push`` per batch, updates leased on their old value."""
+    """Branches and tags (of the repository or of its wiki): one ``git push`` per batch,
+    updates leased on their old value."""
+
+    def __init__(self, repository: RefRepository = MAIN_REPOSITORY) -> None:
+        self.repository = repository
+        self._target_remote: GitRemote | None = None
 
     def prepare(
         self, ex: StageExecution, items: Sequence[ApplyItem]
@@ -78,7 +111,7 @@ class GitRefApplier:
         # The source is re-read right before the write: what moved since planning is
         # superseded (a follow-up Run takes it), what reappeared supersedes its delete.
         current = ex.source().read_batch(
-            ObjectType.GIT_REF, [i.source_identity for i in items if i.source_identity]
+            self.repository.object_type, [i.source_identity for i in items if i.source_identity]
         )
         to_write: list[ApplyItem] = []
         settled: list[ItemOutcome] = []
@@ -100,14 +133,24 @@ class GitRefApplier:
                 )
             else:
                 to_write.append(item)
+        if to_write:
+            try:
+                self._target_remote = self.repository.remote(ex.target(), True)
+            except WikiDisabled as error:  # the target's setting, not the items' fault
+                failed = ItemError.of(error)
+                settled.extend(ItemOutcome(i, ItemState.FAILED, failed) for i in to_write)
+                return [], settled
         return to_write, settled
 
     def write(self, ex: StageExecution, items: Sequence[ApplyItem]) -> WriteReport:
-        source_remote = _remote(ex.source(), write=False)
-        target_remote = _remote(ex.target(), write=True)
+        source_remote = self.repository.remote(ex.source(), False)
+        target_remote = self._target_remote or self.repository.remote(ex.target(), True)
+        suffix = self.repository.suffix
         objects_dir = source_remote.objects_dir
         if objects_dir is None:  # a remote source: this batch's objects into the mirror
-            mirror = ex.ctx.settings.data_dir / "git" / f"binding-{ex.binding.id}-source.git"
+            mirror = (
+                ex.ctx.settings.data_dir / "git" / f"binding-{ex.binding.id}{suffix}-source.git"
+            )
             _clear_stale_locks(ex, "mirror", lambda ttl: remove_stale_locks(mirror, ttl))
             fetched = transport.fetch_refs(
                 mirror,
@@ -127,7 +170,7 @@ class GitRefApplier:
         if isinstance(target, LockRecoverer):
             _clear_stale_locks(ex, "target", target.remove_stale_locks)
         workspace = PushWorkspace(
-            ex.ctx.settings.data_dir / "git" / f"binding-{ex.binding.id}.git", objects_dir
+            ex.ctx.settings.data_dir / "git" / f"binding-{ex.binding.id}{suffix}.git", objects_dir
         )
         workspace.prepare()
         # LFS objects first: a ref whose objects cannot all reach the target stays out.
@@ -171,7 +214,7 @@ class GitRefApplier:
 
     def read_back(self, ex: StageExecution, items: Sequence[ApplyItem]) -> list[ItemOutcome]:
         observed = read_index(
-            ex.target(), ObjectType.GIT_REF, [i.target_identity or "" for i in items]
+            ex.target(), self.repository.object_type, [i.target_identity or "" for i in items]
         )
         outcomes = []
         for item in items:
@@ -211,12 +254,6 @@ def _clear_stale_locks(
             + " (left by a git process that was killed)",
             count=len(removed),
         )
-
-
-def _remote(provider: Provider, *, write: bool) -> GitRemote:
-    if not isinstance(provider, GitRemoteSource):
-        raise ProviderError(f"the {provider.name} provider offers no Git transport")
-    return provider.git_remote(write=write)
 
 
 # -- forge objects -------------------------------------------------------------------------
@@ -568,6 +605,8 @@ def applier_for(object_type: ObjectType) -> Applier:
     """A fresh applier for one batch (appliers keep per-batch state)."""
     if object_type is ObjectType.GIT_REF:
         return GitRefApplier()
+    if object_type is ObjectType.WIKI_REF:
+        return GitRefApplier(WIKI_REPOSITORY)
     if object_type is ObjectType.DEFAULT_BRANCH:
         return DefaultBranchApplier()
     return ObjectApplier()

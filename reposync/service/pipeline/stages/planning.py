@@ -27,6 +27,7 @@ from reposync.service.pipeline.stages.inventory import load_snapshot
 from reposync.service.pipeline.stages.link_states import load_links
 from reposync.service.pipeline.stages.mapping import expected_target_hash, number_map, target_type
 from reposync.sync.batching import BatchLimits, assign_batches
+from reposync.sync.canonical import REF_TYPES
 from reposync.sync.key_moves import order_key_moves
 from reposync.sync.objects import misplaced
 from reposync.sync.planner import (
@@ -94,7 +95,7 @@ def plan(ex: StageExecution) -> Stage:
     limits = BatchLimits(
         settings.batch_max_items,
         settings.batch_max_bytes,
-        per_type_items={ObjectType.GIT_REF.value: refs_per_push},
+        per_type_items={t.value: refs_per_push for t in REF_TYPES},
     )
     written = _write_items(ex, assign_batches(items, limits))
     actions: dict[str, int] = defaultdict(int)
