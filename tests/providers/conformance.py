@@ -13,7 +13,8 @@ Declarations come from each provider's documented behaviour, not from trial and 
 
 * local (``reposync/providers/local``): reposync's own store; every forge type can be
   created, updated and deleted; creates are idempotent by marker; no rate limits; the
-  repository is a directory, so it is private.
+  repository is a directory, so it is private; its wiki is a sibling repository that is
+  always enabled (created by the first write).
 * github (``reposync/providers/github``): GitHub's REST API cannot delete issues or pull
   requests and cannot delete a submitted review (``writes/`` has no handler for them: the
   write comes back ``REFUSED``/``unsupported``); authorship and timestamps travel in an
@@ -22,7 +23,7 @@ Declarations come from each provider's documented behaviour, not from trial and 
   body holds at most 65,536 characters (GitHub's documented limit, counted on what is
   stored: reposync's header and marker included); repositories are public or private
   ("internal" exists only in enterprise organizations, which the test server does not
-  model).
+  model); a wiki can be disabled (``has_wiki``), and then its refs cannot be written.
 
 A new provider (gitea) is added by writing one more harness and naming it in
 ``HARNESSES``.
@@ -57,6 +58,7 @@ from reposync.providers.base import (
     StandbyMarker,
     TargetWrite,
     VisibilityReporter,
+    WikiRemoteSource,
     WriteStatus,
 )
 from reposync.providers.github.provider import GitHubProvider
@@ -172,6 +174,11 @@ class Harness(ABC):
         """Use up the request quota; returns when it resets (``None``: no quota exists)."""
         return None
 
+    def disable_wiki(self, spec: EndpointSpec) -> bool:
+        """Turn the repository's wiki off. False: the forge has no such switch (its wiki
+        is always there to be written)."""
+        return False
+
     def limit_content_creation(self, allowance: int) -> bool:
         """Let the forge create only ``allowance`` more objects for a while, then refuse
         (its secondary limit). False: the provider has no such limit."""
@@ -212,6 +219,7 @@ class LocalHarness(Harness):
                 StandbyMarker,
                 LockRecoverer,
                 GitRemoteSource,
+                WikiRemoteSource,
                 DefaultBranchWriter,
                 AncestryChecker,
                 LfsStore,
@@ -273,6 +281,7 @@ class GitHubHarness(Harness):
                 EmptyChecker,
                 VisibilityReporter,
                 GitRemoteSource,
+                WikiRemoteSource,
                 DefaultBranchWriter,
                 LfsStore,
             }
@@ -338,6 +347,10 @@ class GitHubHarness(Harness):
     def lose_next_create_response(self, object_type: ObjectType) -> bool:
         # The server commits the create, then closes the connection without an answer.
         self.fake.faults.commit_then_drop("POST", self.CREATE_PATHS[object_type], drop="close")
+        return True
+
+    def disable_wiki(self, spec: EndpointSpec) -> bool:
+        self.fake.state.repo(spec.locator).has_wiki = False
         return True
 
     def exhaust_primary_quota(self) -> datetime | None:
