@@ -27,7 +27,7 @@ from reposync.providers.base import (
     WriteStatus,
 )
 from reposync.providers.github.provider import GitHubProvider
-from reposync.sync.canonical import content_hash
+from reposync.sync.canonical import REF_TYPES, content_hash
 from reposync.sync.vocabulary import ObjectType, Representation
 from tests.fakes.contract import RecordingValidator
 from tests.fakes.github import AppInstall, GitHubFake, ManualClock
@@ -48,8 +48,9 @@ T = ObjectType
 REPO = "acme/widgets"
 T0 = datetime(2026, 1, 5, 9, 0, 0, tzinfo=UTC)
 BOT = "reposync-test[bot]"
-#: Every type an inventory reads through the REST API (Git refs go through Git).
-API_TYPES = [t for t in ObjectType if t is not T.GIT_REF]
+#: Every type an inventory reads through the REST API (Git refs, the wiki's too, go
+#: through Git).
+API_TYPES = [t for t in ObjectType if t not in REF_TYPES]
 
 
 class FakeClock:

@@ -328,7 +328,8 @@ def _unsupported_problems(unsupported: dict[str, int]) -> list[Problem]:
             "convert them to branches or tags",
             retryable=False,
             count=count,
-            object_type="git_ref",
+            # A wiki's refs are counted under ``wiki:<namespace>``.
+            object_type="wiki_ref" if namespace.startswith("wiki:") else "git_ref",
             examples=[namespace],
         )
         for namespace, count in sorted(unsupported.items())
