@@ -424,8 +424,12 @@ def test_every_type_round_trips_through_the_api_exactly_as_its_builder_builds_it
             created_at=WHEN,
         ),
     )
-    # Refs and HEAD are Git's, not the forge's.
-    assert {t for t in T if forge.reader.count(t)} == set(T) - {T.GIT_REF, T.DEFAULT_BRANCH}
+    # Refs (the wiki's too) and HEAD are Git's, not the forge's.
+    assert {t for t in T if forge.reader.count(t)} == set(T) - {
+        T.GIT_REF,
+        T.WIKI_REF,
+        T.DEFAULT_BRANCH,
+    }
 
 
 def test_api_update_merges_validates_and_bumps_the_revision(forge):

@@ -173,9 +173,11 @@ def test_only_reactions_have_a_fixed_representation():
 
 
 def test_every_type_but_git_refs_has_a_builder():
-    """The builders table covers the whole model (refs and HEAD are Git's: canonical.py)."""
+    """The builders table covers the whole model (refs, the wiki's too, and HEAD are Git's:
+    canonical.py)."""
     assert set(objects.BUILDERS) == set(ObjectType) - {
         ObjectType.GIT_REF,
+        ObjectType.WIKI_REF,
         ObjectType.DEFAULT_BRANCH,
     }
 
