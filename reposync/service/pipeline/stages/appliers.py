@@ -91,10 +91,13 @@ class RefRepository:
     #: Told apart in the names of this repository's mirror and push workspace.
     suffix: str
     remote: Callable[[Provider, bool], GitRemote]
+    #: Whether its pushes carry LFS objects first (the repository's LFS store is the main
+    #: repository's; a wiki has none on GitHub, so its pointers stay plain blobs).
+    lfs: bool
 
 
-MAIN_REPOSITORY = RefRepository(ObjectType.GIT_REF, "", _git_remote)
-WIKI_REPOSITORY = RefRepository(ObjectType.WIKI_REF, "-wiki", _wiki_remote)
+MAIN_REPOSITORY = RefRepository(ObjectType.GIT_REF, "", _git_remote, lfs=True)
+WIKI_REPOSITORY = RefRepository(ObjectType.WIKI_REF, "-wiki", _wiki_remote, lfs=False)
 
 
 class GitRefApplier:
@@ -174,7 +177,7 @@ class GitRefApplier:
         )
         workspace.prepare()
         # LFS objects first: a ref whose objects cannot all reach the target stays out.
-        held_back = move_lfs_objects(ex, workspace.path, items)
+        held_back = move_lfs_objects(ex, workspace.path, items) if self.repository.lfs else {}
         items = [item for item in items if item.id not in held_back]
         updates = [
             transport.RefUpdate(
