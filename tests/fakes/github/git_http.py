@@ -126,7 +126,7 @@ class GitHttpApp:
             push = found["rest"] == "git-receive-pack" or (
                 found["rest"] == "info/refs" and "service=git-receive-pack" in query
             )
-            repo, token, git_dir = self._authorize(
+            repo, token, git_dir = self._authorize_git(
                 environ, unquote(found["owner"]), unquote(found["name"]), push
             )
             owner[0] = token.user.login if token is not None else None
@@ -157,12 +157,12 @@ class GitHttpApp:
         start_response(status, headers)
         return output
 
-    def _authorize(
+    def _authorize_git(
         self, environ: WSGIEnvironment, owner: str, name: str, push: bool
     ) -> tuple[Repo, Token | None, Path]:
         """The repository, the caller's token and the Git directory to serve (the
         repository's, or its wiki's: see ``_wiki_dir``)."""
-        repo, token = self._authorize_repo(environ, owner, name, push)
+        repo, token = self._authorize(environ, owner, name, push, wiki=True)
         if repo.name.casefold() != name.casefold() and name.casefold().endswith(".wiki"):
             return repo, token, self._wiki_dir(repo, push)
         return repo, token, repo.git_dir
@@ -180,13 +180,15 @@ class GitHttpApp:
                 bare_repos.init_wiki(repo.wiki_dir)
         return repo.wiki_dir
 
-    def _authorize_repo(
-        self, environ: WSGIEnvironment, owner: str, name: str, push: bool
+    def _authorize(
+        self, environ: WSGIEnvironment, owner: str, name: str, push: bool, *, wiki: bool = False
     ) -> tuple[Repo, Token | None]:
+        """The repository ``name`` names (with ``wiki``, ``<name>.wiki`` names it too) and
+        the caller's token, once the caller may read it (or push, with ``push``)."""
         state = self.fake.state
         challenge = [("www-authenticate", 'Basic realm="GitHub"')]
         repo, _ = state.find_repo(owner, name)
-        if repo is None and name.casefold().endswith(".wiki"):
+        if repo is None and wiki and name.casefold().endswith(".wiki"):
             repo, _ = state.find_repo(owner, name[: -len(".wiki")])
         credentials = _basic_credentials(environ.get("HTTP_AUTHORIZATION"))
         token = None
