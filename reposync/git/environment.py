@@ -1,6 +1,6 @@
 """The environment every ``git`` child runs in: nothing of the worker's secrets.
 
-The transport (``push``, ``fetch_mirror``, ``run_git``) and the push workspace both start
+The transport (``push``, ``fetch_refs``, ``run_git``) and the push workspace both start
 ``git``; both take its environment from here, so neither needs the other for it.
 """
 

@@ -206,44 +206,6 @@ def _push_group(
             outcome.rejected[name] = summary
 
 
-def fetch_mirror(
-    mirror: Path,
-    url: str,
-    *,
-    env: Mapping[str, str] | None = None,
-    extra_refspecs: Sequence[str] = (),
-) -> Path:
-    """Bring a local mirror of a remote's branches and tags up to date; its object store.
-
-    O(refs): it lists and negotiates every branch and tag. A batch of refs fetches only
-    what it applies with ``fetch_refs``.
-
-    Incremental after the first time; ``--prune`` keeps it an exact copy, so planned
-    object ids that vanished on the source are noticed (their push fails) instead of
-    pushed from a stale copy.
-    """
-    if not (mirror / "HEAD").exists():
-        mirror.parent.mkdir(parents=True, exist_ok=True)
-        run_git(["git", "init", "-q", "--bare", str(mirror)], env=env)
-    run_git(
-        [
-            "git",
-            "--git-dir",
-            str(mirror),
-            "fetch",
-            "--quiet",
-            "--prune",
-            "--no-tags",
-            url,
-            "+refs/heads/*:refs/heads/*",
-            "+refs/tags/*:refs/tags/*",
-            *extra_refspecs,
-        ],
-        env=env,
-    )
-    return mirror / "objects"
-
-
 def fetch_refs(
     mirror: Path,
     url: str,

@@ -155,9 +155,6 @@ class GitRemote:
     objects_dir: str | None = None
     #: Extra environment for ``git`` (credentials helpers); never logged.
     env: Mapping[str, str] = field(default_factory=dict)
-    #: What a mirror of a remote repository fetches beside branches and tags: where the
-    #: commits of shadow branches live (GitHub: ``refs/pull/*/head``).
-    extra_fetch: tuple[str, ...] = ()
     #: The command a push runs on the target's side (``git push --receive-pack``), when
     #: it must differ from git's default (a local target whose hooks must not run).
     receive_pack: str | None = None

@@ -268,7 +268,6 @@ class GitHubProvider(
         return GitRemote(
             url=f"{self._settings.github_git_url.rstrip('/')}/{self._repo}.git",
             env=self._git_env(),
-            extra_fetch=("+refs/pull/*/head:refs/pull/*/head",),
         )
 
     @property
