@@ -21,7 +21,7 @@ from reposync.models import Run, RunEvent
 from reposync.service.bindings import SyncRequest
 from reposync.service.context import ServiceContext
 from reposync.service.embedded import sync
-from reposync.service.pipeline.stages.appliers import GitRefApplier
+from reposync.service.pipeline.stages.ref_applier import GitRefApplier
 from tests.gitrepo import commit_on, generate, refs
 
 LONG = "refs/heads/" + "/".join(["x" * 200] * 7)  # 1,417 characters

@@ -106,3 +106,10 @@ class Applier(Protocol):
 
     def read_back(self, ex: StageExecution, items: Sequence[ApplyItem]) -> list[ItemOutcome]:
         """COMPLETED where the target holds the desired state, else PLANNED."""
+
+
+def superseded(item: ApplyItem, why: str) -> ItemOutcome:
+    """The item's source changed after planning: a follow-up Run takes it."""
+    return ItemOutcome(
+        item, ItemState.SUPERSEDED, ItemError("superseded", f"{item.object_key} {why}")
+    )

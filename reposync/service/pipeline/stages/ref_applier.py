@@ -1,0 +1,226 @@
+"""How branches and tags (and a wiki's) reach the target: one leased ``git push`` per batch.
+
+The Git refs' applier of ``appliers.applier_for``: the source is re-read right before the
+write (what moved since planning is superseded), LFS objects the new history needs go
+first (``lfs_objects``), the push is conditional on every ref's planned old value, and
+read-back of the target's refs decides. One class serves the main repository and its
+wiki (``RefRepository``): they differ only in object type, remote and names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from reposync.errors import Conflict, ProviderError, PushTooLarge, WikiDisabled
+from reposync.git import transport
+from reposync.git.locks import remove_stale_locks
+from reposync.git.packsize import effective_limit
+from reposync.git.workspace import PushWorkspace
+from reposync.providers.base import (
+    GitRemote,
+    GitRemoteSource,
+    ItemError,
+    LockRecoverer,
+    Provider,
+    WikiRemoteSource,
+    read_index,
+)
+from reposync.service.pipeline.execution import StageExecution
+from reposync.service.pipeline.stages.applier_contract import (
+    ApplyItem,
+    ItemOutcome,
+    WriteReport,
+    superseded,
+)
+from reposync.service.pipeline.stages.lfs_objects import move_lfs_objects
+from reposync.sync.vocabulary import Action, ItemState, ObjectType
+
+
+def _git_remote(provider: Provider, write: bool) -> GitRemote:
+    if not isinstance(provider, GitRemoteSource):
+        raise ProviderError(f"the {provider.name} provider offers no Git transport")
+    return provider.git_remote(write=write)
+
+
+def _wiki_remote(provider: Provider, write: bool) -> GitRemote:
+    if not isinstance(provider, WikiRemoteSource):
+        raise ProviderError(f"the {provider.name} provider has no wiki")
+    return provider.wiki_remote(write=write)
+
+
+@dataclass(frozen=True, slots=True)
+class RefRepository:
+    """Which Git repository of each side a ref applier moves refs between: the main one,
+    or the wiki beside it. Both go through the same push, leases and read-back."""
+
+    object_type: ObjectType
+    #: Told apart in the names of this repository's mirror and push workspace.
+    suffix: str
+    remote: Callable[[Provider, bool], GitRemote]
+    #: Whether its pushes carry LFS objects first (the repository's LFS store is the main
+    #: repository's; a wiki has none on GitHub, so its pointers stay plain blobs).
+    lfs: bool
+
+
+MAIN_REPOSITORY = RefRepository(ObjectType.GIT_REF, "", _git_remote, lfs=True)
+WIKI_REPOSITORY = RefRepository(ObjectType.WIKI_REF, "-wiki", _wiki_remote, lfs=False)
+
+
+class GitRefApplier:
+    """Branches and tags (of the repository or of its wiki): one ``git push`` per batch,
+    updates leased on their old value."""
+
+    def __init__(self, repository: RefRepository = MAIN_REPOSITORY) -> None:
+        self.repository = repository
+        self._target_remote: GitRemote | None = None
+
+    def prepare(
+        self, ex: StageExecution, items: Sequence[ApplyItem]
+    ) -> tuple[list[ApplyItem], list[ItemOutcome]]:
+        # The source is re-read right before the write: what moved since planning is
+        # superseded (a follow-up Run takes it), what reappeared supersedes its delete.
+        current = ex.source().read_batch(
+            self.repository.object_type, [i.source_identity for i in items if i.source_identity]
+        )
+        to_write: list[ApplyItem] = []
+        settled: list[ItemOutcome] = []
+        for item in items:
+            now = current.get(item.source_identity or "")
+            now_revision = now.revision if now is not None else None
+            if item.source_gone and now is not None:
+                settled.append(superseded(item, "reappeared on the source"))
+            elif not item.source_gone and now_revision != item.source_revision:
+                settled.append(superseded(item, f"moved on the source to {now_revision}"))
+            elif item.action is Action.NOOP:
+                settled.append(
+                    ItemOutcome(
+                        item,
+                        ItemState.COMPLETED,
+                        target_identity=item.target_identity,
+                        target_revision=item.source_revision,
+                    )
+                )
+            else:
+                to_write.append(item)
+        if to_write:
+            try:
+                self._target_remote = self.repository.remote(ex.target(), True)
+            except WikiDisabled as error:  # the target's setting, not the items' fault
+                failed = ItemError.of(error)
+                settled.extend(ItemOutcome(i, ItemState.FAILED, failed) for i in to_write)
+                return [], settled
+        return to_write, settled
+
+    def write(self, ex: StageExecution, items: Sequence[ApplyItem]) -> WriteReport:
+        source_remote = self.repository.remote(ex.source(), False)
+        target_remote = self._target_remote or self.repository.remote(ex.target(), True)
+        suffix = self.repository.suffix
+        objects_dir = source_remote.objects_dir
+        if objects_dir is None:  # a remote source: this batch's objects into the mirror
+            mirror = (
+                ex.ctx.settings.data_dir / "git" / f"binding-{ex.binding.id}{suffix}-source.git"
+            )
+            _clear_stale_locks(ex, "mirror", lambda ttl: remove_stale_locks(mirror, ttl))
+            fetched = transport.fetch_refs(
+                mirror,
+                source_remote.url,
+                {
+                    i.source_identity: i.source_revision if i.action is not Action.DELETE else None
+                    for i in items
+                    if i.source_identity
+                },
+                env=dict(source_remote.env),
+                borrow=target_remote.objects_dir,
+            )
+            objects_dir = str(fetched.objects_dir)
+            ex.count_io("fetches")
+            ex.count_io("fetched_tips", fetched.fetched)
+        target = ex.target()
+        if isinstance(target, LockRecoverer):
+            _clear_stale_locks(ex, "target", target.remove_stale_locks)
+        workspace = PushWorkspace(
+            ex.ctx.settings.data_dir / "git" / f"binding-{ex.binding.id}{suffix}.git", objects_dir
+        )
+        workspace.prepare()
+        # LFS objects first: a ref whose objects cannot all reach the target stays out.
+        held_back = move_lfs_objects(ex, workspace.path, items) if self.repository.lfs else {}
+        items = [item for item in items if item.id not in held_back]
+        updates = [
+            transport.RefUpdate(
+                name=item.target_identity or "",
+                new=item.source_revision if item.action is not Action.DELETE else None,
+                expected_old=item.intent.get("expected_revision"),
+            )
+            for item in items
+        ]
+        pushed = transport.push(
+            workspace,
+            target_remote.url,
+            updates,
+            env=dict(target_remote.env),
+            receive_pack=target_remote.receive_pack,
+            max_pack_bytes=effective_limit(
+                type(target).max_push_pack_bytes, ex.ctx.settings.git_max_push_pack_bytes
+            ),
+        )
+        ex.count_io("pushes", pushed.groups)
+        ex.target().stats.writes += len(pushed.accepted)
+        report = WriteReport(refused=dict(held_back))
+        for item in items:
+            name = item.target_identity or ""
+            report.identities[item.id] = name
+            if item.desired_hash is not None:
+                report.verify_hashes[item.id] = item.desired_hash
+            if name in pushed.too_large:
+                report.refused[item.id] = ItemError(PushTooLarge.code, pushed.too_large[name])
+            elif name in pushed.rejected:
+                report.refused[item.id] = ItemError(
+                    Conflict.code,
+                    f"the target ref changed since planning; push refused "
+                    f"({pushed.rejected[name]})",
+                )
+        return report
+
+    def read_back(self, ex: StageExecution, items: Sequence[ApplyItem]) -> list[ItemOutcome]:
+        observed = read_index(
+            ex.target(), self.repository.object_type, [i.target_identity or "" for i in items]
+        )
+        outcomes = []
+        for item in items:
+            obj = observed.get(item.target_identity or "")
+            if item.action is Action.DELETE:
+                done = obj is None
+            else:
+                done = obj is not None and obj.content_hash == item.desired_hash
+            outcomes.append(
+                ItemOutcome(
+                    item,
+                    ItemState.COMPLETED if done else ItemState.PLANNED,
+                    target_identity=item.target_identity,
+                    target_revision=obj.revision if obj is not None else None,
+                    # A ref read is the whole truth on every forge: not there, not applied.
+                    proven_absent=not done,
+                )
+            )
+        return outcomes
+
+
+def _clear_stale_locks(
+    ex: StageExecution, where: str, remove: Callable[[float], list[str]]
+) -> None:
+    """Ref locks a killed ``git`` left (older than the lease TTL; we hold the lease) would
+    fail every later push of their refs: removed, counted and named in the Run's events."""
+    removed = remove(ex.ctx.settings.lease_ttl)
+    if not removed:
+        return
+    ex.count_io("stale_locks_removed", len(removed))
+    with ex.fenced() as session:
+        ex.event(
+            session,
+            "stale_locks_removed",
+            f"{where}: removed {', '.join(removed[:20])}"
+            + (f" and {len(removed) - 20} more" if len(removed) > 20 else "")
+            + " (left by a git process that was killed)",
+            count=len(removed),
+        )
