@@ -40,16 +40,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from reposync.providers.base import (
-    AbsenceProver,
+    CAPABILITIES,
     AncestryChecker,
     ApplyResult,
-    AssetSource,
-    DefaultBranchWriter,
-    EmptyChecker,
     EndpointSpec,
-    GitRemoteSource,
     IndexReader,
-    LfsStore,
     LockRecoverer,
     NestedCreator,
     ObjectWriter,
@@ -57,8 +52,6 @@ from reposync.providers.base import (
     ProviderEnvironment,
     StandbyMarker,
     TargetWrite,
-    VisibilityReporter,
-    WikiRemoteSource,
     WriteStatus,
 )
 from reposync.providers.github.provider import GitHubProvider
@@ -208,23 +201,7 @@ class LocalHarness(Harness):
         many_comments=2000,
         clears_due_dates=True,
         # All but NestedCreator: each child is created on its own, in its own shape.
-        capabilities=frozenset(
-            {
-                IndexReader,
-                ObjectWriter,
-                AbsenceProver,
-                AssetSource,
-                EmptyChecker,
-                VisibilityReporter,
-                StandbyMarker,
-                LockRecoverer,
-                GitRemoteSource,
-                WikiRemoteSource,
-                DefaultBranchWriter,
-                AncestryChecker,
-                LfsStore,
-            }
-        ),
+        capabilities=frozenset(CAPABILITIES) - {NestedCreator},
     )
 
     def __init__(self, root: Path) -> None:
@@ -272,20 +249,8 @@ class GitHubHarness(Harness):
         clears_due_dates=False,
         # A review is created whole with its comments (NestedCreator). No stored hashes
         # (IndexReader), standby guard, ref locks or ancestry proof on GitHub's side.
-        capabilities=frozenset(
-            {
-                ObjectWriter,
-                NestedCreator,
-                AbsenceProver,
-                AssetSource,
-                EmptyChecker,
-                VisibilityReporter,
-                GitRemoteSource,
-                WikiRemoteSource,
-                DefaultBranchWriter,
-                LfsStore,
-            }
-        ),
+        capabilities=frozenset(CAPABILITIES)
+        - {IndexReader, StandbyMarker, LockRecoverer, AncestryChecker},
     )
     OWNER = "acme"
     #: The create endpoint of each type (fault injection matches on it).
