@@ -20,7 +20,13 @@ from typing import Any, BinaryIO
 
 from reposync.errors import Conflict, ObjectNotFound, PermissionDenied
 from reposync.providers.local.forge import LocalForge
-from reposync.providers.local.mutations import RowMutations, Sequences, find_row
+from reposync.providers.local.mutations import (
+    INSERT_OBJECT,
+    RowMutations,
+    Sequences,
+    find_row,
+    object_values,
+)
 from reposync.providers.local.objects import (
     FORGE_TYPES,
     NUMBERED,
@@ -309,42 +315,21 @@ class ForgeAuthoring:
                     )
                     stored = Stored.of(obj)
                     params.append(
-                        (
-                            object_type.value,
-                            identity,
-                            number,
-                            obj.unique_key,
-                            scope,
-                            obj.object_key,
-                            None if parent_row is None else parent_row.object_type.value,
-                            None if parent_row is None else parent_row.identity,
-                            None if parent_row is None else parent_row.unique_key,
-                            in_reply_to,
-                            stored.json,
-                            stored.content_hash,
-                            obj.order_key,
-                            stored.size,
-                            stamp,
-                            stamp,
+                        object_values(
+                            obj, identity, number, scope, parent_row, in_reply_to, stored, stamp
                         )
                     )
             except MalformedObject as exc:
                 raise Refused("invalid", str(exc)) from exc
-            replied = {p[9] for p in params if p[9] is not None}
-            created = {p[1] for p in params}
+            created = {str(first_id + offset) for offset in range(len(rows))}
+            replied = {str(r["in_reply_to"]) for r in rows if r.get("in_reply_to") is not None}
             for identity in replied - created:
                 if find_row(conn, ObjectType.REVIEW_COMMENT, identity) is None:
                     raise Refused("dependency_missing", f"review comment {identity} not found")
             if highest:
                 _raise_sequence(conn, "number", highest)
             try:
-                conn.executemany(
-                    "INSERT INTO objects (object_type, id, number, unique_key, unique_scope, "
-                    "object_key, parent_type, parent_id, parent_key, in_reply_to, payload, "
-                    "content_hash, revision, order_key, size, created_at, updated_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)",
-                    params,
-                )
+                conn.executemany(INSERT_OBJECT, params)
             except sqlite3.IntegrityError as exc:
                 raise Refused("conflict", f"cannot create {object_type} objects: {exc}") from exc
             return [str(first_id + offset) for offset in range(len(rows))]

@@ -200,31 +200,19 @@ class RowMutations:
         asset_sha256: str | None,
         stamp: str,
     ) -> None:
-        object_type = obj.object_type
         conn.execute(
-            "INSERT INTO objects (object_type, id, number, unique_key, unique_scope, "
-            "object_key, parent_type, parent_id, parent_key, in_reply_to, payload, "
-            "content_hash, revision, marker, order_key, size, asset_sha256, created_at, "
-            "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?)",
-            (
-                object_type.value,
+            INSERT_OBJECT,
+            object_values(
+                obj,
                 identity,
                 number,
-                obj.unique_key,
                 scope,
-                obj.object_key,
-                None if parent is None else parent.object_type.value,
-                None if parent is None else parent.identity,
-                None if parent is None else parent.unique_key,
+                parent,
                 in_reply_to,
-                stored.json,
-                stored.content_hash,
-                marker,
-                obj.order_key,
-                stored.size,
-                asset_sha256,
+                stored,
                 stamp,
-                stamp,
+                marker=marker,
+                asset_sha256=asset_sha256,
             ),
         )
 
@@ -351,3 +339,49 @@ class RowMutations:
             raise Refused(
                 "conflict", f"{obj.object_key}: {taken[0]} {taken[1]} already uses this key"
             )
+
+
+#: One new row of ``objects`` (revision 1), as ``object_values`` orders its columns.
+INSERT_OBJECT = (
+    "INSERT INTO objects (object_type, id, number, unique_key, unique_scope, "
+    "object_key, parent_type, parent_id, parent_key, in_reply_to, payload, "
+    "content_hash, revision, marker, order_key, size, asset_sha256, created_at, "
+    "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def object_values(
+    obj: CanonicalObject,
+    identity: str,
+    number: int | None,
+    scope: str | None,
+    parent: Parent | None,
+    in_reply_to: str | None,
+    stored: Stored,
+    stamp: str,
+    *,
+    marker: str | None = None,
+    asset_sha256: str | None = None,
+) -> tuple[object, ...]:
+    """The values of ``INSERT_OBJECT`` for one object (the batch writer's creates and the
+    authoring API's bulk creates write the same row)."""
+    return (
+        obj.object_type.value,
+        identity,
+        number,
+        obj.unique_key,
+        scope,
+        obj.object_key,
+        None if parent is None else parent.object_type.value,
+        None if parent is None else parent.identity,
+        None if parent is None else parent.unique_key,
+        in_reply_to,
+        stored.json,
+        stored.content_hash,
+        marker,
+        obj.order_key,
+        stored.size,
+        asset_sha256,
+        stamp,
+        stamp,
+    )
