@@ -7,9 +7,11 @@ whatever the repository's size.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import groupby
 
+from reposync.sync.canonical import REF_TYPES
 from reposync.sync.planner import PlannedItem, Reason
 from reposync.sync.vocabulary import Action
 
@@ -66,3 +68,22 @@ def assign_batches(
         count += 1
         size += item_size
         yield item, batch_no
+
+
+def newest_tips_first(
+    items: Sequence[PlannedItem], commit_times: Mapping[str, int]
+) -> list[PlannedItem]:
+    """``items`` (sorted by ``sort_key``) with each run of one phase, action and ref type
+    reordered by the commit time of its new value, newest first (``reposync.git.history``
+    says why: the first push then carries the history the later ones reuse). Refs whose
+    time is unknown keep their order after the timed ones; every other item stays put.
+    """
+    ordered: list[PlannedItem] = []
+    for (_, _, object_type), run in groupby(
+        items, key=lambda i: (i.phase, i.action, i.object_type)
+    ):
+        group = list(run)
+        if object_type in REF_TYPES:
+            group.sort(key=lambda i: -commit_times.get(i.source_revision or "", -1))
+        ordered.extend(group)
+    return ordered

@@ -138,6 +138,37 @@ def test_a_local_target_with_a_configured_limit_is_pushed_in_parts(tmp_path, ctx
     assert synced_refs(target) == synced_refs(source)
 
 
+# -- push order: newest tips first -------------------------------------------------------
+
+
+def test_a_bootstrap_in_several_pushes_sends_the_newest_tips_first(tmp_path, github_world):
+    """Twelve branches and four tags along a linear history, five refs per push: the
+    first push names main and the newest tips (so it carries nearly all the history in
+    one pack, as ``git push --mirror`` would), not the first names in sorted order; the
+    later pushes only name commits GitHub already has. An annotated tag counts at its
+    commit's time."""
+    ctx, fake = github_world
+    source = generate(tmp_path / "src.git", commits=40, branches=12, tags=4)
+    small = type(ctx)(settings=ctx.settings.with_overrides(git_batch_max_items=5), db=ctx.db)
+
+    run = sync(small, SyncRequest(f"local:{source}", f"github:{REPO}"))
+
+    assert run.status == "completed"
+    assert github_refs(fake) == synced_refs(source)
+    batches: dict[int, set[str]] = {}
+    for item in items_of(ctx, run.id):
+        batches.setdefault(item.batch_no or 0, set()).add(item.target_identity or "")
+    # Commit n is at time n: main 40, branch-b at 1 + 10b/3, tag v-t at 1 + 10t.
+    assert batches[min(batches)] == {
+        "refs/heads/main",
+        "refs/heads/branch-00011",
+        "refs/heads/branch-00010",
+        "refs/heads/branch-00009",
+        "refs/tags/v00003",  # lightweight, at commit 31, as branch-00009 is
+    }
+    assert run.report["io"]["git"]["pushes"] == 4  # 17 refs, 5 per push
+
+
 # -- leases: a target ref moved between planning and push ---------------------------------
 
 

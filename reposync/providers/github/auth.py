@@ -12,7 +12,6 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Protocol
 
-import jwt
 import requests
 
 from reposync.config import Settings
@@ -82,6 +81,10 @@ class AppInstallationToken:
             "exp": int((now + JWT_LIFETIME - JWT_BACKDATE).timestamp()),
             "iss": self._app_id,
         }
+        # Imported here: PyJWT brings cryptography (35 ms), which only an App key needs,
+        # and every ``reposync`` command that opens a GitHub side would pay it at start.
+        import jwt
+
         return jwt.encode(claims, self._key, algorithm="RS256")
 
     def token(self) -> str:

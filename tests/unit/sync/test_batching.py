@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from enum import StrEnum
 
 from hypothesis import given, settings
@@ -12,6 +13,7 @@ from reposync.sync.batching import (
     ITEM_OVERHEAD_BYTES,
     BatchLimits,
     assign_batches,
+    newest_tips_first,
 )
 from reposync.sync.planner import ACTION_ORDER, PlannedItem, Reason
 from reposync.sync.vocabulary import Action, ObjectType, Phase
@@ -257,3 +259,59 @@ def test_per_type_item_limits_override_the_default():
     limits = BatchLimits(max_items=2, per_type_items={ObjectType.GIT_REF.value: 5})
     numbers = [n for _, n in assign_batches(items, limits)]
     assert numbers == [1, 1, 1, 1, 1, 2, 2]
+
+
+# -- newest tips first ---------------------------------------------------------------------
+
+
+def with_revision(key: str, revision: str | None, **kwargs: object) -> PlannedItem:
+    return replace(item(key, **kwargs), source_revision=revision)  # type: ignore[arg-type]
+
+
+def test_ref_creates_go_newest_tip_first():
+    """Within one run of ref creates, the tips committed last come first; refs without a
+    known time keep their order after them."""
+    items = [
+        with_revision("a", "old"),
+        with_revision("b", "unknown-1"),
+        with_revision("c", "new"),
+        with_revision("d", "mid"),
+        with_revision("e", "unknown-2"),
+    ]
+    times = {"old": 1, "mid": 2, "new": 3}
+
+    ordered = newest_tips_first(items, times)
+
+    assert [i.object_key for i in ordered] == ["c", "d", "a", "b", "e"]
+
+
+def test_newest_first_never_crosses_an_action_or_moves_other_types():
+    """Deletes stay before creates, a run of another type keeps its own order, and every
+    item comes back once."""
+    items = [
+        with_revision("gone", None, action=Action.DELETE),
+        with_revision("a", "old"),
+        with_revision("b", "new"),
+        with_revision("x", "new", object_type=StandIn.LABEL),
+        with_revision("y", "old", object_type=StandIn.LABEL),
+        with_revision("w1", "old", object_type=ObjectType.WIKI_REF),
+        with_revision("w2", "new", object_type=ObjectType.WIKI_REF),
+    ]
+    times = {"old": 1, "new": 2}
+
+    ordered = newest_tips_first(items, times)
+
+    assert [i.object_key for i in ordered] == ["gone", "b", "a", "x", "y", "w2", "w1"]
+
+
+@given(st.lists(st.integers(min_value=0, max_value=5), max_size=30))
+def test_newest_first_is_a_permutation_that_sorts_each_ref_run(stamps):
+    """Whatever the times: the same items, each ref run in non-increasing time."""
+    items = [with_revision(f"r{n}", f"c{stamp}") for n, stamp in enumerate(stamps)]
+    times = {f"c{stamp}": stamp for stamp in stamps}
+
+    ordered = newest_tips_first(items, times)
+
+    assert sorted(i.object_key for i in ordered) == sorted(i.object_key for i in items)
+    got = [times[i.source_revision or ""] for i in ordered]
+    assert got == sorted(got, reverse=True)

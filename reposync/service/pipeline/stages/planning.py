@@ -26,6 +26,7 @@ from reposync.service.pipeline.execution import StageExecution
 from reposync.service.pipeline.stages.inventory import load_snapshot
 from reposync.service.pipeline.stages.link_states import load_links
 from reposync.service.pipeline.stages.mapping import expected_target_hash, number_map, target_type
+from reposync.service.pipeline.stages.push_order import history_ordered
 from reposync.sync.batching import BatchLimits, assign_batches
 from reposync.sync.canonical import REF_TYPES
 from reposync.sync.key_moves import order_key_moves
@@ -92,6 +93,7 @@ def plan(ex: StageExecution) -> Stage:
     forge_limit = provider_class(ex.spec("target").provider).max_ref_updates_per_push
     if forge_limit is not None:
         refs_per_push = min(refs_per_push, forge_limit)
+    items = history_ordered(ex, items, refs_per_push)
     limits = BatchLimits(
         settings.batch_max_items,
         settings.batch_max_bytes,

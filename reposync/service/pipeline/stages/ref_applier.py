@@ -62,9 +62,16 @@ class RefRepository:
     #: repository's; a wiki has none on GitHub, so its pointers stay plain blobs).
     lfs: bool
 
+    def workspace(self, ex: StageExecution, objects_dir: str) -> PushWorkspace:
+        """The Binding's scratch repository for this repository's pushes, borrowing
+        ``objects_dir`` (``reposync.git.workspace``)."""
+        name = f"binding-{ex.binding.id}{self.suffix}.git"
+        return PushWorkspace(ex.ctx.settings.data_dir / "git" / name, objects_dir)
+
 
 MAIN_REPOSITORY = RefRepository(ObjectType.GIT_REF, "", _git_remote, lfs=True)
 WIKI_REPOSITORY = RefRepository(ObjectType.WIKI_REF, "-wiki", _wiki_remote, lfs=False)
+REF_REPOSITORIES = (MAIN_REPOSITORY, WIKI_REPOSITORY)
 
 
 class GitRefApplier:
@@ -139,9 +146,7 @@ class GitRefApplier:
         target = ex.target()
         if isinstance(target, LockRecoverer):
             _clear_stale_locks(ex, "target", target.remove_stale_locks)
-        workspace = PushWorkspace(
-            ex.ctx.settings.data_dir / "git" / f"binding-{ex.binding.id}{suffix}.git", objects_dir
-        )
+        workspace = self.repository.workspace(ex, objects_dir)
         workspace.prepare()
         # LFS objects first: a ref whose objects cannot all reach the target stays out.
         held_back = move_lfs_objects(ex, workspace.path, items) if self.repository.lfs else {}
