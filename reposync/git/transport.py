@@ -235,7 +235,8 @@ def fetch_refs(
     again), and a ref planned from a stale copy is never pushed.
 
     Fetched packs are always kept whole (``fetch.unpackLimit=1``): a fetch killed half way
-    leaves no loose tip without its history for the next check to trust.
+    leaves no loose tip without its history for the next check to trust. A transfer
+    repository's objects are only needed until the push: ``discard_objects`` after it.
     """
     if not (mirror / "HEAD").exists():
         mirror.parent.mkdir(parents=True, exist_ok=True)
@@ -243,6 +244,7 @@ def fetch_refs(
     set_alternates(mirror, [borrow] if borrow else [])
     oids = sorted({oid for oid in wanted.values() if oid})
     missing = _missing_objects(mirror, oids, env)
+    before = stored_objects(mirror, env) if missing else 0
     if missing:
         run_git(
             [
@@ -271,7 +273,8 @@ def fetch_refs(
             env=env,
             input_text=commands,
         )
-    return FetchResult(objects_dir=mirror / "objects", fetched=len(missing))
+    received = stored_objects(mirror, env) - before if missing else 0
+    return FetchResult(objects_dir=mirror / "objects", fetched=len(missing), received=received)
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,6 +282,31 @@ class FetchResult:
     objects_dir: Path
     #: Object ids fetched (the others were in the mirror already).
     fetched: int
+    #: Git objects the fetch brought (commits, trees, blobs, tags): what crossed the wire.
+    received: int = 0
+
+
+def stored_objects(git_dir: Path, env: Mapping[str, str] | None = None) -> int:
+    """Objects stored in ``git_dir`` itself, loose and packed (not its alternates')."""
+    out = run_git(["git", "--git-dir", str(git_dir), "count-objects", "-v"], env=env).stdout
+    counts = dict(line.split(": ", 1) for line in out.splitlines() if ": " in line)
+    return int(counts.get("count", 0)) + int(counts.get("in-pack", 0))
+
+
+def discard_objects(git_dir: Path) -> None:
+    """Empty a transfer repository's own object store (its alternates stay).
+
+    Once a batch is pushed into the local target the transfer repository borrows from,
+    what it fetched lives in the target; kept, it would grow by every byte ever synced (a
+    second copy of the repository after a bootstrap). A later batch that needs an object
+    again (its push was refused and is retried) fetches it again, negotiated against the
+    target's refs: bounded by that batch.
+    """
+    objects = git_dir / "objects"
+    for directory in [objects / "pack", *objects.glob("[0-9a-f][0-9a-f]")]:
+        if directory.is_dir():
+            for path in directory.iterdir():
+                path.unlink(missing_ok=True)
 
 
 def _missing_objects(

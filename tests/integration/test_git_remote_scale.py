@@ -307,6 +307,33 @@ def test_a_worker_without_a_mirror_fetches_only_the_change(tmp_path, github_worl
 
     assert run.status == "completed", run.report["problems"]
     assert wanted_since(fake, start) == {new}
+    assert run.report["io"]["git"]["fetched_objects"] == 3  # commit, tree, its new file
+    assert synced_refs(local) == synced_refs(git_dir)
+
+
+def test_a_transfer_repository_keeps_nothing_after_its_push(tmp_path, github_world):
+    """GitHub -> local: what a batch fetched into the transfer repository is in the
+    target once pushed, so the transfer repository is emptied (a bootstrap must not leave
+    a second copy of the repository in the data directory); the next change still
+    fetches only itself, negotiated against the target."""
+    ctx, fake = github_world
+    git_dir = Path(fake.state.git_dir(REPO))
+    generate(git_dir, commits=60, branches=10, tags=5, files_per_commit=2)
+    local = tmp_path / "local.git"
+    request = SyncRequest(f"github:{REPO}", f"local:{local}")
+
+    first = sync(ctx, request)
+
+    assert first.status == "completed", first.report["problems"]
     [transfer] = list((ctx.settings.data_dir / "git").glob("binding-*-source.git"))
-    assert objects_in(transfer) == 3  # the commit, its tree, its one new file
+    assert first.report["io"]["git"]["fetched_objects"] > 60
+    assert objects_in(transfer) == 0
+    assert objects_in(local) >= first.report["io"]["git"]["fetched_objects"]
+
+    commit_on(git_dir, "refs/heads/branch-00004", "one more commit on GitHub")
+    second = sync(ctx, request)
+
+    assert second.status == "completed", second.report["problems"]
+    assert second.report["io"]["git"]["fetched_objects"] == 3
+    assert objects_in(transfer) == 0
     assert synced_refs(local) == synced_refs(git_dir)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from reposync.errors import Conflict, ProviderError, PushTooLarge, WikiDisabled
 from reposync.git import transport
@@ -122,6 +123,7 @@ class GitRefApplier:
     def write(self, ex: StageExecution, items: Sequence[ApplyItem]) -> WriteReport:
         source_remote = self.repository.remote(ex.source(), False)
         target_remote = self._target_remote or self.repository.remote(ex.target(), True)
+        transfer: Path | None = None
         suffix = self.repository.suffix
         objects_dir = source_remote.objects_dir
         if objects_dir is None:  # a remote source: this batch's objects into the mirror
@@ -143,6 +145,9 @@ class GitRefApplier:
             objects_dir = str(fetched.objects_dir)
             ex.count_io("fetches")
             ex.count_io("fetched_tips", fetched.fetched)
+            ex.count_io("fetched_objects", fetched.received)
+            if target_remote.objects_dir is not None:  # a transfer repository: see below
+                transfer = mirror
         target = ex.target()
         if isinstance(target, LockRecoverer):
             _clear_stale_locks(ex, "target", target.remove_stale_locks)
@@ -169,6 +174,8 @@ class GitRefApplier:
                 type(target).max_push_pack_bytes, ex.ctx.settings.git_max_push_pack_bytes
             ),
         )
+        if transfer is not None:  # what it fetched is in the target now (or not wanted)
+            transport.discard_objects(transfer)
         ex.count_io("pushes", pushed.groups)
         ex.target().stats.writes += len(pushed.accepted)
         report = WriteReport(refused=dict(held_back))
