@@ -195,11 +195,28 @@ def run_items(
         return list(rows)
 
 
+@dataclass(frozen=True, slots=True)
+class EventPage:
+    """One page of a Run's events and the cursor of the next."""
+
+    items: list[RunEvent]
+    #: The seq to ask after for more: the last of this page (or the given ``after_seq``
+    #: when it is empty) while the Run is active or more events exist; ``None`` once the
+    #: Run has ended and this page holds its last event, which ends a paging loop.
+    next_after_seq: int | None
+
+
 def run_events(
     ctx: ServiceContext, user: User, run_id: int, *, after_seq: int = 0, limit: int | None = None
-) -> list[RunEvent]:
-    get_run_for(ctx, user, run_id)
-    return events_after(ctx, run_id, after_seq=after_seq, limit=limit)
+) -> EventPage:
+    """A page of a Run's events after ``after_seq`` (``user`` must see the Run)."""
+    run = get_run_for(ctx, user, run_id)  # before the events: an ended Run's are all there
+    size = _limit(limit, 100)
+    rows = _events_after(ctx, run_id, after_seq, size + 1)  # one more: is there a next page?
+    more, rows = len(rows) > size, rows[:size]
+    if not more and run.status not in {status.value for status in ACTIVE_RUN_STATUSES}:
+        return EventPage(rows, None)
+    return EventPage(rows, rows[-1].seq if rows else after_seq)
 
 
 def events_after(
@@ -210,13 +227,17 @@ def events_after(
     The API's shared event feed reads once per Run for every stream of it, whoever holds
     them; each stream was authorized when it opened (``get_run_for``).
     """
+    return _events_after(ctx, run_id, after_seq, _limit(limit, 100))
+
+
+def _events_after(ctx: ServiceContext, run_id: int, after_seq: int, count: int) -> list[RunEvent]:
     with ctx.db.session() as session:
         rows = (
             session.execute(
                 select(RunEvent)
                 .where(RunEvent.run_id == run_id, RunEvent.seq > after_seq)
                 .order_by(RunEvent.seq)
-                .limit(_limit(limit, 100))
+                .limit(count)
             )
             .scalars()
             .all()

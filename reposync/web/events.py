@@ -86,8 +86,7 @@ class RunEventsView(MethodView):
             # The server closes the response when the stream ends or the client leaves.
             response.call_on_close(lambda: slots.release(user.id))
             return response
-        rows = run_events(ctx, user, run_id, after_seq=after_seq, limit=args["limit"])
-        return {"items": rows, "next_after_seq": rows[-1].seq if rows else after_seq}
+        return run_events(ctx, user, run_id, after_seq=after_seq, limit=args["limit"])
 
 
 @blueprint.route(f"/runs/{id_rule('run_id')}/stream-token")

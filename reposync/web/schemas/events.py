@@ -54,9 +54,11 @@ class RunEventPageSchema(Schema):
     items = fields.List(fields.Nested(RunEventSchema), required=True)
     next_after_seq = fields.Integer(
         required=True,
+        allow_none=True,
         metadata={
-            "description": "the last seq of this page (or the given after_seq when it is "
-            "empty): ask again after it, the history grows while the Run is active"
+            "description": "ask again after this seq: the last of this page (or the given "
+            "after_seq when it is empty) while more events exist or the Run is active, its "
+            "history growing; null once the Run has ended and this page holds its last event"
         },
     )
 

@@ -34,8 +34,44 @@ def test_events_after_a_seq_by_page(client, tokens, finished_run):
     rest = client.get(url(f"/runs/{finished_run.id}/events?after_seq=2&limit=200"), headers=headers)
     seqs = [e["seq"] for e in rest.json["items"]]
     assert seqs == list(range(3, 3 + len(seqs)))
-    done = client.get(url(f"/runs/{finished_run.id}/events?after_seq={seqs[-1]}"), headers=headers)
-    assert done.json == {"items": [], "next_after_seq": seqs[-1]}
+    assert rest.json["next_after_seq"] is None  # the Run ended: nothing will follow
+
+
+def test_paging_a_finished_run_ends_on_its_last_page(client, tokens, finished_run):
+    """Issue 15: ``next_after_seq`` is null on the last page of a Run that ended, so a
+    paging loop stops (it was the last seq, or the given after_seq, for ever), also when
+    the history fills the last page exactly or the cursor is past the end."""
+    headers = bearer(tokens.member)
+    every = client.get(url(f"/runs/{finished_run.id}/events?limit=200"), headers=headers).json
+    total = len(every["items"])
+    assert every["next_after_seq"] is None
+    for size in (1, 3, total):
+        seen: list[int] = []
+        after: int | None = 0
+        for _ in range(total + 2):  # a loop that never ends fails here, not by hanging
+            page = client.get(
+                url(f"/runs/{finished_run.id}/events?after_seq={after}&limit={size}"),
+                headers=headers,
+            ).json
+            seen += [event["seq"] for event in page["items"]]
+            after = page["next_after_seq"]
+            if after is None:
+                break
+        assert after is None, f"limit={size}: still paging after {seen}"
+        assert seen == list(range(1, total + 1))
+    past = client.get(url(f"/runs/{finished_run.id}/events?after_seq={total + 5}"), headers=headers)
+    assert past.json == {"items": [], "next_after_seq": None}
+
+
+def test_paging_an_active_run_keeps_a_cursor(client, tokens, queued_run):
+    """While the Run is active its history grows: a short page still says where to ask
+    again (its last seq, or the given after_seq when it is empty)."""
+    headers = bearer(tokens.admin)
+    page = client.get(url(f"/runs/{queued_run.id}/events"), headers=headers).json
+    assert [e["type"] for e in page["items"]] == ["run_created"]
+    assert page["next_after_seq"] == 1
+    again = client.get(url(f"/runs/{queued_run.id}/events?after_seq=1"), headers=headers).json
+    assert again == {"items": [], "next_after_seq": 1}
 
 
 @pytest.mark.parametrize("query", ["after_seq=-1", "after_seq=x", "limit=0", "limit=201"])
