@@ -1,4 +1,10 @@
-"""The ``reposync`` command line: parse, call a service, render. Nothing else."""
+"""The ``reposync`` command line: parse, call a service, render. Nothing else.
+
+Each subcommand is one block of ``build_parser`` and one handler ``main`` calls.
+reposync's own options (``--data-dir``, ``-v``, ``--version``) are accepted before the
+subcommand and after it: ``_accept_global_options`` gives them to every subcommand, one
+added later too. ``worker`` and ``beat`` hand every other argument to Celery.
+"""
 
 from __future__ import annotations
 
@@ -6,31 +12,41 @@ import argparse
 import json
 import logging
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from reposync import __version__
 from reposync.config import Settings
-from reposync.errors import RecordNotFound, ReposyncError
+from reposync.errors import RecordNotFound, ReposyncError, UsageError
+from reposync.lifecycle import RunStatus
 from reposync.sync.vocabulary import RefConflictPolicy
+
+if TYPE_CHECKING:
+    from reposync.models.db import Database
+    from reposync.service.context import ServiceContext
+
+log = logging.getLogger("reposync.cli")
 
 CONFIRM_HELP = (
     "confirm that TARGET may be more public than SOURCE (a later visibility change "
     "withdraws the confirmation)"
 )
+#: Subcommands that run a Celery program: the arguments reposync does not know are its.
+CELERY_COMMANDS = ("worker", "beat")
+#: How often ``reposync runs events --follow`` asks for more.
+FOLLOW_POLL_SECONDS = 1.0
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="reposync", description="Keep two Git forge repositories in sync."
     )
-    parser.add_argument(
-        "--data-dir",
-        help="data directory of the embedded mode "
-        "(default: $REPOSYNC_DATA_DIR or the user's data directory)",
-    )
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    _global_options(parser, subcommand=False)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    # --- sync ---
     sync = commands.add_parser("sync", help="run one sync from SOURCE to TARGET in-process")
     sync.add_argument("source", metavar="SOURCE", help="e.g. local:/srv/forge/app.git")
     sync.add_argument("target", metavar="TARGET", help="e.g. local:/backup/app.git")
@@ -52,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sync.add_argument("--confirm-visibility", action="store_true", help=CONFIRM_HELP)
 
+    # --- handoff ---
     handoff = commands.add_parser(
         "handoff", help="make TARGET the authority of the pair, in-process (after a full sync)"
     )
@@ -60,10 +77,65 @@ def build_parser() -> argparse.ArgumentParser:
     handoff.add_argument("--json", action="store_true", help="print the outcome as JSON")
     handoff.add_argument("--confirm-visibility", action="store_true", help=CONFIRM_HELP)
 
-    commands.add_parser("worker", help="run a Celery worker (distributed mode)")
-    commands.add_parser("beat", help="run celery beat: the recovery and schedule tick")
+    # --- runs ---
+    runs = commands.add_parser("runs", help="list, show, follow and cancel Runs")
+    runs_commands = runs.add_subparsers(dest="runs_command", required=True, metavar="ACTION")
+    listing = runs_commands.add_parser("list", help="the Runs, newest first")
+    listing.add_argument("--binding", type=int, metavar="ID", help="only this Binding's")
+    listing.add_argument("--status", choices=[s.value for s in RunStatus])
+    _page_options(listing, "continue below this run id (the last one shown)")
+    show = runs_commands.add_parser("show", help="one Run: its status, progress and report")
+    show.add_argument("run_id", type=int, metavar="RUN")
+    _json_option(show)
+    events = runs_commands.add_parser("events", help="what happened during a Run, in order")
+    events.add_argument("run_id", type=int, metavar="RUN")
+    events.add_argument(
+        "--after-seq", type=int, default=0, metavar="SEQ", help="only the events after this one"
+    )
+    events.add_argument("--limit", type=int, metavar="N", help="at most N events")
+    events.add_argument(
+        "--follow",
+        "-f",
+        action="store_true",
+        help="keep printing events as they are appended, until the Run ends",
+    )
+    _json_option(events)
+    cancel = runs_commands.add_parser(
+        "cancel", help="ask an active Run to stop at its next cancellation point"
+    )
+    cancel.add_argument("run_id", type=int, metavar="RUN")
+    _json_option(cancel)
+
+    # --- bindings ---
+    bindings = commands.add_parser("bindings", help="list and show Bindings")
+    bindings_commands = bindings.add_subparsers(
+        dest="bindings_command", required=True, metavar="ACTION"
+    )
+    listing = bindings_commands.add_parser("list", help="the Bindings, oldest first")
+    listing.add_argument("--repository-id", metavar="ID", help="only those with this repository")
+    _page_options(listing, "continue after this binding id (the last one shown)")
+    show = bindings_commands.add_parser("show", help="one Binding and its latest Runs")
+    show.add_argument("binding_id", type=int, metavar="BINDING")
+    _json_option(show)
+
+    # --- worker, beat, api: the distributed mode's processes ---
+    commands.add_parser(
+        "worker",
+        help="run a Celery worker (distributed mode); every other option is Celery's "
+        "(--concurrency, --queues, --loglevel, ...: `reposync worker --help`)",
+        add_help=False,
+        allow_abbrev=False,
+    )
+    commands.add_parser(
+        "beat",
+        help="run celery beat: the recovery and schedule tick; every other option is Celery's",
+        add_help=False,
+        allow_abbrev=False,
+    )
     api = commands.add_parser("api", help="serve the HTTP API with gunicorn")
     api.add_argument("--bind", help="host:port (default: $REPOSYNC_API_BIND)")
+
+    # --- user ---
     user = commands.add_parser("user", help="API users, their tokens and repository grants")
     user_commands = user.add_subparsers(dest="user_command", required=True, metavar="ACTION")
     add = user_commands.add_parser("add", help="create a user and print its first API token")
@@ -90,17 +162,70 @@ def build_parser() -> argparse.ArgumentParser:
         grant.add_argument("login")
         grant.add_argument("provider", help="e.g. local, github")
         grant.add_argument("repository_id", help="the immutable id a Binding shows for it")
+
+    # --- db ---
     db = commands.add_parser("db", help="database maintenance")
     db_commands = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
     db_commands.add_parser("upgrade", help="apply every pending migration")
+
+    _accept_global_options(parser)
     return parser
 
 
+def _global_options(parser: argparse.ArgumentParser, *, subcommand: bool) -> None:
+    """reposync's own options. A subcommand's copies default to nothing, so that a value
+    given before the subcommand is not reset by its parser."""
+    parser.add_argument(
+        "--data-dir",
+        default=argparse.SUPPRESS if subcommand else None,
+        help="data directory of the embedded mode "
+        "(default: $REPOSYNC_DATA_DIR or the user's data directory)",
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=argparse.SUPPRESS if subcommand else 0,
+        help="log what it does to stderr (-vv: in detail)",
+    )
+    parser.add_argument("--version", action="version", version=f"reposync {__version__}")
+
+
+def _accept_global_options(parser: argparse.ArgumentParser) -> None:
+    """Give reposync's own options to every subcommand, at every depth."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            subcommands = {id(sub): sub for sub in action.choices.values()}  # aliases once
+            for sub in subcommands.values():
+                _global_options(sub, subcommand=True)
+                _accept_global_options(sub)
+
+
+def _json_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON object, as the API shows it"
+    )
+
+
+def _page_options(parser: argparse.ArgumentParser, after_help: str) -> None:
+    parser.add_argument("--after-id", type=int, metavar="ID", help=after_help)
+    parser.add_argument("--limit", type=int, default=50, metavar="N", help="page size, 1 to 200")
+    _json_option(parser)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if args.command in CELERY_COMMANDS:
+        if "--" in extra:
+            extra.remove("--")
+        args.celery_args = extra
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
+        level=logging.WARNING - 10 * min(args.verbose, 2),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
     )
     try:
         settings = Settings.from_env(data_dir=args.data_dir)
@@ -110,16 +235,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _db_upgrade(settings)
         if args.command == "handoff":
             return _handoff(settings, args)
+        if args.command == "runs":
+            return _runs(settings, args)
+        if args.command == "bindings":
+            return _bindings(settings, args)
         if args.command == "user":
             return _user(settings, args)
         if args.command == "worker":
             from reposync.tasks.app import run_worker
 
-            return run_worker(settings)
+            return run_worker(settings, args.celery_args)
         if args.command == "beat":
             from reposync.tasks.app import run_beat
 
-            return run_beat(settings)
+            return run_beat(settings, args.celery_args)
         if args.command == "api":
             from reposync.web.server import serve
 
@@ -135,11 +264,43 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _sync(settings: Settings, args: argparse.Namespace) -> int:
-    from reposync.console import ProgressLine, render_report
-    from reposync.models.db import Database
-    from reposync.service.bindings import SyncRequest
+@contextmanager
+def _database(settings: Settings) -> Iterator[Database]:
+    """The database of ``settings``; the first use of an embedded data directory (the
+    invocation that writes its database first) says where it is, once, on stderr."""
+    from reposync.models.db import Database, redact
+
+    path = None if settings.database_url else settings.data_dir / "reposync.db"
+    new = path is not None and not _holds_data(path)
+    db = Database(settings.effective_database_url)
+    log.info("database %s (data directory %s)", redact(db.url), settings.data_dir)
+    try:
+        yield db
+    finally:
+        db.dispose()  # SQLite moves what its write-ahead log holds into the file
+        if new and path is not None and _holds_data(path):
+            print(
+                f"reposync: first use of data directory {settings.data_dir}; its database "
+                f"is {path} (--data-dir or REPOSYNC_DATA_DIR chooses another)",
+                file=sys.stderr,
+            )
+
+
+def _holds_data(path: Path) -> bool:
+    """Whether an SQLite file was ever written (created empty, it holds nothing yet)."""
+    wal = path.with_name(path.name + "-wal")
+    return (path.exists() and path.stat().st_size > 0) or (wal.exists() and wal.stat().st_size > 0)
+
+
+def _context(settings: Settings, db: Database) -> ServiceContext:
     from reposync.service.context import ServiceContext
+
+    return ServiceContext(settings=settings, db=db)
+
+
+def _sync(settings: Settings, args: argparse.Namespace) -> int:
+    from reposync.console import progress_reporter, render_report
+    from reposync.service.bindings import SyncRequest
     from reposync.service.embedded import sync
 
     request = SyncRequest(
@@ -150,14 +311,12 @@ def _sync(settings: Settings, args: argparse.Namespace) -> int:
         conflict_policy=RefConflictPolicy(args.conflict_policy) if args.conflict_policy else None,
         confirm_visibility=args.confirm_visibility,
     )
-    db = Database(settings.effective_database_url)
-    progress = None if args.json else ProgressLine()
-    try:
-        run = sync(ServiceContext(settings=settings, db=db), request, progress)
-    finally:
-        if progress is not None:
+    with _database(settings) as db:
+        progress = progress_reporter(sys.stderr, interval=settings.progress_interval)
+        try:
+            run = sync(_context(settings, db), request, progress)
+        finally:
             progress.close()
-        db.dispose()
     if run.status == "queued" and run.retry_at is not None:  # deferred by a rate limit
         message = (
             f"run {run.id} is deferred by the target's rate limit until "
@@ -182,18 +341,13 @@ def _sync(settings: Settings, args: argparse.Namespace) -> int:
 def _handoff(settings: Settings, args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from reposync.models.db import Database
     from reposync.service.bindings import SyncRequest, bind
-    from reposync.service.context import ServiceContext
     from reposync.service.handoff import handoff
 
-    db = Database(settings.effective_database_url)
-    try:
-        ctx = ServiceContext(settings=settings, db=db)
+    with _database(settings) as db:
+        ctx = _context(settings, db)
         request = SyncRequest(args.source, args.target, confirm_visibility=args.confirm_visibility)
         outcome = handoff(ctx, bind(ctx, request).id)
-    finally:
-        db.dispose()
     if args.json:
         print(json.dumps(asdict(outcome), sort_keys=True))
     elif outcome.switched:
@@ -209,15 +363,162 @@ def _handoff(settings: Settings, args: argparse.Namespace) -> int:
     return 0 if outcome.switched else 1
 
 
-def _user(settings: Settings, args: argparse.Namespace) -> int:
-    from reposync.models.db import Database
-    from reposync.service import users
-    from reposync.service.context import ServiceContext
+def _runs(settings: Settings, args: argparse.Namespace) -> int:
+    """``reposync runs``: the API's Run reads and cancel, as the command line's user."""
+    from reposync.console import RUN_COLUMNS, dump, render_run, render_table
+    from reposync.service import queries
+    from reposync.service.runs import request_cancel
+    from reposync.service.users import operator
+    from reposync.web.pagination import page
+    from reposync.web.schemas.runs import RunPageSchema, RunProgressSchema, RunSchema
 
-    db = Database(settings.effective_database_url)
-    try:
+    with _database(settings) as db:
         db.ensure_current()
-        ctx = ServiceContext(settings=settings, db=db)
+        ctx, user = _context(settings, db), operator()
+        command = args.runs_command
+        if command == "list":
+            _check_page_size(args.limit)
+            rows = queries.list_runs(
+                ctx,
+                user,
+                status=args.status,
+                binding_id=args.binding,
+                after_id=args.after_id,
+                limit=args.limit,
+            )
+            shown = dump(RunPageSchema(), page(rows, args.limit))
+            if args.json:
+                print(json.dumps(shown))
+            else:
+                print(render_table(RUN_COLUMNS, shown["items"]))
+                _more_after(shown["next_after_id"])
+        elif command == "show":
+            run = dump(RunSchema(), queries.get_run_for(ctx, user, args.run_id))
+            if args.json:
+                print(json.dumps(run))
+            else:
+                binding = _binding_dump(queries.get_binding_for(ctx, user, run["binding_id"]))
+                progress = dump(RunProgressSchema(), queries.run_progress(ctx, user, run["id"]))
+                print(render_run(run, binding, progress))
+        elif command == "events":
+            return _events(ctx, user, args)
+        else:
+            run = dump(RunSchema(), request_cancel(ctx, args.run_id))
+            if args.json:
+                print(json.dumps(run))
+            elif RunStatus(run["status"]).is_active:
+                print(
+                    f"run {run['id']}: cancel requested; it stops at its next cancellation "
+                    f"point (it is {run['status']} in stage {run['stage']})"
+                )
+            else:
+                print(f"run {run['id']} already ended: {run['status']}")
+    return 0
+
+
+def _events(ctx: ServiceContext, user: Any, args: argparse.Namespace) -> int:
+    """Page through a Run's events; ``--follow`` goes on until the Run has ended."""
+    import time
+
+    from reposync.console import EVENT_HEADER, dump, event_line
+    from reposync.service.queries import MAX_PAGE, run_events
+    from reposync.web.schemas.events import RunEventSchema
+
+    if args.limit is not None and args.limit < 1:
+        raise UsageError(f"--limit must be at least 1, not {args.limit}")
+    schema = RunEventSchema(many=True)
+    items: list[Any] = []
+    after: int | None = args.after_seq
+    while after is not None:
+        want = MAX_PAGE if args.limit is None else min(MAX_PAGE, args.limit - len(items))
+        if want <= 0:
+            break
+        found = run_events(ctx, user, args.run_id, after_seq=after, limit=want)
+        shown = dump(schema, found.items)
+        if not args.json:
+            lines = [event_line(event) for event in shown]
+            print("\n".join(lines if items else [EVENT_HEADER, *lines]), flush=True)
+        items += shown
+        after = found.next_after_seq
+        if len(found.items) < want and after is not None:  # caught up with an active Run
+            if not args.follow:
+                break
+            time.sleep(FOLLOW_POLL_SECONDS)
+    if args.json:
+        print(json.dumps({"items": items, "next_after_seq": after}))
+    elif after is not None and not args.follow:
+        _more(f"--after-seq {after}")
+    return 0
+
+
+def _bindings(settings: Settings, args: argparse.Namespace) -> int:
+    """``reposync bindings``: the API's Binding reads, as the command line's user."""
+    from reposync.console import BINDING_COLUMNS, dump, render_binding, render_table
+    from reposync.service import queries
+    from reposync.service.users import operator
+    from reposync.web.pagination import page
+    from reposync.web.schemas.bindings import BindingPageSchema
+    from reposync.web.schemas.runs import RunSummarySchema
+
+    with _database(settings) as db:
+        db.ensure_current()
+        ctx, user = _context(settings, db), operator()
+        if args.bindings_command == "list":
+            _check_page_size(args.limit)
+            rows = queries.list_bindings(
+                ctx,
+                user,
+                repository_id=args.repository_id,
+                after_id=args.after_id,
+                limit=args.limit,
+            )
+            shown = dump(BindingPageSchema(), page(rows, args.limit))
+            if args.json:
+                print(json.dumps(shown))
+            else:
+                print(render_table(BINDING_COLUMNS, shown["items"]))
+                _more_after(shown["next_after_id"])
+        else:
+            binding = _binding_dump(queries.get_binding_for(ctx, user, args.binding_id))
+            if args.json:
+                print(json.dumps(binding))
+            else:
+                latest = queries.list_runs(ctx, user, binding_id=binding["id"], limit=5)
+                runs = dump(RunSummarySchema(many=True), latest)
+                print(render_binding(binding, runs))
+    return 0
+
+
+def _binding_dump(binding: Any) -> Any:
+    from reposync.console import dump
+    from reposync.web.schemas.bindings import BindingSchema
+
+    return dump(BindingSchema(), binding)
+
+
+def _check_page_size(limit: int) -> None:
+    from reposync.service.queries import MAX_PAGE
+
+    if not 1 <= limit <= MAX_PAGE:
+        raise UsageError(f"--limit must be between 1 and {MAX_PAGE}, not {limit}")
+
+
+def _more_after(cursor: int | None) -> None:
+    if cursor is not None:
+        _more(f"--after-id {cursor}")
+
+
+def _more(option: str) -> None:
+    """Tell the reader of a listing how to go on (on stderr: stdout stays the listing)."""
+    print(f"reposync: there is more: run the same command with {option}", file=sys.stderr)
+
+
+def _user(settings: Settings, args: argparse.Namespace) -> int:
+    from reposync.service import users
+
+    with _database(settings) as db:
+        db.ensure_current()
+        ctx = _context(settings, db)
         command = args.user_command
         if command == "add":
             created = users.create_user(ctx, args.login, args.role)
@@ -244,8 +545,6 @@ def _user(settings: Settings, args: argparse.Namespace) -> int:
             member = users.find_user(ctx, args.login)
             users.grant(ctx, member.id, args.provider, args.repository_id)
             print(f"{args.login} may see Bindings of {args.provider} {args.repository_id}")
-    finally:
-        db.dispose()
     return 0
 
 
@@ -264,13 +563,8 @@ def _token_line(token: Any) -> str:
 
 
 def _db_upgrade(settings: Settings) -> int:
-    from reposync.models.db import Database
-
-    db = Database(settings.effective_database_url)
-    try:
+    with _database(settings) as db:
         db.upgrade()
-    finally:
-        db.dispose()
     print("database schema is up to date")
     return 0
 

@@ -89,6 +89,9 @@ class Settings:
     #: ``reposync sync`` waits in place for a rate limit that lifts within this many
     #: seconds; a longer one leaves the Run deferred for the next invocation.
     embedded_max_wait: float = 900.0
+    #: Seconds between two progress lines of ``reposync sync`` when its stderr is no
+    #: terminal (a log, CI); a terminal gets one line redrawn in place instead.
+    progress_interval: float = 5.0
     #: Seconds a local forge waits for another writer's lock before the write fails
     #: (retryably: see ``retry_backoff``).
     local_busy_timeout: float = 10.0
@@ -137,6 +140,8 @@ class Settings:
                 "REPOSYNC_LEASE_TTL and the REPOSYNC_*BATCH_MAX_* limits must be positive "
                 "(REPOSYNC_GIT_MAX_PUSH_PACK_BYTES: 0 or more)"
             )
+        if self.progress_interval <= 0:
+            raise ConfigurationError("REPOSYNC_PROGRESS_INTERVAL must be a positive number")
         if self.lfs_max_object_size < 0:
             raise ConfigurationError("REPOSYNC_LFS_MAX_OBJECT_SIZE must be 0 or more bytes")
 
@@ -225,6 +230,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "github_write_interval": float,
     "local_busy_timeout": float,
     "embedded_max_wait": float,
+    "progress_interval": float,
     "http_timeout": float,
     "lfs_max_object_size": int,
 }

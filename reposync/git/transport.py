@@ -14,7 +14,9 @@ complete the push after another execution took over.
 
 from __future__ import annotations
 
+import logging
 import subprocess
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -36,6 +38,8 @@ ZERO_OID = "0" * 40
 GUARD_INTERVAL = 0.2
 
 _guard: ContextVar[Callable[[], None] | None] = ContextVar("reposync_git_guard", default=None)
+
+log = logging.getLogger(__name__)
 
 
 @contextmanager
@@ -188,8 +192,16 @@ def _push_group(
         *STAGED_REFSPECS,
         *deletes,
     ]
+    started = time.monotonic()
     result = run_git(argv, env=env, check=False)
     parsed = parse_porcelain(result.stdout)
+    log.info(
+        "git push to %s: %d ref(s), %d accepted, in %.2fs",
+        target_url,
+        len(group),
+        sum(ok for ok, _ in parsed.values()),
+        time.monotonic() - started,
+    )
     if result.returncode != 0 and not parsed:
         raise GitTransportError(f"git push to {target_url} failed: {last_line(result.stderr)}")
     too_large = next(
@@ -347,6 +359,7 @@ def run_git(
     guard = _guard.get()
     if guard is not None:
         guard()
+    log.debug("%s", " ".join(argv[:6]))
     proc = subprocess.Popen(
         list(argv),
         stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,

@@ -7,6 +7,7 @@ Binding made. ``reposync sync``, ``reposync handoff`` and ``POST /bindings`` all
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -32,6 +33,8 @@ from reposync.service.lookups import active_run, endpoint_spec, get_binding
 from reposync.service.pipeline.stages.visibility import confirmation_hash, reported_visibility
 from reposync.service.unknown_outcomes import require_no_unknown
 from reposync.sync.vocabulary import RefConflictPolicy
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +101,13 @@ def bind_pair(ctx: ServiceContext, request: SyncRequest) -> tuple[Binding, bool]
     )
     if request.conflict_policy is not None:
         _set_policy(ctx, binding.id, request.conflict_policy)
+    log.info(
+        "binding %s (%s): %s -> %s",
+        binding.id,
+        "new" if created else "existing",
+        request.source,
+        request.target,
+    )
     return binding, created
 
 

@@ -49,6 +49,13 @@ def create_user(ctx: ServiceContext, login: str, role: str = "member") -> User:
     return user
 
 
+def operator() -> User:
+    """The command line's user: whoever can open the database acts with their own rights,
+    which are every right (the CLI binds, syncs and manages users without a token). An
+    admin that is no row: it holds no token and no grant, and reads see everything."""
+    return User(id=0, login="(command line)", role="admin")
+
+
 def find_user(ctx: ServiceContext, login: str) -> User:
     with ctx.db.session() as session:
         user = session.execute(select(User).where(User.login == login)).scalar_one_or_none()

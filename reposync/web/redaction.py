@@ -9,6 +9,9 @@ and URLs are kept: a member sees its Bindings' locators anyway.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from flask import g, has_request_context
@@ -16,6 +19,18 @@ from flask import g, has_request_context
 #: An absolute path not inside a URL, a locator or a ref name.
 _PATH = re.compile(r"(?<![\w:/.~-])/[^\s'\"<>,;:()\[\]{}|]+")
 REDACTED = "<path>"
+_OPERATOR: ContextVar[bool] = ContextVar("reposync_operator_view", default=False)
+
+
+@contextmanager
+def operator_view() -> Iterator[None]:
+    """Dump for the operator at the command line, who acts with their own rights on the
+    server's files (``reposync runs show --json``): nothing is redacted inside."""
+    token = _OPERATOR.set(True)
+    try:
+        yield
+    finally:
+        _OPERATOR.reset(token)
 
 
 def redact_paths(value: Any) -> Any:
@@ -30,7 +45,10 @@ def redact_paths(value: Any) -> Any:
 
 
 def for_viewer(data: dict[str, Any], *names: str) -> dict[str, Any]:
-    """``data`` with the named fields redacted unless the requesting user is an admin."""
+    """``data`` with the named fields redacted unless the requesting user is an admin (or
+    the operator at the command line)."""
+    if _OPERATOR.get():
+        return data
     user = g.get("user") if has_request_context() else None
     if user is not None and user.role == "admin":
         return data

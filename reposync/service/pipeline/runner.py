@@ -7,6 +7,7 @@ who carries the returned ``Step`` to the next execution.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 
 from sqlalchemy.exc import InterfaceError, OperationalError
@@ -75,6 +76,15 @@ def execute_step(ctx: ServiceContext, step: Step, *, owner: str | None = None) -
         binding = get_binding(session, run.binding_id)
         session.expunge(binding)
     ex = StageExecution(ctx, lease, run, binding)
+    stage, started = run.stage, time.monotonic()
+    log.info(
+        "run %s: %s (binding %s, generation %s, attempt %s)",
+        run.id,
+        stage,
+        run.binding_id,
+        lease.generation,
+        run.stage_attempts,
+    )
     try:
         if run.stage_attempts > ctx.settings.max_stage_attempts:
             finalizing.finish(
@@ -123,6 +133,13 @@ def execute_step(ctx: ServiceContext, step: Step, *, owner: str | None = None) -
         raise
     finally:
         ex.close()
+    log.info(
+        "run %s: %s done in %.2fs, next %s",
+        run.id,
+        stage,
+        time.monotonic() - started,
+        next_stage.value if next_stage is not None else "nothing",
+    )
     if next_stage is None:
         return None
     return Step(run.id, next_stage, lease.generation)
