@@ -24,6 +24,7 @@ from reposync.lifecycle import RunStatus
 from reposync.sync.vocabulary import RefConflictPolicy
 
 if TYPE_CHECKING:
+    from reposync.models import User
     from reposync.models.db import Database
     from reposync.service.context import ServiceContext
 
@@ -416,7 +417,7 @@ def _runs(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def _events(ctx: ServiceContext, user: Any, args: argparse.Namespace) -> int:
+def _events(ctx: ServiceContext, user: User, args: argparse.Namespace) -> int:
     """Page through a Run's events; ``--follow`` goes on until the Run has ended."""
     import time
 

@@ -27,6 +27,7 @@ def elsewhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     directory = tmp_path / "from-environment"
     monkeypatch.setenv("REPOSYNC_DATA_DIR", str(directory))
     monkeypatch.delenv("REPOSYNC_DATABASE_URL", raising=False)
+    monkeypatch.setenv("REPOSYNC_PROGRESS_INTERVAL", "600")  # stderr: only what is tested
     return directory
 
 
@@ -42,7 +43,12 @@ def reposync(*argv: str, env: dict[str, str] | None = None) -> subprocess.Comple
         capture_output=True,
         text=True,
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+        env={
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "REPOSYNC_PROGRESS_INTERVAL": "600",  # stderr: only what a test looks for
+            **(env or {}),
+        },
         timeout=120,
     )
 
