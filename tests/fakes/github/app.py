@@ -162,6 +162,7 @@ class ApiApp:
                 url=url,
                 params={},
                 query=query,
+                webhooks=self.fake.webhooks,
             )
             reply = self._handle(ctx, method, raw_path, full_url, meta, request_id)
         response = self._respond(ctx, reply, method, meta, request_id)

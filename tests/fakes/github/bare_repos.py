@@ -86,6 +86,12 @@ def set_ref(path: Path, name: str, sha: str) -> None:
     _open(path).references.create(name, pygit2.Oid(hex=sha), force=True)
 
 
+def ref_target(path: Path, name: str) -> str | None:
+    """What the ref ``name`` points at (a tag object for an annotated tag); None if absent."""
+    ref = _open(path).references.get(name)
+    return str(ref.resolve().target) if ref is not None else None
+
+
 def delete_ref(path: Path, name: str) -> None:
     _open(path).references.delete(name)
 

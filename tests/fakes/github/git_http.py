@@ -29,6 +29,7 @@ import shutil
 import subprocess
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +38,7 @@ from urllib.parse import parse_qsl, unquote
 
 from werkzeug.wsgi import get_input_stream
 
-from tests.fakes.github import auth, bare_repos
+from tests.fakes.github import auth, bare_repos, webhook_events
 from tests.fakes.github.app import _drop_connection, raw_target
 from tests.fakes.github.models import Repo, Token
 from tests.fakes.github.requests_log import RequestRecord
@@ -140,8 +141,14 @@ class GitHttpApp:
         rest = found["rest"]
         wiki = git_dir != repo.git_dir  # a wiki's push is no push of the repository
         served = repo.full_name + (".wiki" if wiki else "")
-        process, status, headers = self._start_backend(environ, git_dir, served, rest, query, token)
-        output = self._stream(process, repo, push and method == "POST" and not wiki)
+        pushed = push and method == "POST" and not wiki
+        commands = (
+            PushCommands(_gzipped(environ)) if pushed and rest == "git-receive-pack" else None
+        )
+        process, status, headers = self._start_backend(
+            environ, git_dir, served, rest, query, token, commands
+        )
+        output = self._stream(process, repo, pushed, commands, token)
         if fault is not None and fault.kind in ("commit_then_drop", "timeout"):
             data = b"".join(output)  # the push or fetch completes on the server
             if fault.kind == "commit_then_drop":
@@ -232,6 +239,7 @@ class GitHttpApp:
         rest: str,
         query: str,
         token: Token | None,
+        commands: PushCommands | None = None,
     ) -> tuple[subprocess.Popen[bytes], str, list[tuple[str, str]]]:
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -276,7 +284,10 @@ class GitHttpApp:
                 )
 
         feeder = threading.Thread(
-            target=_feed, args=(get_input_stream(environ), process.stdin, record), daemon=True
+            target=_feed,
+            args=(get_input_stream(environ), process.stdin, record),
+            kwargs={"watch": commands.feed if commands is not None else None},
+            daemon=True,
         )
         feeder.start()
         assert process.stdout is not None
@@ -293,19 +304,61 @@ class GitHttpApp:
         return process, status, headers
 
     def _stream(
-        self, process: subprocess.Popen[bytes], repo: Repo, pushed: bool
+        self,
+        process: subprocess.Popen[bytes],
+        repo: Repo,
+        pushed: bool,
+        commands: PushCommands | None = None,
+        token: Token | None = None,
     ) -> Iterator[bytes]:
+        """The backend's output. For a push the last chunk waits until the backend has
+        exited and the push is recorded (``pushed_at``, pull request heads, webhook
+        events): a client that has its answer finds all of it done."""
         assert process.stdout is not None
-        try:
-            while chunk := process.stdout.read1(CHUNK):
-                yield chunk
-        finally:
+        finished = False
+
+        def finish() -> None:
+            nonlocal finished
+            if finished:
+                return
+            finished = True
+            assert process.stdout is not None
             process.stdout.close()
             process.wait()
             if pushed:
-                with self.fake.state.lock:
-                    repo.pushed_at = self.fake.state.now()
-                self.fake.state.sync_pull_heads(repo)
+                self._after_push(repo, commands, token)
+
+        try:
+            held: bytes | None = None
+            while chunk := process.stdout.read1(CHUNK):
+                if not pushed:
+                    yield chunk
+                    continue
+                if held is not None:
+                    yield held
+                held = chunk
+            finish()
+            if held is not None:
+                yield held
+        finally:
+            finish()
+
+    def _after_push(self, repo: Repo, commands: PushCommands | None, token: Token | None) -> None:
+        state = self.fake.state
+        with state.lock:
+            repo.pushed_at = state.now()
+        state.sync_pull_heads(repo)
+        if commands is None or token is None:
+            return
+        with state.lock:
+            moved = [
+                (before, after, ref)
+                for before, after, ref in commands.updates
+                if bare_repos.ref_target(repo.git_dir, ref) == (None if after == ZERO else after)
+            ]
+            webhook_events.ref_updates(
+                self.fake.webhooks, self.fake.urls, state, repo, moved, token.user
+            )
 
     def _download(
         self,
@@ -380,10 +433,15 @@ def _file_chunks(handle: IO[bytes]) -> Iterator[bytes]:
 
 
 def _feed(
-    source: IO[bytes], sink: IO[bytes] | None, record: Callable[[bytes], None] | None = None
+    source: IO[bytes],
+    sink: IO[bytes] | None,
+    record: Callable[[bytes], None] | None = None,
+    *,
+    watch: Callable[[bytes], None] | None = None,
 ) -> None:
     """Copy the request body into the CGI's stdin, then close it (EOF ends the request);
-    hand a copy of the body (its first ``RECORDED_BODY`` bytes) to ``record``."""
+    hand a copy of the body (its first ``RECORDED_BODY`` bytes) to ``record``, and each
+    chunk to ``watch`` before the CGI sees it."""
     assert sink is not None
     kept: list[bytes] = []
     size = 0
@@ -392,6 +450,8 @@ def _feed(
             if record is not None and size < RECORDED_BODY:
                 kept.append(chunk)
                 size += len(chunk)
+            if watch is not None:
+                watch(chunk)
             sink.write(chunk)
     except (BrokenPipeError, OSError):
         pass
@@ -400,6 +460,59 @@ def _feed(
             sink.close()
         if record is not None:
             record(b"".join(kept))
+
+
+ZERO = "0" * 40
+
+
+def _gzipped(environ: WSGIEnvironment) -> bool:
+    return environ.get("HTTP_CONTENT_ENCODING", "") in ("gzip", "x-gzip")
+
+
+class PushCommands:
+    """The ref updates a receive-pack request asks for, ``(before, after, ref)`` each,
+    read from its first pkt-lines as the body streams past (the pack is not kept)."""
+
+    def __init__(self, gzipped: bool) -> None:
+        self.updates: list[tuple[str, str, str]] = []
+        self._buffer = bytearray()
+        self._done = False
+        self._inflate = zlib.decompressobj(16 + zlib.MAX_WBITS) if gzipped else None
+
+    def feed(self, chunk: bytes) -> None:
+        if self._done:
+            return
+        if self._inflate is not None:
+            try:
+                chunk = self._inflate.decompress(chunk)
+            except zlib.error:
+                self._done = True
+                return
+        self._buffer += chunk
+        while len(self._buffer) >= 4 and not self._done:
+            try:
+                length = int(self._buffer[:4], 16)
+            except ValueError:
+                self._done = True
+                break
+            if length < 4:  # the flush after the commands: the pack follows
+                self._done = True
+                break
+            if len(self._buffer) < length:
+                return
+            line = bytes(self._buffer[4:length]).split(b"\0", 1)[0].rstrip(b"\n")
+            del self._buffer[:length]
+            parts = line.decode("latin-1").split(" ")
+            if len(parts) == 3 and all(len(p) in (40, 64) for p in parts[:2]):
+                before, after, ref = parts
+                self.updates.append((_zero(before), _zero(after), ref))
+        if self._done:
+            self._buffer.clear()
+
+
+def _zero(sha: str) -> str:
+    """Git's null id (any object format) as the webhook payloads spell it."""
+    return ZERO if set(sha) == {"0"} else sha
 
 
 #: How much of an upload-pack request body is kept for ``UploadPackRequest``.

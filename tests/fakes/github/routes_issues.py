@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from tests.fakes.github import lookups, render
+from tests.fakes.github import webhook_events as hooks
 from tests.fakes.github.clock import parse_iso
 from tests.fakes.github.errors import ApiError, not_found, validation_failed
 from tests.fakes.github.models import Issue, Label, Milestone, Repo
@@ -56,6 +58,7 @@ def create_label(ctx: Ctx) -> Reply:
         color=_color(body.get("color", "ededed")),
         description=body.get("description"),
     )
+    hooks.label(ctx, label, "created")
     out = _label_json(ctx, label)
     return Reply(201, out, lookups.location(out["url"]))
 
@@ -66,6 +69,7 @@ def get_label(ctx: Ctx) -> Reply:
 
 def update_label(ctx: Ctx) -> Reply:
     label, body, repo = _label(ctx), ctx.json(), ctx.the_repo()
+    before = dataclasses.replace(label)
     if "new_name" in body:
         other = repo.label_named(str(body["new_name"]))
         if other is not None and other.id != label.id:
@@ -75,11 +79,14 @@ def update_label(ctx: Ctx) -> Reply:
         label.color = _color(body["color"])
     if "description" in body:
         label.description = body["description"]
+    if label != before:
+        hooks.label(ctx, label, "edited", before=before)
     return Reply(200, _label_json(ctx, label))
 
 
 def delete_label(ctx: Ctx) -> Reply:
     label, repo = _label(ctx), ctx.the_repo()
+    hooks.label(ctx, label, "deleted")
     del repo.labels[label.id]
     for issue in repo.issues.values():
         if label.id in issue.labels:
@@ -158,6 +165,7 @@ def create_milestone(ctx: Ctx) -> Reply:
         creator=ctx.actor,
         closed_at=ctx.state.now() if state == "closed" else None,
     )
+    hooks.milestone_created(ctx, ms)
     out = _milestone_json(ctx, ms)
     assert out is not None
     return Reply(201, out, lookups.location(out["url"]))
@@ -173,6 +181,7 @@ def get_milestone(ctx: Ctx) -> Reply:
 
 def update_milestone(ctx: Ctx) -> Reply:
     ms, body, repo = _milestone(ctx), ctx.json(), ctx.the_repo()
+    before = hooks.milestone_snapshot(ms)
     now = ctx.state.now()
     if "title" in body:
         title = str(body["title"])
@@ -187,11 +196,13 @@ def update_milestone(ctx: Ctx) -> Reply:
         ms.state = body["state"]
         ms.closed_at = now if ms.state == "closed" else None
     ms.updated_at = now
+    hooks.milestone_changed(ctx, ms, before)
     return Reply(200, _milestone_json(ctx, ms))
 
 
 def delete_milestone(ctx: Ctx) -> Reply:
     ms, repo = _milestone(ctx), ctx.the_repo()
+    hooks.milestone_deleted(ctx, ms)
     del repo.milestones[ms.number]
     for issue in repo.issues.values():
         if issue.milestone == ms.number:
@@ -309,6 +320,7 @@ def create_issue(ctx: Ctx) -> Reply:
         via_app=ctx.via_app,
     )
     issue.labels = _label_ids(ctx, body.get("labels") or [])
+    hooks.issue_opened(ctx, issue)
     out = issue_json(ctx, issue)
     return Reply(201, out, lookups.location(out["url"]))
 
@@ -365,7 +377,9 @@ def apply_issue_edit(ctx: Ctx, issue: Issue, body: dict[str, Any]) -> None:
 
 def update_issue(ctx: Ctx) -> Reply:
     issue = lookups.issue(ctx)
+    before = hooks.snapshot(issue)
     apply_issue_edit(ctx, issue, ctx.json())
+    hooks.issue_changed(ctx, issue, before)
     return Reply(200, issue_json(ctx, issue))
 
 
@@ -384,8 +398,10 @@ def lock_issue(ctx: Ctx) -> Reply:
     reason = body.get("lock_reason")
     if reason is not None and reason not in LOCK_REASONS:
         raise validation_failed("Issue", "lock_reason", "invalid", value=str(reason))
+    before = hooks.snapshot(issue)
     issue.locked, issue.active_lock_reason = True, reason
     issue.updated_at = ctx.state.now()
+    hooks.issue_changed(ctx, issue, before)
     return Reply(204)
 
 
@@ -393,8 +409,10 @@ def unlock_issue(ctx: Ctx) -> Reply:
     """DELETE /lock: unlocks (an unlocked conversation stays so, still 204)."""
     issue = lookups.issue(ctx)
     if issue.locked:
+        before = hooks.snapshot(issue)
         issue.locked, issue.active_lock_reason = False, None
         issue.updated_at = ctx.state.now()
+        hooks.issue_changed(ctx, issue, before)
     return Reply(204)
 
 
@@ -422,26 +440,32 @@ def list_issue_labels(ctx: Ctx) -> Reply:
 def add_issue_labels(ctx: Ctx) -> Reply:
     """Adds to the issue's labels (creating labels that do not exist); 200 with them all."""
     issue = lookups.issue(ctx)
+    before = hooks.snapshot(issue)
     for label_id in _label_ids(ctx, _requested_labels(ctx)):
         if label_id not in issue.labels:
             issue.labels.append(label_id)
     issue.updated_at = ctx.state.now()
+    hooks.issue_changed(ctx, issue, before)
     return _issue_labels(ctx, issue)
 
 
 def set_issue_labels(ctx: Ctx) -> Reply:
     """Replaces the issue's labels; 200 with the new ones."""
     issue = lookups.issue(ctx)
+    before = hooks.snapshot(issue)
     issue.labels = _label_ids(ctx, _requested_labels(ctx))
     issue.updated_at = ctx.state.now()
+    hooks.issue_changed(ctx, issue, before)
     return _issue_labels(ctx, issue)
 
 
 def remove_all_issue_labels(ctx: Ctx) -> Reply:
     issue = lookups.issue(ctx)
     if issue.labels:
+        before = hooks.snapshot(issue)
         issue.labels = []
         issue.updated_at = ctx.state.now()
+        hooks.issue_changed(ctx, issue, before)
     return Reply(204)
 
 
@@ -451,8 +475,10 @@ def remove_issue_label(ctx: Ctx) -> Reply:
     label = repo.label_named(ctx.params["name"])
     if label is None or label.id not in issue.labels:
         raise ApiError(404, "Label does not exist")
+    before = hooks.snapshot(issue)
     issue.labels.remove(label.id)
     issue.updated_at = ctx.state.now()
+    hooks.issue_changed(ctx, issue, before)
     return _issue_labels(ctx, issue)
 
 
@@ -503,6 +529,7 @@ def create_comment(ctx: Ctx) -> Reply:
         via_app=ctx.via_app,
         touch_issue=True,
     )
+    hooks.issue_comment(ctx, comment, "created")
     out = comment_json(ctx, comment)
     return Reply(201, out, lookups.location(out["url"]))
 
@@ -520,14 +547,17 @@ def update_comment(ctx: Ctx) -> Reply:
     if not str(body["body"]).strip():
         raise validation_failed("IssueComment", "body", "missing_field")
     lookups.text_field(body, "body", "IssueComment")
+    old_body = comment.body
     comment.body = str(body["body"])
     comment.updated_at = ctx.state.now()
+    hooks.issue_comment(ctx, comment, "edited", old_body=old_body)
     return Reply(200, comment_json(ctx, comment))
 
 
 def delete_comment(ctx: Ctx) -> Reply:
     comment = _comment(ctx)
     del ctx.the_repo().comments[comment.id]
+    hooks.issue_comment(ctx, comment, "deleted")
     return Reply(204)
 
 

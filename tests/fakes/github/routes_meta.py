@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.fakes.github import auth, bare_repos, render
+from tests.fakes.github import webhook_events as hooks
 from tests.fakes.github.clock import iso
 from tests.fakes.github.errors import ApiError, not_found, validation_failed
 from tests.fakes.github.models import Installation, Repo
@@ -37,6 +38,7 @@ def update_repo(ctx: Ctx) -> Reply:
     if token.installation is None and token.user.login != repo.owner.login:
         raise ApiError(403, "Must have admin rights to Repository.")
     body = ctx.json()
+    before = hooks.repo_snapshot(repo)
     branch = body.get("default_branch")
     if branch is not None:
         if bare_repos.is_empty(repo.git_dir):
@@ -62,6 +64,7 @@ def update_repo(ctx: Ctx) -> Reply:
     if body.get("visibility") in ("public", "private"):
         repo.private = body["visibility"] == "private"
     repo.updated_at = ctx.state.now()
+    hooks.repository_changed(ctx, before)
     return Reply(200, render.full_repository(ctx.urls, repo, permissions=_permissions(ctx, repo)))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.fakes.github import bare_repos, lookups, render
+from tests.fakes.github import webhook_events as hooks
 from tests.fakes.github.errors import ApiError, not_found, unprocessable, validation_failed
 from tests.fakes.github.models import Issue, Repo, Review, ReviewComment
 from tests.fakes.github.routes_issues import apply_issue_edit
@@ -114,6 +115,7 @@ def create_pull(ctx: Ctx) -> Reply:
         )
     assert issue.pull is not None
     issue.pull.maintainer_can_modify = bool(body.get("maintainer_can_modify", False))
+    hooks.issue_opened(ctx, issue)
     out = pull_json(ctx, issue)
     return Reply(201, out, lookups.location(out["url"]))
 
@@ -151,6 +153,7 @@ def update_pull(ctx: Ctx) -> Reply:
     issue, body, repo = lookups.pull(ctx), ctx.json(), ctx.the_repo()
     pr = issue.pull
     assert pr is not None
+    before = hooks.snapshot(issue)
     if "base" in body and body["base"] != pr.base_ref:
         base_sha = bare_repos.branch_sha(repo.git_dir, str(body["base"]))
         if base_sha is None:
@@ -163,6 +166,7 @@ def update_pull(ctx: Ctx) -> Reply:
     apply_issue_edit(ctx, issue, edit)
     if "maintainer_can_modify" in body:
         pr.maintainer_can_modify = bool(body["maintainer_can_modify"])
+    hooks.issue_changed(ctx, issue, before)
     return Reply(200, pull_json(ctx, issue))
 
 
@@ -207,6 +211,7 @@ def create_review(ctx: Ctx) -> Reply:
         ctx.state.add_review_comment(repo, issue.number, review_id=review.id, **placed)
     if state != "PENDING":
         _reviewed(issue, ctx.actor.login)
+        hooks.review_submitted(ctx, review)
     return Reply(200, review_json(ctx, review))
 
 
@@ -246,6 +251,7 @@ def submit_review(ctx: Ctx) -> Reply:
     review.body, review.state = text, EVENTS[event]
     review.submitted_at = ctx.state.now()
     _reviewed(issue, review.user.login)
+    hooks.review_submitted(ctx, review)
     return Reply(200, review_json(ctx, review))
 
 
@@ -298,9 +304,12 @@ def request_reviewers(ctx: Ctx) -> Reply:
                 f"or teams you specified is not a collaborator of the {repo.full_name} "
                 "repository.",
             )
+    added = []
     for login in logins:
         if all(u.login.casefold() != login.casefold() for u in pr.requested_reviewers):
             pr.requested_reviewers.append(ctx.state.user(login))
+            added.append(pr.requested_reviewers[-1])
+    hooks.review_requests(ctx, issue, added, removed=False)
     return Reply(201, render.pull_request_simple(ctx.urls, repo, issue))
 
 
@@ -311,7 +320,9 @@ def remove_requested_reviewers(ctx: Ctx) -> Reply:
     if not isinstance(body.get("reviewers"), list):
         raise validation_failed(RESOURCE, "reviewers", "missing_field")
     gone = {str(login).casefold() for login in body["reviewers"]}
+    removed = [u for u in pr.requested_reviewers if u.login.casefold() in gone]
     pr.requested_reviewers = [u for u in pr.requested_reviewers if u.login.casefold() not in gone]
+    hooks.review_requests(ctx, issue, removed, removed=True)
     return Reply(200, render.pull_request_simple(ctx.urls, repo, issue))
 
 
@@ -351,7 +362,10 @@ def get_review(ctx: Ctx) -> Reply:
 
 def update_review(ctx: Ctx) -> Reply:
     review, body = _review(ctx), ctx.json()
+    old_body = review.body
     review.body = str(body["body"])
+    if review.state != "PENDING" and old_body != review.body:
+        hooks.review(ctx, review, "edited", old_body=old_body)
     return Reply(200, review_json(ctx, review))
 
 
@@ -491,6 +505,7 @@ def create_review_comment(ctx: Ctx) -> Reply:
         )
     placed = _placed_comment(ctx, issue, commit_id, body)
     comment = ctx.state.add_review_comment(repo, issue.number, **placed)
+    _announce(ctx, comment)
     out = review_comment_json(ctx, comment)
     return Reply(201, out, lookups.location(out["url"]))
 
@@ -516,8 +531,16 @@ def _reply_to(ctx: Ctx, issue: Issue, parent: ReviewComment, text: str) -> Reply
         subject_type=root.subject_type,
         in_reply_to=root.id,
     )
+    _announce(ctx, comment)
     out = review_comment_json(ctx, comment)
     return Reply(201, out, lookups.location(out["url"]))
+
+
+def _announce(ctx: Ctx, comment: ReviewComment) -> None:
+    """A single comment comes with a review of its own, submitted at once: its events."""
+    review = ctx.the_repo().reviews.get(comment.review_id or 0)
+    if review is not None:
+        hooks.review_submitted(ctx, review)
 
 
 def create_reply(ctx: Ctx) -> Reply:
@@ -537,14 +560,17 @@ def get_review_comment(ctx: Ctx) -> Reply:
 def update_review_comment(ctx: Ctx) -> Reply:
     comment, body = lookups.by_id(ctx.the_repo().review_comments, ctx, "comment_id"), ctx.json()
     lookups.text_field(body, "body", "PullRequestReviewComment")
+    old_body = comment.body
     comment.body = str(body["body"])
     comment.updated_at = ctx.state.now()
+    hooks.review_comment(ctx, comment, "edited", old_body=old_body)
     return Reply(200, review_comment_json(ctx, comment))
 
 
 def delete_review_comment(ctx: Ctx) -> Reply:
     comment = lookups.by_id(ctx.the_repo().review_comments, ctx, "comment_id")
     del ctx.the_repo().review_comments[comment.id]
+    hooks.review_comment(ctx, comment, "deleted")
     return Reply(204)
 
 

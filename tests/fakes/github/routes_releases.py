@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from tests.fakes.github import auth, bare_repos, lookups, render
+from tests.fakes.github import webhook_events as hooks
 from tests.fakes.github.errors import not_found, validation_failed
 from tests.fakes.github.models import Asset, Release
 from tests.fakes.github.routing import Ctx, Reply, read, write
@@ -70,6 +71,7 @@ def create_release(ctx: Ctx) -> Reply:
     if not exists and bare_repos.resolve_commit(repo.git_dir, target) is None:
         raise validation_failed("Release", "target_commitish", "invalid")
     lookups.text_field(body, "body", "Release", limit=125000)
+    tags_before = hooks.tags(repo)
     release = ctx.state.add_release(
         repo,
         tag,
@@ -80,6 +82,7 @@ def create_release(ctx: Ctx) -> Reply:
         target_commitish=target,
         author=ctx.actor,
     )
+    hooks.release_created(ctx, release, tags_before)
     out = release_json(ctx, release)
     return Reply(201, out, lookups.location(out["url"]))
 
@@ -100,6 +103,7 @@ def get_release_by_tag(ctx: Ctx) -> Reply:
 
 def update_release(ctx: Ctx) -> Reply:
     release, body = _release(ctx), ctx.json()
+    before, tags_before = hooks.release_snapshot(release), hooks.tags(ctx.the_repo())
     if "tag_name" in body:
         _check_tag(ctx, str(body["tag_name"]), release.id)
         release.tag_name = str(body["tag_name"])
@@ -114,6 +118,7 @@ def update_release(ctx: Ctx) -> Reply:
         release.published_at = None if release.draft else now
     _tag_if_published(ctx, release)
     release.updated_at = now
+    hooks.release_changed(ctx, release, before, tags_before)
     return Reply(200, release_json(ctx, release))
 
 
@@ -124,6 +129,7 @@ def delete_release(ctx: Ctx) -> Reply:
         if asset is not None:
             asset.path.unlink(missing_ok=True)
     del repo.releases[release.id]
+    hooks.release_deleted(ctx, release)
     return Reply(204)
 
 

@@ -6,7 +6,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from werkzeug.wrappers import Request
@@ -17,6 +17,9 @@ from tests.fakes.github.paging import page_of
 from tests.fakes.github.ratelimit import RateLimiter
 from tests.fakes.github.render import Urls
 from tests.fakes.github.state import State
+
+if TYPE_CHECKING:
+    from tests.fakes.github.webhooks import WebhookHub
 
 #: The viewer of an unauthenticated read.
 ANONYMOUS = User(login="", id=0)
@@ -42,6 +45,8 @@ class Ctx:
     token: Token | None = None
     app: App | None = None  # the app a JWT authenticated
     repo: Repo | None = None
+    #: Where a change's webhook events go (``webhook_events``); None: nowhere.
+    webhooks: WebhookHub | None = None
     _json: Any = None
 
     @property

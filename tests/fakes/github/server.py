@@ -32,10 +32,11 @@ from tests.fakes.github.models import App, Installation
 from tests.fakes.github.ratelimit import RateLimiter, SecondaryLimits
 from tests.fakes.github.render import Urls
 from tests.fakes.github.requests_log import RequestLog
-from tests.fakes.github.state import State
+from tests.fakes.github.state import RepoRef, State
+from tests.fakes.github.webhooks import Webhook, WebhookDelivery, WebhookHub
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
@@ -147,6 +148,8 @@ class GitHubFake:
         self.contract = GitHubContract()
         self.client_recorder = RecordingValidator(self.contract)
         self._servers: list[tuple[BaseWSGIServer, threading.Thread]] = []
+        #: Webhooks: hooks, deliveries and their test controls (see webhooks.py).
+        self.webhooks = WebhookHub(self)
 
     # -- life cycle ---------------------------------------------------------------------
 
@@ -171,6 +174,7 @@ class GitHubFake:
         self.client_recorder = RecordingValidator(self.contract)
         for _, thread in self._servers:
             thread.start()
+        self.webhooks.start()
         return self
 
     def _serve(self, name: str, app: WSGIApplication) -> str:
@@ -186,6 +190,7 @@ class GitHubFake:
         return f"http://127.0.0.1:{server.server_port}"
 
     def stop(self) -> None:
+        self.webhooks.stop()
         for server, thread in self._servers:
             server.shutdown()
             server.server_close()
@@ -233,6 +238,57 @@ class GitHubFake:
         inst = install.installation if isinstance(install, AppInstall) else install
         return self.state.issue_installation_token(inst).value
 
+    def add_webhook(
+        self,
+        repo: RepoRef,
+        url: str,
+        secret: str | None = None,
+        events: Sequence[str] = ("push",),
+        *,
+        content_type: str = "json",
+        active: bool = True,
+        sender: str | None = None,
+    ) -> Webhook:
+        """A repository webhook (as Settings > Webhooks makes one: ``push`` only unless
+        told, ``*`` for every event); GitHub pings it at once (a ``ping`` delivery)."""
+        with self.state.lock:
+            found = self.state.repo(repo)
+            who = self.state.user(sender) if sender is not None else None
+            return self.webhooks.add(
+                url,
+                secret=secret,
+                events=events,
+                content_type=content_type,
+                active=active,
+                repo=found,
+                sender=who,
+            )
+
+    def set_app_webhook(
+        self,
+        install: AppInstall | App,
+        url: str,
+        secret: str | None = None,
+        events: Sequence[str] = ("*",),
+        *,
+        content_type: str = "json",
+    ) -> Webhook:
+        """A GitHub App's webhook: the events of every repository the App is installed on
+        (each payload with its ``installation``), and the App's own ``installation`` and
+        ``installation_repositories`` events. Replaces the App's previous webhook."""
+        app = install.app if isinstance(install, AppInstall) else install
+        for hook in list(self.webhooks.hooks.values()):
+            if hook.app_id == app.id:
+                self.webhooks.remove(hook)
+        return self.webhooks.add(
+            url, secret=secret, events=events, content_type=content_type, active=True, app=app
+        )
+
+    @property
+    def webhook_deliveries(self) -> list[WebhookDelivery]:
+        """Every webhook delivery so far, in the order the events happened."""
+        return self.webhooks.deliveries_of()
+
     def git_remote(self, full_name: str, token: str | None = None) -> str:
         """The clone URL, with ``x-access-token:<token>@`` when a token is given."""
         host = self.git_url.removeprefix("http://")
@@ -258,6 +314,7 @@ class GitHubFake:
             str(v) for v in self.client_recorder.violations if requests_too or not v.is_request
         ]
         found += self.server_errors
+        found += self.webhooks.violations
         if requests_too:
             found += [str(v) for v in self.request_violations]
         return found
