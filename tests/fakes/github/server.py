@@ -22,6 +22,7 @@ import requests
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from tests.fakes.contract import ContractViolation, GitHubContract, RecordingValidator, attach
+from tests.fakes.github import webhook_events
 from tests.fakes.github.app import ApiApp
 from tests.fakes.github.auth import KeyPair, generate_key_pair, make_app_jwt
 from tests.fakes.github.clock import Clock, system_clock
@@ -232,6 +233,66 @@ class GitHubFake:
             app, account, repositories=repositories, permissions=permissions
         )
         return AppInstall(app=app, installation=installation, keys=keys, fake=self)
+
+    def add_installation(
+        self,
+        app: AppInstall | App,
+        account: str,
+        *,
+        repositories: list[str] | None = None,
+        permissions: dict[str, str] | None = None,
+        sender: str | None = None,
+    ) -> Installation:
+        """Install an App already registered on another ``account`` (all its repositories,
+        or only ``repositories``); the App's webhook gets ``installation`` ``created``."""
+        found = app.app if isinstance(app, AppInstall) else app
+        with self.state.lock:
+            inst = self.state.install_app(
+                found, account, repositories=repositories, permissions=permissions
+            )
+            who = self.state.user(sender or account)
+            webhook_events.installation(self.webhooks, self.urls, self.state, inst, "created", who)
+        return inst
+
+    def change_installation_repositories(
+        self,
+        install: AppInstall | Installation,
+        *,
+        added: Sequence[str] = (),
+        removed: Sequence[str] = (),
+        sender: str | None = None,
+    ) -> Installation:
+        """Add repositories to an installation or take them away (it becomes "selected"
+        repositories, as in its settings); the App's webhook gets
+        ``installation_repositories`` ``added`` and/or ``removed``."""
+        inst = install.installation if isinstance(install, AppInstall) else install
+        with self.state.lock:
+            ids = self.state.installation_repo_ids(inst)
+            plus = [self.state.repo(r) for r in added]
+            minus = [self.state.repo(r) for r in removed]
+            inst.repository_selection = "selected"
+            inst.repository_ids = (ids | {r.id for r in plus}) - {r.id for r in minus}
+            who = self.state.user(sender or inst.account.login)
+            for action, repos in (("added", plus), ("removed", minus)):
+                if repos:
+                    webhook_events.installation_repositories(
+                        self.webhooks, self.urls, inst, action, repos, who
+                    )
+        return inst
+
+    def uninstall_app(
+        self, install: AppInstall | Installation, *, sender: str | None = None
+    ) -> None:
+        """Remove an installation (its tokens stop working); the App's webhook gets
+        ``installation`` ``deleted``."""
+        inst = install.installation if isinstance(install, AppInstall) else install
+        with self.state.lock:
+            who = self.state.user(sender or inst.account.login)
+            webhook_events.installation(self.webhooks, self.urls, self.state, inst, "deleted", who)
+            self.state.installations.pop(inst.id, None)
+            for value, token in list(self.state.tokens.items()):
+                if token.installation is not None and token.installation.id == inst.id:
+                    del self.state.tokens[value]
 
     def installation_token(self, install: AppInstall | Installation) -> str:
         """An installation token without the HTTP exchange."""

@@ -38,6 +38,7 @@ from tests.fakes.github import bare_repos
 from tests.fakes.github import webhook_payloads as payloads
 from tests.fakes.github.clock import iso
 from tests.fakes.github.models import (
+    Installation,
     Issue,
     IssueComment,
     Label,
@@ -560,3 +561,43 @@ def _synchronized(
                 }
 
             hub.emit(repo, "pull_request", _envelope(urls, repo, who, "synchronize", sync))
+
+
+# -- GitHub Apps ------------------------------------------------------------------------
+
+
+def installation(
+    hub: WebhookHub, urls: Urls, state: State, inst: Installation, action: str, sender: User
+) -> None:
+    """``installation`` ``created``/``deleted`` to the App's webhook."""
+    repos = [state.repos[i] for i in sorted(state.installation_repo_ids(inst))]
+    body: Json = {
+        "action": action,
+        "installation": payloads.installation(urls, inst),
+        "repositories": [payloads.installation_repository(r) for r in repos],
+        "requester": payloads.user(urls, sender) if action == "created" else None,
+        "sender": payloads.user(urls, sender),
+    }
+    hub.emit_app(inst.app, "installation", body)
+
+
+def installation_repositories(
+    hub: WebhookHub,
+    urls: Urls,
+    inst: Installation,
+    action: str,
+    repos: list[Repo],
+    sender: User,
+) -> None:
+    """``installation_repositories`` ``added``/``removed`` to the App's webhook."""
+    listed = [payloads.installation_repository(r) for r in repos]
+    body: Json = {
+        "action": action,
+        "installation": payloads.installation(urls, inst),
+        "repository_selection": inst.repository_selection,
+        "repositories_added": listed if action == "added" else [],
+        "repositories_removed": listed if action == "removed" else [],
+        "requester": payloads.user(urls, sender),
+        "sender": payloads.user(urls, sender),
+    }
+    hub.emit_app(inst.app, "installation_repositories", body)

@@ -287,6 +287,8 @@ class WebhookHub:
         self.oversized: list[tuple[str, int]] = []
         #: How long a receiver may take to answer (GitHub: 10 s).
         self.timeout = DELIVERY_TIMEOUT
+        #: Larger payloads are not delivered (GitHub: 25 MB; tests may lower it).
+        self.max_payload_bytes = MAX_PAYLOAD_BYTES
         #: GitHub-Hookshot/<short sha of the deployed Hookshot>.
         self.user_agent = "GitHub-Hookshot/" + secrets.token_hex(4)[:7]
         self._hook_ids = itertools.count(490_000_001)
@@ -302,7 +304,6 @@ class WebhookHub:
         self._busy = 0
         self._stopping = False
         self._thread: threading.Thread | None = None
-        self._http = requests.Session()
 
     # -- life cycle ---------------------------------------------------------------------
 
@@ -319,7 +320,6 @@ class WebhookHub:
         if self._thread is not None:
             self._thread.join(timeout=self.timeout + 5)
             self._thread = None
-        self._http.close()
 
     # -- hooks --------------------------------------------------------------------------
 
@@ -483,7 +483,7 @@ class WebhookHub:
         raw = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
         if hook.content_type == "form":
             raw = b"payload=" + quote_plus(raw).encode()
-        if len(raw) > MAX_PAYLOAD_BYTES:
+        if len(raw) > self.max_payload_bytes:
             self.oversized.append((event, len(raw)))
             return
         action = payload.get("action")
@@ -693,15 +693,18 @@ class WebhookHub:
         status: int | None = None
         error: str | None = None
         try:
-            response = self._http.post(
-                hook.url,
-                data=delivery.body,
-                headers=headers,
-                timeout=(min(timeout, 10.0), timeout),
-                allow_redirects=False,
-            )
-            status = response.status_code
-            response.close()
+            # A connection of its own per attempt (no keep-alive across deliveries: a
+            # receiver that went away is not reached through an old connection).
+            with requests.Session() as http:
+                response = http.post(
+                    hook.url,
+                    data=delivery.body,
+                    headers=headers,
+                    timeout=(min(timeout, 10.0), timeout),
+                    allow_redirects=False,
+                )
+                status = response.status_code
+                response.close()
         except requests.Timeout:
             error = f"timed out after {timeout:g} s"
         except requests.RequestException as exc:
