@@ -14,6 +14,7 @@ import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -86,13 +87,15 @@ def checked(received: list[Received]) -> None:
 # -- signatures and headers -------------------------------------------------------------
 
 
-def test_signature_matches_githubs_documented_test_vector():
+def test_signature_matches_githubs_documented_test_vector() -> None:
     assert signature_256(SECRET, b"Hello, World!") == (
         "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
     )
 
 
-def test_a_new_hook_is_pinged_with_githubs_headers_and_both_signatures(fake, receiver):
+def test_a_new_hook_is_pinged_with_githubs_headers_and_both_signatures(
+    fake: GitHubFake, receiver: WebhookReceiver
+) -> None:
     hook = fake.add_webhook(REPO, receiver.url, SECRET, events=["push", "issues"])
     [delivery] = fake.webhooks.flush()
     [got] = receiver.received
@@ -125,7 +128,9 @@ def test_a_new_hook_is_pinged_with_githubs_headers_and_both_signatures(fake, rec
     assert not delivery.attempts[0].redelivery
 
 
-def test_a_hook_without_a_secret_sends_no_signature(fake, receiver):
+def test_a_hook_without_a_secret_sends_no_signature(
+    fake: GitHubFake, receiver: WebhookReceiver
+) -> None:
     fake.add_webhook(REPO, receiver.url)
     fake.webhooks.flush()
     [got] = receiver.received
@@ -133,7 +138,9 @@ def test_a_hook_without_a_secret_sends_no_signature(fake, receiver):
     assert "x-hub-signature" not in got.headers
 
 
-def test_a_form_hook_sends_the_json_in_payload_and_signs_the_form_body(fake, receiver):
+def test_a_form_hook_sends_the_json_in_payload_and_signs_the_form_body(
+    fake: GitHubFake, receiver: WebhookReceiver
+) -> None:
     fake.add_webhook(REPO, receiver.url, SECRET, content_type="form")
     fake.webhooks.flush()
     [got] = receiver.received
@@ -143,7 +150,9 @@ def test_a_form_hook_sends_the_json_in_payload_and_signs_the_form_body(fake, rec
     assert got.payload["zen"]
 
 
-def test_the_body_is_compact_utf8_json_signed_as_sent(fake, receiver):
+def test_the_body_is_compact_utf8_json_signed_as_sent(
+    fake: GitHubFake, receiver: WebhookReceiver
+) -> None:
     fake.add_webhook(REPO, receiver.url, SECRET, events=["issues"])
     token = fake.add_token("acme")
     fake.session(token).post(api(fake, "/issues"), json={"title": "Grüße ✓"}).raise_for_status()
@@ -154,7 +163,9 @@ def test_the_body_is_compact_utf8_json_signed_as_sent(fake, receiver):
     assert got.signed_by(SECRET)
 
 
-def test_a_hook_receives_only_its_events_and_an_inactive_one_nothing(fake, receiver):
+def test_a_hook_receives_only_its_events_and_an_inactive_one_nothing(
+    fake: GitHubFake, receiver: WebhookReceiver
+) -> None:
     token = fake.add_token("acme")
     fake.add_webhook(REPO, receiver.url, SECRET, events=["issue_comment"])
     fake.add_webhook(REPO, receiver.url + "?off", SECRET, events=["*"], active=False)
@@ -226,6 +237,7 @@ EXPECTED = {
     ("repository", "renamed"),
     ("repository", "privatized"),
     ("repository", "publicized"),
+    ("public", None),
 }
 
 
@@ -253,9 +265,15 @@ def drive_every_event(fake: GitHubFake, tmp_path: Path) -> None:
     s.post(api(fake, "/milestones"), json={"title": "m2"}).raise_for_status()
     s.delete(api(fake, "/milestones/2")).raise_for_status()
 
-    issue = {"title": "t", "labels": ["bug"], "milestone": 1, "assignees": ["acme"]}
+    issue: dict[str, Any] = {"title": "t", "labels": ["bug"], "milestone": 1, "assignees": ["acme"]}
     s.post(api(fake, "/issues"), json=issue).raise_for_status()
-    edit = {"title": "t2", "body": "b", "state": "closed", "labels": [], "assignees": []}
+    edit: dict[str, Any] = {
+        "title": "t2",
+        "body": "b",
+        "state": "closed",
+        "labels": [],
+        "assignees": [],
+    }
     s.patch(api(fake, "/issues/1"), json=edit | {"milestone": None}).raise_for_status()
     s.patch(api(fake, "/issues/1"), json={"state": "open"}).raise_for_status()
     s.put(api(fake, "/issues/1/lock"), json={"lock_reason": "resolved"}).raise_for_status()
@@ -307,7 +325,9 @@ def drive_every_event(fake: GitHubFake, tmp_path: Path) -> None:
     s.patch(api(fake), json={"private": False, "name": "gadgets"}).raise_for_status()
 
 
-def test_every_event_the_fake_sends_is_valid_against_githubs_schema(fake, receiver, tmp_path):
+def test_every_event_the_fake_sends_is_valid_against_githubs_schema(
+    fake: GitHubFake, receiver: WebhookReceiver, tmp_path: Path
+) -> None:
     fake.add_webhook(REPO, receiver.url, SECRET, events=["*"])
     drive_every_event(fake, tmp_path)
     deliveries = fake.webhooks.flush()
@@ -318,7 +338,29 @@ def test_every_event_the_fake_sends_is_valid_against_githubs_schema(fake, receiv
     fake.assert_clean()
 
 
-def test_the_schema_check_finds_a_broken_payload(fake, receiver):
+def test_an_organizations_repository_events_carry_the_organization(
+    fake: GitHubFake, receiver: WebhookReceiver, tmp_path: Path
+) -> None:
+    fake.state.user("octo-org", type="Organization")
+    fake.state.create_repo("octo-org/tools", auto_init=True, collaborators=["alice"])
+    fake.add_webhook("octo-org/tools", receiver.url, SECRET, events=["*"])
+    token = fake.add_token("alice")
+    fake.session(token).post(f"{fake.api_url}/repos/octo-org/tools/issues", json={"title": "t"})
+    work = tmp_path / "tools"
+    git("clone", "-q", fake.git_remote("octo-org/tools", token), str(work))
+    commit(work, "a.txt", "a\n")
+    git("push", "-q", "origin", "main", cwd=work)
+    fake.webhooks.flush()
+    assert receiver.events() == ["ping", "issues", "push"]
+    assert {r.payload["organization"]["login"] for r in receiver.received} == {"octo-org"}
+    assert receiver.of("push")[0].payload["repository"]["organization"] == "octo-org"
+    assert receiver.of("issues")[0].payload["sender"]["login"] == "alice"
+    checked(receiver.received)
+
+
+def test_the_schema_check_finds_a_broken_payload(
+    fake: GitHubFake, receiver: WebhookReceiver
+) -> None:
     """The check on send is real: a payload missing its issue is reported."""
     fake.add_webhook(REPO, receiver.url, SECRET, events=["issues"])
     repo = fake.state.repo(REPO)
@@ -332,7 +374,9 @@ def test_the_schema_check_finds_a_broken_payload(fake, receiver):
 # -- pushes -----------------------------------------------------------------------------
 
 
-def test_a_push_is_described_as_github_describes_it(fake, receiver, tmp_path):
+def test_a_push_is_described_as_github_describes_it(
+    fake: GitHubFake, receiver: WebhookReceiver, tmp_path: Path
+) -> None:
     token = fake.add_token("acme")
     fake.add_webhook(REPO, receiver.url, SECRET, events=["push", "create", "delete"])
     work = clone(fake, tmp_path, token)
@@ -370,7 +414,9 @@ def test_a_push_is_described_as_github_describes_it(fake, receiver, tmp_path):
     checked(receiver.received)
 
 
-def test_new_and_removed_branches_and_tags_send_create_and_delete(fake, receiver, tmp_path):
+def test_new_and_removed_branches_and_tags_send_create_and_delete(
+    fake: GitHubFake, receiver: WebhookReceiver, tmp_path: Path
+) -> None:
     token = fake.add_token("acme")
     fake.add_webhook(REPO, receiver.url, SECRET, events=["push", "create", "delete"])
     work = clone(fake, tmp_path, token)
@@ -398,7 +444,9 @@ def test_new_and_removed_branches_and_tags_send_create_and_delete(fake, receiver
     checked(receiver.received)
 
 
-def test_a_forced_push_is_flagged(fake, receiver, tmp_path):
+def test_a_forced_push_is_flagged(
+    fake: GitHubFake, receiver: WebhookReceiver, tmp_path: Path
+) -> None:
     token = fake.add_token("acme")
     fake.add_webhook(REPO, receiver.url, SECRET)
     work = clone(fake, tmp_path, token)
@@ -416,7 +464,9 @@ def test_a_forced_push_is_flagged(fake, receiver, tmp_path):
     assert [c["id"] for c in push.payload["commits"]] == [new]
 
 
-def test_more_than_three_tags_at_once_send_no_tag_events(fake, receiver, tmp_path):
+def test_more_than_three_tags_at_once_send_no_tag_events(
+    fake: GitHubFake, receiver: WebhookReceiver, tmp_path: Path
+) -> None:
     """GitHub: "Events will not be created for tags when more than three tags are pushed
     at once." The branch pushed with them still has its events."""
     token = fake.add_token("acme")
@@ -435,7 +485,9 @@ def test_more_than_three_tags_at_once_send_no_tag_events(fake, receiver, tmp_pat
     assert sorted(r.payload["ref"] for r in receiver.of("create")) == ["fresh", "w1", "w2", "w3"]
 
 
-def test_a_rejected_ref_update_sends_nothing(fake, receiver, tmp_path):
+def test_a_rejected_ref_update_sends_nothing(
+    fake: GitHubFake, receiver: WebhookReceiver, tmp_path: Path
+) -> None:
     token = fake.add_token("acme")
     fake.add_webhook(REPO, receiver.url, SECRET, events=["push"])
     work = clone(fake, tmp_path, token)
@@ -445,7 +497,9 @@ def test_a_rejected_ref_update_sends_nothing(fake, receiver, tmp_path):
     assert receiver.of("push") == []
 
 
-def test_a_push_to_an_open_pull_requests_head_sends_synchronize(fake, receiver, tmp_path):
+def test_a_push_to_an_open_pull_requests_head_sends_synchronize(
+    fake: GitHubFake, receiver: WebhookReceiver, tmp_path: Path
+) -> None:
     token = fake.add_token("acme")
     work = clone(fake, tmp_path, token)
     git("checkout", "-q", "-b", "topic", cwd=work)
@@ -462,7 +516,9 @@ def test_a_push_to_an_open_pull_requests_head_sends_synchronize(fake, receiver, 
     checked(receiver.received)
 
 
-def test_a_payload_over_the_cap_is_not_delivered(fake, receiver, tmp_path):
+def test_a_payload_over_the_cap_is_not_delivered(
+    fake: GitHubFake, receiver: WebhookReceiver, tmp_path: Path
+) -> None:
     """GitHub delivers nothing over 25 MB; the cap is lowered here to keep the test small."""
     token = fake.add_token("acme")
     fake.add_webhook(REPO, receiver.url, SECRET, events=["push"])
@@ -496,14 +552,18 @@ def edited_bodies(receiver: WebhookReceiver) -> list[str]:
     return [r.payload["comment"]["body"] for r in receiver.of("issue_comment", "edited")]
 
 
-def test_deliveries_arrive_in_the_order_of_the_changes(fake, receiver):
+def test_deliveries_arrive_in_the_order_of_the_changes(
+    fake: GitHubFake, receiver: WebhookReceiver
+) -> None:
     fake.add_webhook(REPO, receiver.url, SECRET, events=["issue_comment"])
     bodies = comment_edits(fake, 8)
     fake.webhooks.flush()
     assert edited_bodies(receiver) == bodies
 
 
-def test_an_out_of_order_window_permutes_each_group(fake, receiver):
+def test_an_out_of_order_window_permutes_each_group(
+    fake: GitHubFake, receiver: WebhookReceiver
+) -> None:
     fake.add_webhook(REPO, receiver.url, SECRET, events=["issue_comment"])
     fake.webhooks.flush()  # the ping first
     fake.webhooks.out_of_order(3, "reverse")
@@ -516,7 +576,9 @@ def test_an_out_of_order_window_permutes_each_group(fake, receiver):
     checked(receiver.received)
 
 
-def test_pause_holds_and_release_shuffles_reproducibly(fake, receiver):
+def test_pause_holds_and_release_shuffles_reproducibly(
+    fake: GitHubFake, receiver: WebhookReceiver
+) -> None:
     fake.add_webhook(REPO, receiver.url, SECRET, events=["issue_comment"])
     fake.webhooks.flush()
     fake.webhooks.pause()
@@ -538,7 +600,9 @@ def test_pause_holds_and_release_shuffles_reproducibly(fake, receiver):
     ]
 
 
-def test_a_redelivery_repeats_the_body_and_guid_signed_with_the_current_secret(fake, receiver):
+def test_a_redelivery_repeats_the_body_and_guid_signed_with_the_current_secret(
+    fake: GitHubFake, receiver: WebhookReceiver
+) -> None:
     hook = fake.add_webhook(REPO, receiver.url, SECRET)
     [ping] = fake.webhooks.flush()
     fake.webhooks.update(hook, secret="rotated")
@@ -554,7 +618,9 @@ def test_a_redelivery_repeats_the_body_and_guid_signed_with_the_current_secret(f
     assert ping.attempts[0].delivery_id == ping.id != ping.attempts[1].delivery_id
 
 
-def test_a_dropped_delivery_is_recorded_failed_and_repaired_by_redelivery(fake, receiver):
+def test_a_dropped_delivery_is_recorded_failed_and_repaired_by_redelivery(
+    fake: GitHubFake, receiver: WebhookReceiver
+) -> None:
     fake.add_webhook(REPO, receiver.url, SECRET, events=["issues"])
     fake.webhooks.faults.drop("issues", action="opened")
     fake.session(fake.add_token("acme")).post(api(fake, "/issues"), json={"title": "t"})
@@ -571,7 +637,9 @@ def test_a_dropped_delivery_is_recorded_failed_and_repaired_by_redelivery(fake, 
     assert dropped.delivered
 
 
-def test_a_duplicated_delivery_arrives_twice_with_one_guid(fake, receiver):
+def test_a_duplicated_delivery_arrives_twice_with_one_guid(
+    fake: GitHubFake, receiver: WebhookReceiver
+) -> None:
     fake.add_webhook(REPO, receiver.url, SECRET, events=["issues"])
     fake.webhooks.faults.duplicate("issues")
     fake.session(fake.add_token("acme")).post(api(fake, "/issues"), json={"title": "t"})
@@ -583,7 +651,9 @@ def test_a_duplicated_delivery_arrives_twice_with_one_guid(fake, receiver):
     assert len(delivery.attempts) == 2
 
 
-def test_a_bad_signature_fault_signs_with_another_secret(fake, receiver):
+def test_a_bad_signature_fault_signs_with_another_secret(
+    fake: GitHubFake, receiver: WebhookReceiver
+) -> None:
     fake.add_webhook(REPO, receiver.url, SECRET, events=["issues"])
     fake.webhooks.faults.bad_signature("issues")
     session = fake.session(fake.add_token("acme"))
@@ -595,7 +665,7 @@ def test_a_bad_signature_fault_signs_with_another_secret(fake, receiver):
     assert genuine.signed_by(SECRET)
 
 
-def test_a_slow_receiver_fails_the_delivery_after_the_timeout(fake):
+def test_a_slow_receiver_fails_the_delivery_after_the_timeout(fake: GitHubFake) -> None:
     """The receiver acted but answered late: GitHub records a failure (10 s by default;
     the fake's timeout is lowered here)."""
     assert fake.webhooks.timeout == DELIVERY_TIMEOUT == 10.0
@@ -610,7 +680,7 @@ def test_a_slow_receiver_fails_the_delivery_after_the_timeout(fake):
         assert "timed out" in (late.attempts[0].error or "")
 
 
-def test_a_timeout_fault_gives_up_early_on_one_delivery(fake):
+def test_a_timeout_fault_gives_up_early_on_one_delivery(fake: GitHubFake) -> None:
     with WebhookReceiver(delay=lambda got: 1.0 if got.event == "issues" else 0.0) as slow:
         fake.add_webhook(REPO, slow.url, SECRET, events=["issues"])
         fake.webhooks.faults.timeout("issues", 0.2)
@@ -621,7 +691,7 @@ def test_a_timeout_fault_gives_up_early_on_one_delivery(fake):
         assert late.attempts[0].fault == "timeout"
 
 
-def test_an_error_answer_or_no_receiver_fails_without_retry(fake):
+def test_an_error_answer_or_no_receiver_fails_without_retry(fake: GitHubFake) -> None:
     with WebhookReceiver(status=503) as failing:
         fake.add_webhook(REPO, failing.url, SECRET)
         [ping] = fake.webhooks.flush()
@@ -636,7 +706,9 @@ def test_an_error_answer_or_no_receiver_fails_without_retry(fake):
 # -- GitHub Apps ------------------------------------------------------------------------
 
 
-def test_an_apps_webhook_gets_its_repositories_events_and_its_installations(fake, receiver):
+def test_an_apps_webhook_gets_its_repositories_events_and_its_installations(
+    fake: GitHubFake, receiver: WebhookReceiver
+) -> None:
     install = fake.install_app("acme", repositories=[REPO])
     hook = fake.set_app_webhook(install, receiver.url, SECRET)
     fake.state.create_repo("acme/other")

@@ -18,8 +18,14 @@ Where things are:
 * ``fake.lfs`` (LfsServer): the Git LFS Batch API and transfers on the web host, its
   limits (``max_object_size``, ``max_batch``, ``expires_in``) and stored ``objects()``.
 * ``fake.requests_log`` (RequestLog): one record per request, and counters.
+* ``fake.webhooks`` (WebhookHub): webhooks as GitHub delivers them, from REST writes and
+  pushes (``fake.add_webhook``, ``fake.set_app_webhook``, ``fake.webhook_deliveries``),
+  with ``flush``/``pause``/``release``/``out_of_order``/``redeliver`` and delivery
+  ``faults`` (webhooks.py; which change sends what: webhook_events.py). Writes made
+  through the Python API (``fake.state``) send none, as they stand for setup.
 * ``fake.violations`` / ``fake.request_violations``: contract violations of the responses
-  the fake sent / of the requests it received; ``fake.server_errors``: handler crashes.
+  the fake sent / of the requests it received; ``fake.server_errors``: handler crashes;
+  ``fake.webhooks.violations``: webhook payloads that broke GitHub's webhook schema.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from tests.fakes.github.auth import KeyPair, generate_key_pair, make_app_jwt
 from tests.fakes.github.clock import AcceleratedClock, ManualClock, accelerated_clock
 from tests.fakes.github.ratelimit import SecondaryLimits
 from tests.fakes.github.server import AppInstall, GitHubFake
+from tests.fakes.github.webhooks import Webhook, WebhookDelivery, signature_256
 
 __all__ = [
     "AcceleratedClock",
@@ -38,10 +45,13 @@ __all__ = [
     "KeyPair",
     "ManualClock",
     "SecondaryLimits",
+    "Webhook",
+    "WebhookDelivery",
     "accelerated_clock",
     "generate_key_pair",
     "github_fake",
     "make_app_jwt",
+    "signature_256",
 ]
 
 

@@ -15,7 +15,8 @@ What GitHub sends, and so the fake:
   ``opened``/``deleted``), ``pull_request_review`` (``submitted``/``edited``),
   ``pull_request_review_comment``, ``release`` (``created``, ``published`` with
   ``released`` or ``prereleased``, ``edited``, ``unpublished``, ``deleted``),
-  ``repository`` (``renamed``, ``privatized``/``publicized``, ``edited``);
+  ``repository`` (``renamed``, ``privatized``/``publicized``, ``edited``) and
+  ``public`` when a private repository becomes public;
 * a push: ``push`` per updated ref, ``create``/``delete`` per created/deleted ref, and
   ``pull_request`` ``synchronize`` for open pull requests whose head branch moved. As on
   GitHub, pushing more than three tags at once sends no event for those tags, and more
@@ -479,6 +480,8 @@ def repository_changed(ctx: Ctx, before: RepoSnapshot) -> None:
         _emit(ctx, "repository", "renamed", lambda: {"changes": changes})
     if repo.private != before.private:
         _emit(ctx, "repository", "privatized" if repo.private else "publicized", dict)
+        if not repo.private:
+            _emit(ctx, "public", None, dict)
     edits: Json = {}
     if repo.description != before.description:
         edits["description"] = _from(before.description)

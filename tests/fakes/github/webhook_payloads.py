@@ -112,9 +112,9 @@ def repository(urls: Urls, repo: Repo, *, legacy: bool = False) -> Json:
     """A webhook ``repository``; ``legacy`` is the shape of a ``push`` payload's."""
     out = _fit_users(render.repository(urls, repo))
     out["custom_properties"] = {}
-    if repo.owner.type == "Organization":
-        out["organization"] = repo.owner.login
     if legacy:
+        if repo.owner.type == "Organization":
+            out["organization"] = repo.owner.login
         out["created_at"] = int(repo.created_at.timestamp())
         pushed = repo.pushed_at or repo.created_at
         out["pushed_at"] = int(pushed.timestamp())

@@ -376,7 +376,7 @@ class WebhookHub:
         return found
 
     def remove(self, hook: Webhook | int) -> None:
-        """Delete a hook; its queued deliveries are still sent (as already dispatched)."""
+        """Delete a hook; its deliveries not sent yet never will be (they stay pending)."""
         self.hooks.pop(hook if isinstance(hook, int) else hook.id, None)
 
     def hook_json(self, hook: Webhook) -> Json:
@@ -453,9 +453,10 @@ class WebhookHub:
     def emit(self, repo: Repo, event: str, build: Callable[[], Json | None]) -> None:
         """Deliver ``event`` of ``repo`` to every hook subscribed to it.
 
-        ``build`` makes the payload (without ``repository``/``sender``'s neighbours that
-        depend on the hook: ``installation`` is added per App). Called under the state
-        lock by the change itself, so the payload is the state right after the change.
+        ``build`` makes the payload, called only when some hook receives the event (None:
+        nothing to send after all). ``organization`` is added for an organization's
+        repository, and ``installation`` per App webhook. Called by the change itself
+        under the state lock, so the payload is the state right after the change.
         """
         targets = self.targets(repo, event)
         if not targets:
