@@ -651,6 +651,21 @@ def test_a_duplicated_delivery_arrives_twice_with_one_guid(
     assert len(delivery.attempts) == 2
 
 
+def test_a_late_delivery_still_leads_the_ones_after_it(
+    fake: GitHubFake, receiver: WebhookReceiver
+) -> None:
+    """Latency delays the sender, not the order: in-order delivery stays in order."""
+    fake.add_webhook(REPO, receiver.url, SECRET, events=["issues"])
+    fake.webhooks.faults.latency("issues", 0.2, action="opened")
+    session = fake.session(fake.add_token("acme"))
+    session.post(api(fake, "/issues"), json={"title": "t"}).raise_for_status()
+    session.patch(api(fake, "/issues/1"), json={"state": "closed"}).raise_for_status()
+    fake.webhooks.flush()
+    assert [r.payload["action"] for r in receiver.of("issues")] == ["opened", "closed"]
+    opened, closed = fake.webhooks.deliveries_of("issues")
+    assert (opened.attempts[0].fault, closed.attempts[0].fault) == ("latency", None)
+
+
 def test_a_bad_signature_fault_signs_with_another_secret(
     fake: GitHubFake, receiver: WebhookReceiver
 ) -> None:
