@@ -112,6 +112,12 @@ class Settings:
     #: ``lfs_object_too_large`` instead of being pushed. 2 GiB: github.com's own limit on
     #: its Free and Pro plans (Team 4 GB, Enterprise Cloud 5 GB).
     lfs_max_object_size: int = 2 * 1024**3
+    #: Seconds an ``Idempotency-Key`` and the answer it bought are kept (then purged by
+    #: the beat's tick): a retry within it gets the first answer, not a second effect.
+    idempotency_ttl: float = 24 * 3600.0
+    #: Seconds a request holds its key while it is answered; a retry after that may take
+    #: the key over (the first request died). Longer than any dry-run's inventory takes.
+    idempotency_lock: float = 600.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.data_dir, Path):
@@ -144,6 +150,12 @@ class Settings:
             raise ConfigurationError("REPOSYNC_PROGRESS_INTERVAL must be a positive number")
         if self.lfs_max_object_size < 0:
             raise ConfigurationError("REPOSYNC_LFS_MAX_OBJECT_SIZE must be 0 or more bytes")
+        if not 0 < self.idempotency_lock < self.idempotency_ttl:
+            raise ConfigurationError(
+                "0 < REPOSYNC_IDEMPOTENCY_LOCK < REPOSYNC_IDEMPOTENCY_TTL must hold (got "
+                f"{self.idempotency_lock} / {self.idempotency_ttl}): a key must outlive the "
+                "request that holds it"
+            )
 
     @property
     def effective_database_url(self) -> str:
@@ -233,4 +245,6 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "progress_interval": float,
     "http_timeout": float,
     "lfs_max_object_size": int,
+    "idempotency_ttl": float,
+    "idempotency_lock": float,
 }

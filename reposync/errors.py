@@ -15,7 +15,9 @@ into this tree at one boundary each, never leaked.
     │   ├── NotARepository              not_a_repository
     │   ├── WrongDirection              wrong_direction
     │   ├── UnschedulableCron           cron_has_no_future_slot  (HTTP 422)
-    │   └── ConfigurationError          invalid_configuration
+    │   ├── ConfigurationError          invalid_configuration
+    │   ├── IdempotencyKeyInvalid       idempotency_key_invalid
+    │   └── IdempotencyKeyReused        idempotency_key_reused   (HTTP 422)
     ├── DatabaseUnavailable             database_unavailable     (exit 2, retryable)
     ├── RecordNotFound                  record_not_found         (also LookupError)
     ├── Unauthenticated                 unauthenticated
@@ -25,6 +27,7 @@ into this tree at one boundary each, never leaked.
     │   ├── ResultUnknownUnresolved     result_unknown_unresolved
     │   └── VisibilityUnconfirmed       visibility_unconfirmed
     ├── BindingBusy                     binding_busy
+    ├── IdempotencyKeyInProgress        idempotency_key_in_progress (retryable)
     ├── LeaseLost                       lease_lost
     ├── AttemptsExhausted               attempts_exhausted
     ├── GitTransportError               git_transport_failed     (retryable)
@@ -105,6 +108,12 @@ class RepositoryNotFound(UsageError, LookupError):
     http_status = 404
     suggested_action = "check the path or name of the repository"
 
+    @classmethod
+    def or_hidden(cls, locator: str) -> RepositoryNotFound:
+        """The one answer to an API caller for a repository that does not exist *or* that
+        the caller may not see: the two must read the same, or the answer tells them apart."""
+        return cls(f"{locator} does not exist or is not granted to you")
+
 
 class NotARepository(UsageError):
     code = "not_a_repository"
@@ -130,6 +139,24 @@ class UnschedulableCron(UsageError):
 class ConfigurationError(UsageError):
     code = "invalid_configuration"
     suggested_action = "fix the REPOSYNC_* setting named in the message"
+
+
+class IdempotencyKeyInvalid(UsageError):
+    """The ``Idempotency-Key`` header is missing where it is required, or malformed."""
+
+    code = "idempotency_key_invalid"
+    suggested_action = (
+        "send an Idempotency-Key header of 1 to 255 visible ASCII characters (a UUID is "
+        "a good key), and the same key again only to retry the same request"
+    )
+
+
+class IdempotencyKeyReused(UsageError):
+    """The key was used before with another request: its answer belongs to that one."""
+
+    code = "idempotency_key_reused"
+    http_status = 422
+    suggested_action = "use a new Idempotency-Key for a different request"
 
 
 class DatabaseUnavailable(ReposyncError):
@@ -204,6 +231,15 @@ class BindingBusy(ReposyncError):
     code = "binding_busy"
     http_status = 409
     suggested_action = "wait for the active Run to finish or cancel it"
+
+
+class IdempotencyKeyInProgress(ReposyncError):
+    """Another request with the same key is still being answered (the first one wins)."""
+
+    code = "idempotency_key_in_progress"
+    retryable = True
+    http_status = 409
+    suggested_action = "retry with the same key in a moment: it then gets the first answer"
 
 
 class LeaseLost(ReposyncError):

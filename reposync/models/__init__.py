@@ -2,18 +2,22 @@
 
 from reposync.models.base import Base, utcnow
 from reposync.models.binding import Binding
+from reposync.models.idempotency import IdempotencyKey
 from reposync.models.inventory import InventoryEntry
 from reposync.models.object_link import ObjectLink
 from reposync.models.run import Run
 from reposync.models.run_event import RunEvent
 from reposync.models.run_item import RunItem
 from reposync.models.user import ApiToken, RepositoryGrant, User
+from reposync.models.watch import BranchWatch
 from reposync.models.write_budget import WriteBudgetAccount, WriteBudgetEvent
 
 __all__ = [
     "ApiToken",
     "Base",
     "Binding",
+    "BranchWatch",
+    "IdempotencyKey",
     "InventoryEntry",
     "ObjectLink",
     "RepositoryGrant",

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from reposync.errors import Forbidden, RecordNotFound
-from reposync.models import Binding, Run, User
+from reposync.errors import Forbidden, RecordNotFound, RepositoryNotFound
+from reposync.models import Binding, BranchWatch, Run, User
 from reposync.service.context import ServiceContext
-from reposync.service.queries import visible
+from reposync.service.queries import repository_visible, visible, watch_visible
 
 
 def require_admin(user: User) -> None:
@@ -43,3 +43,22 @@ def authorize_run(ctx: ServiceContext, user: User, run_id: int) -> None:
         ).scalar_one_or_none()
     if found is None:
         raise RecordNotFound(f"run {run_id} does not exist")
+
+
+def authorize_watch(ctx: ServiceContext, user: User, watch_id: int) -> None:
+    """Raise ``RecordNotFound`` unless ``user`` may act on the watch (it can see it)."""
+    with ctx.db.session() as session:
+        found = session.execute(
+            select(BranchWatch.id).where(BranchWatch.id == watch_id, watch_visible(user))
+        ).scalar_one_or_none()
+    if found is None:
+        raise RecordNotFound(f"watch {watch_id} does not exist")
+
+
+def authorize_repository(
+    ctx: ServiceContext, user: User, provider: str, repository_id: str, locator: str
+) -> None:
+    """Raise ``RepositoryNotFound`` unless ``user`` may see the repository (admin, or a
+    grant on it), with the same answer as for a repository that does not exist."""
+    if not repository_visible(ctx, user, provider, repository_id):
+        raise RepositoryNotFound.or_hidden(locator)

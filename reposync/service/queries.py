@@ -10,7 +10,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.sql import ColumnElement
 
 from reposync.errors import (
@@ -24,7 +24,15 @@ from reposync.errors import (
     ResultUnknown,
 )
 from reposync.lifecycle import ACTIVE_RUN_STATUSES
-from reposync.models import Binding, RepositoryGrant, Run, RunEvent, RunItem, User
+from reposync.models import (
+    Binding,
+    BranchWatch,
+    RepositoryGrant,
+    Run,
+    RunEvent,
+    RunItem,
+    User,
+)
 from reposync.service.context import ServiceContext
 
 MAX_PAGE = 200
@@ -50,6 +58,39 @@ def visible(user: User) -> ColumnElement[bool]:
         )
         .exists(),
     )
+
+
+def watch_visible(user: User) -> ColumnElement[bool]:
+    """SQL condition on ``BranchWatch``: admins see every watch; a member the watches it
+    made, while it holds a grant on the repository (as a Binding's visibility follows
+    its grants: a revoked grant hides the watch too)."""
+    if user.role == "admin":
+        return BranchWatch.id.is_not(None)
+    granted = (
+        select(RepositoryGrant.id)
+        .where(
+            RepositoryGrant.user_id == user.id,
+            RepositoryGrant.provider == BranchWatch.provider,
+            RepositoryGrant.repository_id == BranchWatch.repository_id,
+        )
+        .exists()
+    )
+    return and_(BranchWatch.created_by == user.id, granted)
+
+
+def repository_visible(ctx: ServiceContext, user: User, provider: str, repository_id: str) -> bool:
+    """Whether the user may see a repository: admins all, a member those granted to it."""
+    if user.role == "admin":
+        return True
+    with ctx.db.session() as session:
+        found = session.execute(
+            select(RepositoryGrant.id).where(
+                RepositoryGrant.user_id == user.id,
+                RepositoryGrant.provider == provider,
+                RepositoryGrant.repository_id == repository_id,
+            )
+        ).first()
+    return found is not None
 
 
 def _limit(limit: int | None, default: int = 50) -> int:
@@ -85,6 +126,41 @@ def list_bindings(
         if after_id is not None:
             query = query.where(Binding.id > after_id)
         rows = session.execute(query.order_by(Binding.id).limit(_limit(limit))).scalars().all()
+        for row in rows:
+            session.expunge(row)
+        return list(rows)
+
+
+def get_watch_for(ctx: ServiceContext, user: User, watch_id: int) -> BranchWatch:
+    with ctx.db.session() as session:
+        watch = session.execute(
+            select(BranchWatch).where(BranchWatch.id == watch_id, watch_visible(user))
+        ).scalar_one_or_none()
+        if watch is None:
+            raise RecordNotFound(f"watch {watch_id} does not exist")
+        session.expunge(watch)
+        return watch
+
+
+def list_watches(
+    ctx: ServiceContext,
+    user: User,
+    *,
+    repository_id: str | None = None,
+    branch: str | None = None,
+    after_id: int | None = None,
+    limit: int | None = None,
+) -> list[BranchWatch]:
+    """The visible watches, oldest first."""
+    with ctx.db.session() as session:
+        query = select(BranchWatch).where(watch_visible(user))
+        if repository_id is not None:
+            query = query.where(BranchWatch.repository_id == repository_id)
+        if branch is not None:
+            query = query.where(BranchWatch.branch == branch)
+        if after_id is not None:
+            query = query.where(BranchWatch.id > after_id)
+        rows = session.execute(query.order_by(BranchWatch.id).limit(_limit(limit))).scalars().all()
         for row in rows:
             session.expunge(row)
         return list(rows)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -66,11 +68,14 @@ def create_run(
     parent_run_id: int | None = None,
     attempt: int = 1,
     reverse: bool = False,
+    recorded: Callable[[Session, Run], None] | None = None,
 ) -> Run:
     """A queued Run from the Binding's authority to its standby.
 
     Raises ``BindingBusy`` when the Binding already has an active Run (the database's
     partial unique index decides, so two concurrent callers cannot both succeed).
+    ``recorded`` runs in the Run's own transaction once it has its id: what must commit
+    with the Run or not at all (the answer an idempotency key stores for it).
     """
     try:
         with ctx.db.transaction() as session:
@@ -86,6 +91,8 @@ def create_run(
                 attempt=attempt,
                 reverse=reverse,
             )
+            if recorded is not None:
+                recorded(session, run)
     except IntegrityError as exc:
         raise BindingBusy(f"binding {binding_id} already has an active run") from exc
     return run

@@ -7,7 +7,7 @@ from typing import Any
 
 from celery import Task
 
-from reposync.service import schedules
+from reposync.service import idempotency, schedules
 from reposync.service.recovery import redispatch_stalled
 from reposync.tasks.app import app
 from reposync.tasks.base import RESUME_TASK, context, run_stage
@@ -24,13 +24,19 @@ def resume(self: Task[Any, Any], run_id: int, generation: int | None = None) -> 
 
 @app.task(name=TICK_TASK)
 def tick() -> None:
-    """Schedules first (one Run per due slot), then Runs whose worker died.
+    """Schedules first (one Run per due slot), then Runs whose worker died, then the
+    expired idempotency keys.
 
-    Each half runs whatever happened to the other: a schedule that fails must not keep
+    Each part runs whatever happened to the others: a schedule that fails must not keep
     dead Runs from being picked up again.
     """
     ctx = context()
     try:
         schedules.tick(ctx)
     finally:
-        redispatch_stalled(ctx)
+        try:
+            redispatch_stalled(ctx)
+        finally:
+            purged = idempotency.purge_expired(ctx)
+            if purged:
+                log.info("purged %d expired idempotency keys", purged)

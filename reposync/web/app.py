@@ -19,7 +19,17 @@ from flask_smorest.utils import prepare_response
 from reposync.config import Settings
 from reposync.models.db import Database
 from reposync.service.context import ServiceContext
-from reposync.web import bindings, events, health, items, overview, runs, users
+from reposync.web import (
+    bindings,
+    events,
+    health,
+    items,
+    overview,
+    reconcile,
+    runs,
+    users,
+    watches,
+)
 from reposync.web.errors import PROBLEM_CONTENT_TYPE, register_error_handlers
 from reposync.web.limits import MAX_BODY_BYTES, refuse_deep_json
 from reposync.web.schemas.common import ProblemSchema
@@ -103,7 +113,7 @@ def create_app(
     app.extensions["reposync.db"] = ctx.db
     app.extensions["reposync.ctx"] = ctx
     api = ReposyncApi(app)
-    for module in (health, overview, bindings, runs, items, events, users):
+    for module in (health, overview, bindings, reconcile, runs, items, events, users, watches):
         api.register_blueprint(module.blueprint, url_prefix=API_PREFIX)
     app.add_url_rule(f"{API_PREFIX}/{SWAGGER_ASSETS}/<path:name>", "swagger_assets", _swagger_asset)
     app.before_request(refuse_deep_json)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from itertools import islice
 from typing import Any
@@ -28,7 +28,7 @@ from reposync.service.pipeline.stages.link_states import load_links
 from reposync.service.pipeline.stages.mapping import expected_target_hash, number_map, target_type
 from reposync.service.pipeline.stages.push_order import history_ordered
 from reposync.sync.batching import BatchLimits, assign_batches
-from reposync.sync.canonical import REF_TYPES
+from reposync.sync.canonical import REF_TYPES, IndexEntry
 from reposync.sync.key_moves import order_key_moves
 from reposync.sync.objects import misplaced
 from reposync.sync.planner import (
@@ -71,22 +71,9 @@ def plan(ex: StageExecution) -> Stage:
             scanned=candidates.scanned, checkpoint_skipped=candidates.checkpoint_skipped
         )
 
-    policy = RefConflictPolicy(ex.binding.ref_conflict_policy)
-    source = ex.source()
-    oracle = source.is_ancestor if isinstance(source, AncestryChecker) else None
-    items: list[PlannedItem] = []
-    unchanged: dict[str, int] = defaultdict(int)
-    for candidate, observed in _observe(ex, mode, candidates.candidates):
-        item = decide(candidate, observed, policy=policy, is_ancestor=oracle)
-        if item is None:
-            unchanged[candidate.object_type.value] += 1
-        else:
-            items.append(item)
-            if item.reason is Reason.MISPLACED:
-                items.append(relocation(candidate))
-    counters.unchanged = dict(unchanged)
-    items.sort(key=lambda item: item.sort_key)
-    items = list(order_key_moves(items))
+    items, counters.unchanged = planned_items(
+        ex, mode, candidates.candidates, lambda: load_snapshot(ex, "target")
+    )
 
     settings = ex.ctx.settings
     refs_per_push = settings.git_batch_max_items
@@ -121,8 +108,41 @@ def _next_stage(ex: StageExecution) -> Stage:
     return Stage.FINALIZING if ex.dry_run else Stage.APPLYING
 
 
+def planned_items(
+    ex: StageExecution,
+    mode: PlanMode,
+    candidates: Sequence[Candidate],
+    target_snapshot: Callable[[], Iterable[IndexEntry]],
+) -> tuple[list[PlannedItem], dict[str, int]]:
+    """The items of ``candidates`` in execution order, and the candidates that need
+    nothing (by type), with the target observed only as far as ``mode`` allows.
+
+    ``target_snapshot`` gives the whole target index a baseline compares against: the
+    stored snapshot for a Run, the provider's listing for a proposal (which stores
+    nothing). Shared by both, so a proposal is the plan a Run would make.
+    """
+    policy = RefConflictPolicy(ex.binding.ref_conflict_policy)
+    source = ex.source()
+    oracle = source.is_ancestor if isinstance(source, AncestryChecker) else None
+    items: list[PlannedItem] = []
+    unchanged: dict[str, int] = defaultdict(int)
+    for candidate, observed in _observe(ex, mode, candidates, target_snapshot):
+        item = decide(candidate, observed, policy=policy, is_ancestor=oracle)
+        if item is None:
+            unchanged[candidate.object_type.value] += 1
+        else:
+            items.append(item)
+            if item.reason is Reason.MISPLACED:
+                items.append(relocation(candidate))
+    items.sort(key=lambda item: item.sort_key)
+    return list(order_key_moves(items)), dict(unchanged)
+
+
 def _observe(
-    ex: StageExecution, mode: PlanMode, candidates: Sequence[Candidate]
+    ex: StageExecution,
+    mode: PlanMode,
+    candidates: Sequence[Candidate],
+    target_snapshot: Callable[[], Iterable[IndexEntry]],
 ) -> Iterator[tuple[Candidate, Observation | None]]:
     """Pair each candidate with what the target holds, reading only what the mode allows."""
     if mode is PlanMode.EMPTY_TARGET:
@@ -132,7 +152,7 @@ def _observe(
     if mode is PlanMode.BASELINE:
         by_key = {
             (entry.object_type, entry.unique_key or entry.identity): entry
-            for entry in load_snapshot(ex, "target")
+            for entry in target_snapshot()
         }
         matched: set[tuple[ObjectType, str]] = set()
         for candidate in candidates:

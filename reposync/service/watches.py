@@ -1,0 +1,248 @@
+"""Branch watches: a user's watch on one branch, and the revision cursor each one keeps.
+
+A watch names a repository as a Binding's side does (resolved once to the provider's
+immutable repository id; the locator follows renames) and a branch. Every movement the
+service learns of (a push delivered by a webhook, the local forge's post-receive hook)
+is handed to ``observe_branch_moves`` in the transaction that records the delivery: it
+moves the cursor of each matching watch by the rules of ``reposync.sync.cursors`` (never
+backwards; late and replayed deliveries change nothing) and emits ``branch.moved`` for
+each watch whose cursor moved, through the outbox, in the same transaction.
+
+Who sees a watch: admins every one, a member the watches it made, while it holds a grant
+on the repository (``queries.watch_visible``). Operations here take no user; the entry
+point authorizes first (``authorization.authorize_watch`` / ``authorize_repository``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, or_, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from reposync.errors import NotARepository, RecordNotFound, RepositoryNotFound, UsageError
+from reposync.models import Binding, BranchWatch, utcnow
+from reposync.providers.base import EndpointInfo
+from reposync.providers.registry import parse_locator
+from reposync.service.context import ServiceContext
+from reposync.sync.canonical import BRANCH_PREFIX, ref_name_problem
+from reposync.sync.cursors import Cursor, Move, advance, moved
+
+#: The event a moved cursor emits (a subscription's event name).
+BRANCH_MOVED = "branch.moved"
+#: Longest branch name a watch takes (the column; far above any branch seen in practice).
+MAX_BRANCH = 255
+
+#: ``(ref, before, after)`` as a push reports it: ``refs/heads/main``, two commit ids.
+RefMove = tuple[str, str, str]
+
+
+def branch_name(value: str) -> str:
+    """``main`` from ``main`` or ``refs/heads/main``; refused unless Git could name it."""
+    name = value.strip().removeprefix(BRANCH_PREFIX)
+    if not name or len(name) > MAX_BRANCH or ref_name_problem(BRANCH_PREFIX + name):
+        raise UsageError(f"{value!r} is not a branch name Git accepts (at most {MAX_BRANCH})")
+    return name
+
+
+def resolve_repository(ctx: ServiceContext, locator: str) -> EndpointInfo:
+    """The repository ``locator`` leads to now, with its immutable id (as ``bind`` finds it).
+
+    A repository that is not there answers as one the caller may not see
+    (``RepositoryNotFound.or_hidden``): the API must not tell the two apart.
+    """
+    spec = parse_locator(locator)
+    assert ctx.open_provider is not None
+    try:
+        provider = ctx.open_provider(spec)
+    except (RepositoryNotFound, NotARepository):
+        raise RepositoryNotFound.or_hidden(spec.display) from None
+    try:
+        return provider.endpoint()
+    finally:
+        provider.close()
+
+
+def create_watch(
+    ctx: ServiceContext, repository: EndpointInfo, branch: str, *, created_by: int
+) -> tuple[BranchWatch, bool]:
+    """The user's watch on ``branch`` of ``repository``, made now (True) or found (False).
+
+    Finding it refreshes its locator: the repository may have been renamed since.
+    """
+    name = branch_name(branch)
+    for _ in range(2):  # a concurrent creator may win the unique constraint once
+        with ctx.db.transaction() as session:
+            watch = session.execute(
+                select(BranchWatch).where(
+                    BranchWatch.created_by == created_by,
+                    BranchWatch.provider == repository.provider,
+                    BranchWatch.repository_id == repository.repository_id,
+                    BranchWatch.branch == name,
+                )
+            ).scalar_one_or_none()
+            if watch is not None:
+                if watch.locator != repository.locator:
+                    watch.locator = repository.locator
+                    session.flush()
+                session.expunge(watch)
+                return watch, False
+            try:
+                with session.begin_nested():
+                    watch = BranchWatch(
+                        provider=repository.provider,
+                        repository_id=repository.repository_id,
+                        locator=repository.locator,
+                        branch=name,
+                        created_by=created_by,
+                    )
+                    session.add(watch)
+                    session.flush()
+            except IntegrityError:
+                continue
+            session.expunge(watch)
+            return watch, True
+    raise RuntimeError("watch creation raced twice")  # pragma: no cover
+
+
+def delete_watch(ctx: ServiceContext, watch_id: int) -> None:
+    with ctx.db.transaction() as session:
+        watch = session.get(BranchWatch, watch_id)
+        if watch is None:
+            raise RecordNotFound(f"watch {watch_id} does not exist")
+        session.delete(watch)
+
+
+def cursor_of(watch: BranchWatch) -> Cursor:
+    return Cursor(
+        watch.before,
+        watch.after,
+        watch.moved_at,
+        tuple((str(before), str(after)) for before, after in watch.tied or ()),
+    )
+
+
+def observe_branch_moves(
+    session: Session,
+    provider: str,
+    repository_id: str,
+    moves: Sequence[RefMove],
+    occurred_at: datetime,
+    *,
+    now: datetime | None = None,
+) -> list[int]:
+    """Move the cursors of the watches on these refs; returns the ids of those that moved.
+
+    Called in the transaction that records the delivery (and it locks the watches' rows
+    until then, so two deliveries for one branch take turns). ``occurred_at`` is when
+    the movements happened at the forge (timezone-aware); refs other than branches are
+    not watched. Each watch whose cursor moved emits ``branch.moved`` in this
+    transaction; a delivery older than a cursor changes nothing and emits nothing.
+    """
+    if occurred_at.tzinfo is None:
+        raise ValueError("occurred_at must be timezone-aware")
+    by_branch: dict[str, list[Move]] = {}
+    for ref, before, after in moves:
+        if ref.startswith(BRANCH_PREFIX):
+            name = ref[len(BRANCH_PREFIX) :]
+            by_branch.setdefault(name, []).append(Move(before, after, occurred_at))
+    if not by_branch:
+        return []
+    watches = (
+        session.execute(
+            select(BranchWatch)
+            .where(
+                BranchWatch.provider == provider,
+                BranchWatch.repository_id == repository_id,
+                BranchWatch.branch.in_(sorted(by_branch)),
+            )
+            .order_by(BranchWatch.id)
+            .with_for_update()
+        )
+        .scalars()
+        .all()
+    )
+    observed_at = now or utcnow()
+    moved_ids: list[int] = []
+    bindings: list[int] | None = None
+    for watch in watches:
+        old = cursor_of(watch)
+        new = old
+        for move in by_branch[watch.branch]:
+            new = advance(new, move)
+        if new is old:
+            continue
+        watch.tied = [list(pair) for pair in new.tied]
+        if not moved(old, new):
+            continue
+        watch.before, watch.after, watch.moved_at = new.before, new.after, new.moved_at
+        watch.observed_at = observed_at
+        watch.movements += 1
+        moved_ids.append(watch.id)
+        if bindings is None:
+            bindings = authority_bindings(session, provider, repository_id)
+        _notify(
+            session,
+            BRANCH_MOVED,
+            moved_payload(watch, bindings),
+            binding_id=None,
+            branch=watch.branch,
+        )
+    session.flush()
+    return moved_ids
+
+
+def authority_bindings(session: Session, provider: str, repository_id: str) -> list[int]:
+    """The Bindings whose authority is this repository (where a movement will be synced)."""
+
+    def side(name: str) -> Any:
+        return and_(
+            Binding.authority_side == name,
+            getattr(Binding, f"{name}_provider") == provider,
+            getattr(Binding, f"{name}_repository_id") == repository_id,
+        )
+
+    rows = session.execute(select(Binding.id).where(or_(side("a"), side("b"))).order_by(Binding.id))
+    return list(rows.scalars())
+
+
+def moved_payload(watch: BranchWatch, binding_ids: list[int]) -> dict[str, Any]:
+    """What ``branch.moved`` says: the watch, where its branch went, and when."""
+    assert watch.moved_at is not None
+    assert watch.observed_at is not None
+    return {
+        "watch_id": watch.id,
+        "repository": {
+            "provider": watch.provider,
+            "repository_id": watch.repository_id,
+            "locator": watch.locator,
+        },
+        "branch": watch.branch,
+        "ref": BRANCH_PREFIX + watch.branch,
+        "before": watch.before,
+        "after": watch.after,
+        "moved_at": watch.moved_at.isoformat(),
+        "observed_at": watch.observed_at.isoformat(),
+        "binding_ids": binding_ids,
+    }
+
+
+def _notify(
+    session: Session,
+    event: str,
+    payload: dict[str, Any],
+    *,
+    binding_id: int | None,
+    branch: str | None,
+) -> None:
+    """Hand an event to the outbox, in the caller's transaction.
+
+    OUTBOX's ``reposync.service.outbox.notify`` writes one delivery per matching
+    subscription; it does not exist in this branch yet. ``branch.moved`` concerns a
+    repository, not one Binding: ``binding_id`` is None and the payload lists the
+    Bindings whose authority the repository is (``binding_ids``).
+    """
+    return None  # wired at merge: outbox.notify (same arguments)
