@@ -64,12 +64,13 @@ class Claim:
 
 
 def parse_key(header: str | None, *, required: bool) -> str | None:
-    """The key of an ``Idempotency-Key`` header: 1 to 255 visible ASCII characters.
+    """The key of an ``Idempotency-Key`` header: 1 to 255 visible ASCII characters
+    (``None``: no header; an empty one is malformed, not absent).
 
     The draft writes the key as a structured-field string (``"abc"``); the quotes are
     taken off, so ``"abc"`` and ``abc`` are the same key.
     """
-    if header is None or not header.strip():
+    if header is None:
         if required:
             raise IdempotencyKeyInvalid("this request needs an Idempotency-Key header")
         return None

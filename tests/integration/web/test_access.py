@@ -7,6 +7,9 @@ from typing import Any
 
 import pytest
 
+from reposync.providers.base import EndpointInfo
+from reposync.service.users import find_user
+from reposync.service.watches import create_watch
 from reposync.web.app import API_PREFIX
 from tests.integration.web.conftest import assert_problem, bearer, url
 
@@ -14,9 +17,10 @@ from tests.integration.web.conftest import assert_problem, bearer, url
 @dataclass(frozen=True)
 class Endpoint:
     method: str
-    path: str  # {binding} and {run} are filled in
+    path: str  # {binding}, {run} and {watch} are filled in
     body: dict[str, Any] | None = None
-    #: "read": anyone who can see it; "grant": admin or a grant; "admin": admin only.
+    #: "read": anyone who can see it; "grant": admin or a grant; "admin": admin only;
+    #: "repository": admin or a grant on the repository named in the body.
     access: str = "read"
     query: dict[str, str] | None = None
 
@@ -33,6 +37,11 @@ ENDPOINTS = [
     Endpoint("DELETE", "/bindings/{binding}", None, "admin"),
     Endpoint("POST", "/bindings/{binding}/handoff", None, "admin"),
     Endpoint("POST", "/bindings/{binding}/runs", {}, "grant"),
+    Endpoint("POST", "/bindings/{binding}/reconcile", {"mode": "dry_run"}, "grant"),
+    Endpoint("GET", "/watches"),
+    Endpoint("POST", "/watches", {"repository": "local:/none", "branch": "main"}, "repository"),
+    Endpoint("GET", "/watches/{watch}"),
+    Endpoint("DELETE", "/watches/{watch}", None, "grant"),
     Endpoint("GET", "/runs"),
     Endpoint("GET", "/runs/{run}"),
     Endpoint("GET", "/runs/{run}/progress"),
@@ -57,9 +66,25 @@ WITH_ID = [e for e in ENDPOINTS if "{" in e.path]
 ADMIN_ONLY = [e for e in ENDPOINTS if e.access == "admin"]
 
 
-def call(client, endpoint: Endpoint, headers: dict[str, str], binding: Any = 1, run: Any = 1):
-    # Users and tokens take the Binding's id slot: unknown and malformed ids alike.
-    path = url(endpoint.path.format(binding=binding, run=run, user=binding, token=binding))
+def call(
+    client,
+    endpoint: Endpoint,
+    headers: dict[str, str],
+    binding: Any = 1,
+    run: Any = 1,
+    watch: Any = None,
+):
+    # Users and tokens take the Binding's id slot, watches too unless they are given:
+    # unknown and malformed ids alike.
+    path = url(
+        endpoint.path.format(
+            binding=binding,
+            run=run,
+            user=binding,
+            token=binding,
+            watch=binding if watch is None else watch,
+        )
+    )
     return client.open(
         path,
         method=endpoint.method,
@@ -84,7 +109,8 @@ def test_the_table_covers_every_documented_operation(client):
             e.path.replace("{binding}", "{binding_id}")
             .replace("{run}", "{run_id}")
             .replace("{user}", "{user_id}")
-            .replace("{token}", "{token_id}"),
+            .replace("{token}", "{token_id}")
+            .replace("{watch}", "{watch_id}"),
         )
         for e in ENDPOINTS
     }
@@ -110,10 +136,23 @@ def test_binding_administration_needs_the_admin_role(client, tokens, binding, en
         assert body["suggested_action"]
 
 
+@pytest.fixture
+def admin_watch(ctx, binding) -> int:
+    """A watch on the Binding's granted repository, made by the admin."""
+    admin = find_user(ctx, "ada")
+    info = EndpointInfo(binding.a_provider, binding.a_locator, binding.a_repository_id)
+    return create_watch(ctx, info, "main", created_by=admin.id)[0].id
+
+
 @pytest.mark.parametrize("endpoint", WITH_ID, ids=str)
-def test_a_member_without_a_grant_sees_no_record(client, tokens, binding, queued_run, endpoint):
-    """Records of Bindings a member was not granted do not exist for it (404, or 403 by role)."""
-    response = call(client, endpoint, bearer(tokens.stranger), binding.id, queued_run.id)
+def test_a_member_without_a_grant_sees_no_record(
+    client, tokens, binding, queued_run, admin_watch, endpoint
+):
+    """Records of Bindings a member was not granted do not exist for it (404, or 403 by
+    role); nor does another user's watch, even on a repository granted to it."""
+    response = call(
+        client, endpoint, bearer(tokens.stranger), binding.id, queued_run.id, admin_watch
+    )
     if endpoint.access == "admin":
         assert_problem(response, 403, "forbidden")
     else:
@@ -135,10 +174,28 @@ def test_malformed_ids_are_404_route_not_found(client, tokens, endpoint):
         assert_problem(response, 404, "route_not_found")
 
 
+@pytest.mark.parametrize("endpoint", [e for e in WITH_ID if "{watch}" in e.path], ids=str)
+def test_a_granted_member_sees_no_watch_of_another_user(client, tokens, admin_watch, endpoint):
+    response = call(client, endpoint, bearer(tokens.member), watch=admin_watch)
+    assert_problem(response, 404, "record_not_found")
+
+
+def test_watching_needs_a_grant_on_the_repository(client, tokens, binding):
+    """POST /watches: the stranger's 404 reads as for a repository that does not exist."""
+    body = {"repository": f"local:{binding.a_locator}", "branch": "main"}
+    response = client.post(url("/watches"), headers=bearer(tokens.stranger), json=body)
+    assert_problem(response, 404, "repository_not_found")
+    response = client.post(url("/watches"), headers=bearer(tokens.member), json=body)
+    assert response.status_code == 201
+
+
 @pytest.mark.parametrize(
-    ("path", "key"), [("/overview", "bindings"), ("/bindings", "items"), ("/runs", "items")]
+    ("path", "key"),
+    [("/overview", "bindings"), ("/bindings", "items"), ("/runs", "items"), ("/watches", "items")],
 )
-def test_listings_of_a_member_without_grants_are_empty(client, tokens, queued_run, path, key):
+def test_listings_of_a_member_without_grants_are_empty(
+    client, tokens, queued_run, admin_watch, path, key
+):
     """Listings answer a member without grants with nothing, not an error."""
     response = client.get(url(path), headers=bearer(tokens.stranger))
     assert response.status_code == 200

@@ -5,12 +5,14 @@ retried with its Idempotency-Key."""
 from __future__ import annotations
 
 import threading
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select, text, update
 
+from reposync.errors import IdempotencyKeyInProgress
 from reposync.lifecycle import RunMode
 from reposync.models import (
     Binding,
@@ -20,15 +22,18 @@ from reposync.models import (
     Run,
     RunEvent,
     RunItem,
+    utcnow,
 )
 from reposync.service import idempotency
-from reposync.service.bindings import SyncRequest
+from reposync.service.bindings import SyncRequest, bind
 from reposync.service.context import ServiceContext
 from reposync.service.embedded import sync
 from reposync.service.reconcile import ReconcileRequest, scope
-from reposync.service.users import find_user
+from reposync.service.users import create_user, find_user, issue_token
+from reposync.web.app import create_app
 from tests.gitrepo import commit_on, refs, set_ref
 from tests.integration.web.conftest import assert_problem, bearer, url
+from tests.workers import wait_for
 
 TABLES = (Run, RunItem, RunEvent, InventoryEntry, ObjectLink, IdempotencyKey)
 
@@ -308,3 +313,66 @@ def concurrent_applies(app, binding_id: int, headers: dict[str, str], key: str, 
         worker.join()
     assert len(answers) == threads
     return answers
+
+
+@pytest.mark.postgres
+def test_on_postgresql_concurrent_retries_queue_one_run(pg_ctx, source_repo, tmp_path):
+    """Six requests with one key at once, each on its own connection: one Run."""
+    binding = bind(pg_ctx, SyncRequest(f"local:{source_repo}", f"local:{tmp_path / 'dst.git'}"))
+    admin = bearer(issue_token(pg_ctx, create_user(pg_ctx, "ada", role="admin").id))
+    app = create_app(pg_ctx.settings, ctx=pg_ctx)
+    answers = concurrent_applies(app, binding.id, admin, "together", threads=6)
+    run_ids = {body["run"]["id"] for status, body in answers if status == 202}
+    assert len(run_ids) == 1, answers
+    for status, body in answers:
+        assert status == 202 or body["code"] == "idempotency_key_in_progress", body
+    assert rows(pg_ctx)["runs"] == 1
+    replay = reconcile(app.test_client(), binding.id, admin, "together", mode="apply")
+    assert (replay.status_code, replay.json["run"]["id"]) == (202, run_ids.pop())
+
+
+@pytest.mark.postgres
+def test_on_postgresql_the_unique_key_decides_a_race(pg_ctx, postgres_server):
+    """A second first request that looked before the first one committed: its insert
+    waits on the unique index, fails once the first commits, and it then finds the key
+    held (409), never owning it too."""
+    user = create_user(pg_ctx, "ada", role="admin").id
+    holder = pg_ctx.db.sessions()
+    holder.begin()
+    holder.add(
+        IdempotencyKey(
+            user_id=user,
+            scope="s",
+            key="k",
+            request_hash="h",
+            owner="first",
+            locked_until=utcnow() + timedelta(minutes=5),
+            expires_at=utcnow() + timedelta(days=1),
+        )
+    )
+    holder.flush()  # the row exists, uncommitted: invisible to the other request
+    outcome: list[object] = []
+
+    def second() -> None:
+        try:
+            outcome.append(idempotency.begin(pg_ctx, user_id=user, scope="s", key="k", request="h"))
+        except Exception as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=second)
+    thread.start()
+    wait_for(lambda: waiting_on_a_lock(pg_ctx) > 0, 10, "the second insert to wait")
+    holder.commit()
+    holder.close()
+    thread.join(10)
+    assert len(outcome) == 1
+    assert isinstance(outcome[0], IdempotencyKeyInProgress), outcome
+
+
+def waiting_on_a_lock(ctx: ServiceContext) -> int:
+    """Backends waiting for a lock (an insert on a unique key waits on the other
+    transaction's id)."""
+    with ctx.db.session() as session:
+        return int(
+            session.execute(text("SELECT count(*) FROM pg_locks WHERE NOT granted")).scalar_one()
+        )

@@ -1,0 +1,37 @@
+"""The beat's tick purges expired idempotency keys, whatever happened before it."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import select
+
+from reposync.models import IdempotencyKey, utcnow
+from reposync.service import idempotency
+from reposync.service.idempotency import Answer, Claim
+from reposync.service.users import create_user
+from reposync.tasks import recovery
+
+
+def test_the_tick_purges_expired_keys_even_when_scheduling_fails(ctx, monkeypatch):
+    user = create_user(ctx, "ada", "admin").id
+    old = utcnow() - timedelta(seconds=ctx.settings.idempotency_ttl + 5)
+    for key, now in (("old", old), ("fresh", utcnow())):
+        found = idempotency.begin(ctx, user_id=user, scope="s", key=key, request="h", now=now)
+        assert isinstance(found, Claim)
+        idempotency.complete_now(ctx, found, Answer(200, {}))
+
+    def broken(_ctx) -> None:
+        raise RuntimeError("a schedule failed")
+
+    redispatched: list[object] = []
+    monkeypatch.setattr(recovery, "context", lambda: ctx)
+    monkeypatch.setattr(recovery.schedules, "tick", broken)
+    monkeypatch.setattr(recovery, "redispatch_stalled", redispatched.append)
+    with pytest.raises(RuntimeError, match="a schedule failed"):
+        recovery.tick()
+    assert redispatched == [ctx]
+    with ctx.db.session() as session:
+        keys = session.execute(select(IdempotencyKey.key)).scalars().all()
+    assert keys == ["fresh"]
