@@ -55,7 +55,7 @@ def test_idempotency_keys_live_a_day_and_a_request_holds_its_key_less_long():
     """REPOSYNC_IDEMPOTENCY_TTL / _LOCK: 24 h and 10 min by default; the lock must be
     positive and shorter than the key's life (a held key would outlive its record)."""
     assert (Settings().idempotency_ttl, Settings().idempotency_lock) == (86400.0, 600.0)
-    assert Settings.from_env({"REPOSYNC_IDEMPOTENCY_TTL": "120"}).idempotency_ttl == 120.0
+    assert Settings.from_env({"REPOSYNC_IDEMPOTENCY_TTL": "3600"}).idempotency_ttl == 3600.0
     for lock, ttl in (("0", "100"), ("200", "100"), ("-1", "100")):
         with pytest.raises(ConfigurationError, match="REPOSYNC_IDEMPOTENCY_LOCK"):
             Settings.from_env({"REPOSYNC_IDEMPOTENCY_LOCK": lock, "REPOSYNC_IDEMPOTENCY_TTL": ttl})

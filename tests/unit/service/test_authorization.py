@@ -14,7 +14,16 @@ import pytest
 
 from reposync.models import User
 
-OPERATIONS = ["bindings", "runs", "handoff", "recovery", "schedules", "embedded"]
+OPERATIONS = [
+    "bindings",
+    "runs",
+    "handoff",
+    "recovery",
+    "schedules",
+    "embedded",
+    "reconcile",
+    "watches",
+]
 WEB = Path(__file__).resolve().parents[3] / "reposync" / "web"
 
 
