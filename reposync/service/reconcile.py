@@ -16,6 +16,7 @@ the caller would answer, and gives the stored answer back on a retry.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -29,6 +30,8 @@ from reposync.service.context import ServiceContext
 from reposync.service.idempotency import Answer, Claim
 from reposync.service.pipeline.proposal import Proposal, propose
 from reposync.service.runs import enqueue_run
+
+log = logging.getLogger(__name__)
 
 #: Items a proposal lists by default, and at most (the counts always cover everything).
 DEFAULT_ITEMS = 100
@@ -107,7 +110,10 @@ def reconcile(
             answer = _apply(ctx, binding_id, request, claim, render)
     except BaseException:
         if claim is not None:
-            idempotency.release(ctx, claim)
+            try:
+                idempotency.release(ctx, claim)
+            except Exception:  # the request's own error is the answer; the key frees itself
+                log.exception("could not release Idempotency-Key %r", key)
         raise
     return Reconciled(answer, replayed=False)
 

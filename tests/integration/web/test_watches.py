@@ -186,6 +186,12 @@ def test_observed_movements_move_the_cursor_forward_only(
     assert payload["repository"]["repository_id"] == binding.a_repository_id
 
 
+def test_a_movement_without_a_time_zone_is_refused(ctx, binding):
+    """A naive time cannot be ordered against the forge's: refused, not guessed."""
+    with pytest.raises(ValueError, match="timezone"):
+        observe(ctx, binding, [("refs/heads/main", rev(0), rev(1))], datetime(2026, 1, 1))
+
+
 def test_every_watch_of_the_branch_moves(ctx, client, tokens, binding, source_repo, events):
     """Two users' watches on one branch: one delivery moves both (one event each)."""
     ids = [
