@@ -1,9 +1,9 @@
 """Idempotency keys (reconcile answers a retried request once) and branch watches with
 their revision cursors.
 
-Revision ID: 0010
-Revises: 0007 (issue 14's three branches are chained at merge: 0008, 0009, 0010)
-Create Date: 2026-12-05 09:00:00
+Revision ID: 0008
+Revises: 0007
+Create Date: 2026-12-04 09:00:00
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision = "0010"
+revision = "0008"
 down_revision = "0007"
 branch_labels = None
 depends_on = None
