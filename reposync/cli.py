@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reposync import __version__
+from reposync import __version__, logs
 from reposync.config import Settings
 from reposync.errors import RecordNotFound, ReposyncError, UsageError
 from reposync.lifecycle import RunStatus
@@ -223,13 +223,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.celery_args = extra
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    logging.basicConfig(
-        level=logging.WARNING - 10 * min(args.verbose, 2),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    level = logging.WARNING - 10 * min(args.verbose, 2)
+    logs.configure("text", level)
     try:
         settings = Settings.from_env(data_dir=args.data_dir)
+        logs.configure(settings.log_format, level)
         if args.command == "sync":
             return _sync(settings, args)
         if args.command == "db":

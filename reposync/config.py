@@ -118,6 +118,14 @@ class Settings:
     #: Seconds a request holds its key while it is answered; a retry after that may take
     #: the key over (the first request died). Longer than any dry-run's inventory takes.
     idempotency_lock: float = 600.0
+    #: Where the processes of ``reposync api`` and ``reposync worker`` keep their metric
+    #: values for ``/metrics`` (None: ``<data_dir>/metrics``); see ``reposync.metrics``.
+    metrics_dir: Path | None = None
+    #: A bearer token ``/metrics`` requires; empty: it answers without one (what
+    #: Prometheus scrapers usually expect; its values name no secret).
+    metrics_token: str = ""
+    #: ``text`` (the default) or ``json`` (one object per line; see ``reposync.logs``).
+    log_format: str = "text"
 
     def __post_init__(self) -> None:
         if not isinstance(self.data_dir, Path):
@@ -148,6 +156,10 @@ class Settings:
             )
         if self.progress_interval <= 0:
             raise ConfigurationError("REPOSYNC_PROGRESS_INTERVAL must be a positive number")
+        if self.log_format not in ("text", "json"):
+            raise ConfigurationError(
+                f"REPOSYNC_LOG_FORMAT must be text or json (got {self.log_format!r})"
+            )
         if self.lfs_max_object_size < 0:
             raise ConfigurationError("REPOSYNC_LFS_MAX_OBJECT_SIZE must be 0 or more bytes")
         if not 0 < self.idempotency_lock < self.idempotency_ttl:
@@ -162,6 +174,10 @@ class Settings:
         if self.database_url:
             return self.database_url
         return f"sqlite:///{self.data_dir / 'reposync.db'}"
+
+    @property
+    def effective_metrics_dir(self) -> Path:
+        return self.metrics_dir or self.data_dir / "metrics"
 
     @property
     def heartbeat_interval(self) -> float:
@@ -247,4 +263,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "lfs_max_object_size": int,
     "idempotency_ttl": float,
     "idempotency_lock": float,
+    "metrics_dir": lambda raw: Path(raw).expanduser(),
+    "metrics_token": str,
+    "log_format": lambda raw: raw.strip().lower(),
 }

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 
+from reposync import metrics
 from reposync.models import WriteBudgetAccount, WriteBudgetEvent
 from reposync.models.db import Database
 
@@ -38,6 +39,7 @@ class DatabaseWriteBudget:
                 )
             )
             retry_at: datetime | None = None
+            used_now: dict[int, tuple[int, int]] = {}
             for seconds, limit in self._limits:
                 since = now - timedelta(seconds=seconds)
                 used = session.execute(
@@ -45,6 +47,7 @@ class DatabaseWriteBudget:
                         WriteBudgetEvent.account == key, WriteBudgetEvent.at > since
                     )
                 ).scalar_one()
+                used_now[seconds] = (used, limit)
                 if used >= limit:
                     oldest = session.execute(
                         select(WriteBudgetEvent.at)
@@ -55,10 +58,11 @@ class DatabaseWriteBudget:
                     ).scalar_one()
                     free_at = oldest + timedelta(seconds=seconds)
                     retry_at = free_at if retry_at is None else max(retry_at, free_at)
-            if retry_at is not None:
-                return retry_at
-            session.add(WriteBudgetEvent(account=key, at=now))
-            return None
+            if retry_at is None:
+                session.add(WriteBudgetEvent(account=key, at=now))
+                used_now = {window: (n + 1, cap) for window, (n, cap) in used_now.items()}
+        metrics.record_write_budget(key, used_now, granted=retry_at is None)
+        return retry_at
 
     def _ensure_account(self, key: str) -> None:
         with self._db.session() as session:

@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import and_, or_, select
 
+from reposync import metrics
 from reposync.errors import NotAllowedNow, RecordNotFound, ResultUnknown
 from reposync.lifecycle import ACTIVE_RUN_STATUSES, RunKind, RunStatus
 from reposync.models import Binding, Run, RunEvent
@@ -48,6 +49,7 @@ def redispatch_stalled(ctx: ServiceContext, limit: int = 100) -> int:
         _tell(ctx, rows)
     for stalled in rows:
         log.warning("run %s stalled (%s); re-dispatching", stalled.run_id, stalled.why)
+        metrics.record_redispatch(stalled.reason)
         if stalled.kind == RunKind.HANDOFF.value:
             ctx.dispatcher.dispatch_handoff(stalled.binding_id, stalled.run_id)
         else:
@@ -62,6 +64,8 @@ class _Stalled:
     kind: str
     stage: str
     why: str
+    #: One word for the metric: lease_expired, deferred, never_claimed, no_lease.
+    reason: str
 
 
 def _tell(ctx: ServiceContext, rows: list[_Stalled]) -> None:
@@ -120,7 +124,7 @@ def _stalled(ctx: ServiceContext, limit: int) -> list[_Stalled]:
             .order_by(Run.id)
             .limit(limit)
         )
-        return [_Stalled(r.id, r.binding_id, r.kind, r.stage, _why(r)) for r in rows]
+        return [_Stalled(r.id, r.binding_id, r.kind, r.stage, _why(r), _reason(r)) for r in rows]
 
 
 def _why(row: Any) -> str:
@@ -138,6 +142,14 @@ def _why(row: Any) -> str:
             "may be lost); re-dispatched to a worker"
         )
     return "running without a lease; re-dispatched to a worker"
+
+
+def _reason(row: Any) -> str:
+    if row.lease_run_id == row.id:
+        return "lease_expired"
+    if row.status == RunStatus.QUEUED.value:
+        return "deferred" if row.retry_at is not None else "never_claimed"
+    return "no_lease"
 
 
 @dataclass(frozen=True, slots=True)

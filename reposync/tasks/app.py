@@ -8,6 +8,9 @@ from celery import Celery
 
 from reposync.config import Settings
 
+# Metrics and JSON logs in the worker's processes (issue 15): signal handlers only.
+from reposync.tasks import observability  # noqa: F401
+
 TASK_MODULES = [
     "reposync.tasks.access",
     "reposync.tasks.inventory",
@@ -21,7 +24,6 @@ TASK_MODULES = [
 
 app = Celery("reposync", include=TASK_MODULES)
 app.config_from_object("celeryconfig")
-
 
 #: What ``reposync worker`` starts with; options given after it are appended, so a
 #: ``--loglevel`` of the caller wins (Celery takes the last value of an option).

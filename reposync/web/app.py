@@ -32,6 +32,7 @@ from reposync.web import (
 )
 from reposync.web.errors import PROBLEM_CONTENT_TYPE, register_error_handlers
 from reposync.web.limits import MAX_BODY_BYTES, refuse_deep_json
+from reposync.web.metrics import register as register_metrics
 from reposync.web.schemas.common import ProblemSchema
 from reposync.web.streams import StreamSlots
 
@@ -117,6 +118,8 @@ def create_app(
         api.register_blueprint(module.blueprint, url_prefix=API_PREFIX)
     app.add_url_rule(f"{API_PREFIX}/{SWAGGER_ASSETS}/<path:name>", "swagger_assets", _swagger_asset)
     app.before_request(refuse_deep_json)
+    # Prometheus's /metrics (issue 15): outside the JSON API and its OpenAPI document.
+    register_metrics(app, settings)
     return app
 
 

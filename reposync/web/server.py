@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from gunicorn import glogging
 from gunicorn import util as gunicorn_util
 from gunicorn.app.base import BaseApplication
 
+from reposync import logs, metrics
 from reposync.config import Settings
 from reposync.web.app import create_app
 from reposync.web.errors import PROBLEM_CONTENT_TYPE, TYPE_PREFIX
@@ -47,6 +49,20 @@ def write_problem(sock: Any, status_int: int, reason: str, mesg: str) -> None:
     gunicorn_util.write_nonblock(sock, head.encode("latin-1") + body)
 
 
+class JsonGunicornLogger(glogging.Logger):
+    """gunicorn's error and access logs as JSON lines (``REPOSYNC_LOG_FORMAT=json``)."""
+
+    def setup(self, cfg: Any) -> None:
+        super().setup(cfg)
+        logs.reformat(self.error_log, "json")
+        logs.reformat(self.access_log, "json")
+
+
+def _child_exit(server: Any, worker: Any) -> None:
+    """A gunicorn worker ended: its live metric values go with it (``mark_process_dead``)."""
+    metrics.process_dead(worker.pid)
+
+
 class _Gunicorn(BaseApplication):
     def __init__(self, settings: Settings, bind: str) -> None:
         self._settings = settings
@@ -65,11 +81,16 @@ class _Gunicorn(BaseApplication):
         self.cfg.set("threads", threads)
         self.cfg.set("worker_connections", max(1000, 2 * threads))
         self.cfg.set("accesslog", "-")
+        self.cfg.set("child_exit", _child_exit)
+        if self._settings.log_format == "json":
+            self.cfg.set("logger_class", JsonGunicornLogger)
 
     def load(self) -> Any:
         return create_app(self._settings)
 
 
 def serve(settings: Settings, bind: str | None = None) -> int:
+    # Before gunicorn forks its workers: they count into files /metrics sums.
+    metrics.setup_multiprocess(settings.effective_metrics_dir, "api")
     _Gunicorn(settings, bind or settings.api_bind).run()
     return 0

@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 import requests
 
+from reposync import metrics
 from reposync.errors import (
     Conflict,
     ObjectNotFound,
@@ -193,6 +194,7 @@ class GitHubClient:
             self.stats.requests += 1
             self.stats.writes += 1
             self._last_write = self.clock.now()
+        self._observe_quota(response)
         if response.status_code in (500, 502, 503, 504):
             raise ResultUnknown(
                 f"{method} {path} answered {response.status_code}; the write may have happened"
@@ -223,6 +225,15 @@ class GitHubClient:
             self.clock.sleep((retry_at - now).total_seconds())
 
     # -- plumbing -----------------------------------------------------------------------
+
+    def _observe_quota(self, response: requests.Response) -> None:
+        """GitHub's rate-limit headers, as the metrics' quota gauges."""
+        remaining = response.headers.get("x-ratelimit-remaining")
+        limit = response.headers.get("x-ratelimit-limit")
+        if remaining is None or limit is None or not (remaining.isdigit() and limit.isdigit()):
+            return
+        resource = response.headers.get("x-ratelimit-resource", "core")
+        metrics.record_github_rate_limit(self.tokens.account, resource, int(remaining), int(limit))
 
     def _url(self, path: str) -> str:
         if not path.startswith(("http://", "https://")):
@@ -261,6 +272,7 @@ class GitHubClient:
                     ) from exc
             else:
                 self.stats.requests += 1
+                self._observe_quota(response)
                 if response.status_code == 401 and attempt == 0:
                     self.tokens.invalidate()  # an expired installation token: fetch anew
                     headers = {**headers, **self._headers(self.tokens.token())}

@@ -34,6 +34,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import ColumnElement, func, or_, select, update
 from sqlalchemy.orm import Session
 
+from reposync import metrics
 from reposync.errors import LeaseLost
 from reposync.lifecycle import ACTIVE_RUN_STATUSES, RunStatus, Stage
 from reposync.models import Binding, Run
@@ -116,6 +117,7 @@ def claim(
     the chain). Anything else is a duplicate or stale delivery and is refused.
     """
     started = time.monotonic()
+    reclaimed = False
     try:
         with db.transaction() as session:
             binding_id = session.execute(
@@ -159,6 +161,7 @@ def claim(
                 dispatched_generation
             ):
                 # Not the hand-over along the chain: whoever held this Run stopped.
+                reclaimed = True
                 emit(
                     session,
                     run_id,
@@ -172,6 +175,8 @@ def claim(
             session.expunge(run)
     except _Refuse as refused:  # the transaction rolled back: the generation is untouched
         return ClaimRefused(str(refused))
+    if reclaimed:  # counted once committed
+        metrics.record_lease_reclaim(run.stage)
     lease = Lease(run.binding_id, run_id, owner, generation, ttl, deadline=0.0)
     lease.extend_from(started)
     return lease, run

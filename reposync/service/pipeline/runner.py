@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from sqlalchemy.exc import InterfaceError, OperationalError
 
+from reposync import metrics
 from reposync.errors import (
     AttemptsExhausted,
     DatabaseUnavailable,
@@ -21,10 +22,19 @@ from reposync.errors import (
 )
 from reposync.git.transport import guarded
 from reposync.lifecycle import Stage
+from reposync.logs import log_context
+from reposync.models import Run
 from reposync.service.context import ServiceContext, Step
 from reposync.service.lookups import get_binding
 from reposync.service.pipeline.execution import StageExecution
-from reposync.service.pipeline.leases import ClaimRefused, Heartbeat, claim, give_up, new_owner
+from reposync.service.pipeline.leases import (
+    ClaimRefused,
+    Heartbeat,
+    Lease,
+    claim,
+    give_up,
+    new_owner,
+)
 from reposync.service.pipeline.stages import (
     access,
     applying,
@@ -59,6 +69,11 @@ def execute_step(ctx: ServiceContext, step: Step, *, owner: str | None = None) -
     Run with the error in its report. An interrupted execution (Ctrl-C, shutdown) gives
     its lease up so the Run resumes at once on the next invocation.
     """
+    with log_context(run_id=step.run_id, stage=step.stage.value if step.stage else None):
+        return _execute_step(ctx, step, owner)
+
+
+def _execute_step(ctx: ServiceContext, step: Step, owner: str | None) -> Step | None:
     owner = owner or new_owner(step.stage.value if step.stage else "resume")
     claimed = claim(
         ctx.db,
@@ -72,11 +87,17 @@ def execute_step(ctx: ServiceContext, step: Step, *, owner: str | None = None) -
         log.info("step %s refused: %s", step, claimed.reason)
         return None
     lease, run = claimed
+    with log_context(binding_id=run.binding_id, stage=run.stage, generation=lease.generation):
+        return _execute_claimed(ctx, lease, run)
+
+
+def _execute_claimed(ctx: ServiceContext, lease: Lease, run: Run) -> Step | None:
     with ctx.db.session() as session:
         binding = get_binding(session, run.binding_id)
         session.expunge(binding)
     ex = StageExecution(ctx, lease, run, binding)
     stage, started = run.stage, time.monotonic()
+    next_stage: Stage | None = None
     log.info(
         "run %s: %s (binding %s, generation %s, attempt %s)",
         run.id,
@@ -133,6 +154,7 @@ def execute_step(ctx: ServiceContext, step: Step, *, owner: str | None = None) -
         raise
     finally:
         ex.close()
+        metrics.observe_stage(stage, time.monotonic() - started, handed_on=next_stage is not None)
     log.info(
         "run %s: %s done in %.2fs, next %s",
         run.id,

@@ -24,6 +24,7 @@ from typing import Any, cast
 from sqlalchemy import CursorResult, Executable, Table, func, select, update
 from sqlalchemy.orm import Session
 
+from reposync import metrics
 from reposync.errors import (
     AttemptsExhausted,
     RateLimited,
@@ -377,6 +378,10 @@ def record(
             # re-plans what an earlier attempt left is none: a stage failing the same
             # way each time must still reach its cap.)
             session.execute(update(Run).where(Run.id == ex.run_id).values(stage_attempts=0))
+    settled_by_type: dict[tuple[str, str], int] = defaultdict(int)
+    for outcome in outcomes:  # counted once committed
+        settled_by_type[(outcome.item.object_type.value, outcome.state.value)] += 1
+    metrics.record_items(settled_by_type)
 
 
 def _write_outcome_links(

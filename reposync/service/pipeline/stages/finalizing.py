@@ -13,6 +13,7 @@ from typing import Any, cast
 from sqlalchemy import Table, func, select, update
 from sqlalchemy.orm import Session
 
+from reposync import metrics
 from reposync.errors import LeaseLost, RateLimited, ReposyncError
 from reposync.lifecycle import RunMode, RunStatus, Stage, Trigger
 from reposync.models import Binding, InventoryEntry, Run, RunItem, utcnow
@@ -120,6 +121,7 @@ def finish(
                     "next scheduled or manual Run takes the rest",
                 )
     ex.run.status = status.value
+    metrics.record_run_finished(status.value, run.trigger)
     if follow_up is not None:
         ex.ctx.dispatcher.dispatch(Step(follow_up.id, Stage.CHECKING_ACCESS, None))
     return status
