@@ -47,6 +47,8 @@ BROKER_TIMEOUT = 0.5
 PRIORITY_SEPARATOR = "\x06\x16"
 PRIORITY_STEPS = (0, 3, 6, 9)
 UNACKED_KEY = "unacked"
+#: prometheus_client's value files start with an 8-byte header (bytes used, padding).
+MMAP_HEADER_BYTES = 8
 
 
 class FilesCollector(Collector):
@@ -57,7 +59,7 @@ class FilesCollector(Collector):
 
     def collect(self) -> Iterable[Metric]:
         for _ in range(3):  # a directory emptied by a starting process mid-read
-            files = [str(f) for d in metrics.collect_dirs(self._dir) for f in d.glob("*.db")]
+            files = [str(f) for f in self._files()]
             try:
                 merged: Iterable[Metric] = MultiProcessCollector.merge(  # type: ignore[no-untyped-call]
                     files, accumulate=True
@@ -66,6 +68,17 @@ class FilesCollector(Collector):
             except FileNotFoundError:
                 continue
         return []
+
+    def _files(self) -> Iterator[Path]:
+        """Every process's file; one still being created (shorter than its header) is
+        skipped rather than failing the scrape."""
+        for directory in metrics.collect_dirs(self._dir):
+            for path in directory.glob("*.db"):
+                try:
+                    if path.stat().st_size >= MMAP_HEADER_BYTES:
+                        yield path
+                except FileNotFoundError:
+                    continue
 
 
 class QueueCollector(Collector):

@@ -132,7 +132,11 @@ def test_scrape_sums_every_process(
     assert value(found, "reposync_runs_finished_total", status="completed", trigger="manual") == 2
     for stage in PIPELINE:
         # Each stage ran at least once per Run; all but applying exactly once.
-        count = sum(by_label(found, "reposync_stage_duration_seconds_count", "outcome", stage=stage).values())
+        count = sum(
+            by_label(
+                found, "reposync_stage_duration_seconds_count", "outcome", stage=stage
+            ).values()
+        )
         assert count == 2 if stage != Stage.APPLYING.value else count >= 2, (stage, count)
     assert (
         value(found, "reposync_stage_duration_seconds_count", stage="finalizing", outcome="stopped")
@@ -178,7 +182,11 @@ def test_worker_logs_json_lines_with_the_runs_context(
                 assert record["task_id"]
                 assert record["process"]
         # Each stage is its own task, and each claim its own generation.
-        claimed = [r for r in own if r["message"].startswith(f"run {run['id']}: ") and "attempt" in r["message"]]
+        claimed = [
+            r
+            for r in own
+            if r["message"].startswith(f"run {run['id']}: ") and "attempt" in r["message"]
+        ]
         assert len({r["task_id"] for r in claimed}) == len(claimed) >= len(PIPELINE)
         assert len({r["generation"] for r in claimed}) == len(claimed)
     # Celery's own records of a task carry its id too.
