@@ -8,6 +8,9 @@ and no broker (the embedded mode).
 
 from __future__ import annotations
 
+import base64
+import binascii
+import ipaddress
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -19,6 +22,8 @@ import platformdirs
 from reposync.errors import ConfigurationError
 
 ENV_PREFIX = "REPOSYNC_"
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 def default_data_dir() -> Path:
@@ -126,10 +131,37 @@ class Settings:
     metrics_token: str = ""
     #: ``text`` (the default) or ``json`` (one object per line; see ``reposync.logs``).
     log_format: str = "text"
+    #: Fernet keys (url-safe base64 of 32 bytes) sealing the secrets stored in the
+    #: database (webhook subscriptions'), comma-separated: the first seals, every one
+    #: opens, so a key is rotated by putting the new one first. Empty: nothing can be
+    #: sealed, and creating a subscription answers 503 until one is set.
+    secret_key: str = ""
+    #: Networks (CIDRs, comma-separated) webhook deliveries may reach although they are
+    #: loopback, private, link-local...: by default every target must resolve to public
+    #: addresses only (no request forgery against the service's own network).
+    webhook_allowed_networks: tuple[Network, ...] = ()
+    #: Seconds one webhook delivery may take, connection and response together.
+    webhook_timeout: float = 10.0
+    #: A failed delivery (429, 5xx, network) waits ``unit * 2^attempt`` seconds, at most
+    #: ``webhook_backoff_max``, and is dead-lettered after ``webhook_max_attempts``.
+    webhook_backoff_unit: float = 1.0
+    webhook_backoff_max: float = 60.0
+    webhook_max_attempts: int = 5
 
     def __post_init__(self) -> None:
         if not isinstance(self.data_dir, Path):
             object.__setattr__(self, "data_dir", Path(self.data_dir).expanduser())
+        if any(isinstance(network, str) for network in self.webhook_allowed_networks):
+            try:
+                networks = tuple(
+                    ipaddress.ip_network(network, strict=False)
+                    for network in self.webhook_allowed_networks
+                )
+            except ValueError as exc:
+                raise ConfigurationError(
+                    f"REPOSYNC_WEBHOOK_ALLOWED_NETWORKS is not a list of CIDRs: {exc}"
+                ) from exc
+            object.__setattr__(self, "webhook_allowed_networks", networks)
         if self.api_threads < 1 or self.api_max_streams < 1 or self.api_streams_per_user < 1:
             raise ConfigurationError(
                 "REPOSYNC_API_THREADS, REPOSYNC_API_MAX_STREAMS and "
@@ -168,6 +200,22 @@ class Settings:
                 f"{self.idempotency_lock} / {self.idempotency_ttl}): a key must outlive the "
                 "request that holds it"
             )
+        for key in self.secret_keys:
+            _check_fernet_key(key)
+        if (
+            min(self.webhook_timeout, self.webhook_backoff_unit, self.webhook_backoff_max) <= 0
+            or self.webhook_max_attempts < 1
+        ):
+            raise ConfigurationError(
+                "REPOSYNC_WEBHOOK_TIMEOUT, REPOSYNC_WEBHOOK_BACKOFF_UNIT and "
+                "REPOSYNC_WEBHOOK_BACKOFF_MAX must be positive, REPOSYNC_WEBHOOK_MAX_ATTEMPTS "
+                "at least 1"
+            )
+
+    @property
+    def secret_keys(self) -> tuple[str, ...]:
+        """The Fernet keys of ``secret_key``, the sealing one first."""
+        return tuple(key.strip() for key in self.secret_key.split(",") if key.strip())
 
     @property
     def effective_database_url(self) -> str:
@@ -201,6 +249,28 @@ class Settings:
 
     def with_overrides(self, **changes: Any) -> Settings:
         return replace(self, **changes)
+
+
+def _check_fernet_key(key: str) -> None:
+    """A Fernet key is 32 bytes in url-safe base64 (44 characters): say so plainly here
+    rather than let the first seal fail in a worker."""
+    try:
+        valid = len(base64.urlsafe_b64decode(key.encode("ascii"))) == 32
+    except (binascii.Error, UnicodeEncodeError, ValueError):
+        valid = False
+    if not valid:
+        raise ConfigurationError(
+            "REPOSYNC_SECRET_KEY must be Fernet keys (32 bytes in url-safe base64, 44 "
+            "characters; several comma-separated), for example the output of: python -c "
+            "'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'"
+        )
+
+
+def _networks(raw: str) -> tuple[Network, ...]:
+    """``10.0.0.0/8, ::1/128`` (a bare address is its own /32 or /128)."""
+    return tuple(
+        ipaddress.ip_network(part.strip(), strict=False) for part in raw.split(",") if part.strip()
+    )
 
 
 def _boolean(raw: str) -> bool:
@@ -266,4 +336,10 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "metrics_dir": lambda raw: Path(raw).expanduser(),
     "metrics_token": str,
     "log_format": lambda raw: raw.strip().lower(),
+    "secret_key": str,
+    "webhook_allowed_networks": _networks,
+    "webhook_timeout": float,
+    "webhook_backoff_unit": float,
+    "webhook_backoff_max": float,
+    "webhook_max_attempts": int,
 }

@@ -15,9 +15,12 @@ into this tree at one boundary each, never leaked.
     │   ├── NotARepository              not_a_repository
     │   ├── WrongDirection              wrong_direction
     │   ├── UnschedulableCron           cron_has_no_future_slot  (HTTP 422)
+    │   ├── WebhookTargetRefused        webhook_target_refused   (HTTP 422)
     │   ├── ConfigurationError          invalid_configuration
     │   ├── IdempotencyKeyInvalid       idempotency_key_invalid
     │   └── IdempotencyKeyReused        idempotency_key_reused   (HTTP 422)
+    ├── SecretKeyMissing                secret_key_missing       (HTTP 503)
+    ├── SecretUnreadable                secret_unreadable
     ├── DatabaseUnavailable             database_unavailable     (exit 2, retryable)
     ├── RecordNotFound                  record_not_found         (also LookupError)
     ├── Unauthenticated                 unauthenticated
@@ -136,6 +139,19 @@ class UnschedulableCron(UsageError):
     suggested_action = "choose a cron expression that fires again (UTC)"
 
 
+class WebhookTargetRefused(UsageError):
+    """A webhook target URL the service will not call: not http(s), credentials in it, or
+    a host that resolves to loopback, private, link-local, unique-local, multicast or
+    unspecified addresses (request forgery against the service's own network)."""
+
+    code = "webhook_target_refused"
+    http_status = 422
+    suggested_action = (
+        "use a public http(s) URL; an operator may allow an internal network with "
+        "REPOSYNC_WEBHOOK_ALLOWED_NETWORKS"
+    )
+
+
 class ConfigurationError(UsageError):
     code = "invalid_configuration"
     suggested_action = "fix the REPOSYNC_* setting named in the message"
@@ -157,6 +173,28 @@ class IdempotencyKeyReused(UsageError):
     code = "idempotency_key_reused"
     http_status = 422
     suggested_action = "use a new Idempotency-Key for a different request"
+
+
+class SecretKeyMissing(ReposyncError):
+    """A secret must be sealed or opened and REPOSYNC_SECRET_KEY is not set."""
+
+    code = "secret_key_missing"
+    http_status = 503
+    exit_status = 2
+    suggested_action = (
+        "set REPOSYNC_SECRET_KEY to a Fernet key (python -c 'from cryptography.fernet "
+        "import Fernet; print(Fernet.generate_key().decode())') on the API and the workers"
+    )
+
+
+class SecretUnreadable(ReposyncError):
+    """A sealed secret that none of the configured keys opens (its key was removed)."""
+
+    code = "secret_unreadable"
+    suggested_action = (
+        "put the key that sealed it back into REPOSYNC_SECRET_KEY (after the current one), "
+        "or set the subscription's secret again"
+    )
 
 
 class DatabaseUnavailable(ReposyncError):

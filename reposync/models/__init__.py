@@ -10,6 +10,7 @@ from reposync.models.run_event import RunEvent
 from reposync.models.run_item import RunItem
 from reposync.models.user import ApiToken, RepositoryGrant, User
 from reposync.models.watch import BranchWatch
+from reposync.models.webhook import DeliveryStatus, WebhookDelivery, WebhookSubscription
 from reposync.models.write_budget import WriteBudgetAccount, WriteBudgetEvent
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "Base",
     "Binding",
     "BranchWatch",
+    "DeliveryStatus",
     "IdempotencyKey",
     "InventoryEntry",
     "ObjectLink",
@@ -25,6 +27,8 @@ __all__ = [
     "RunEvent",
     "RunItem",
     "User",
+    "WebhookDelivery",
+    "WebhookSubscription",
     "WriteBudgetAccount",
     "WriteBudgetEvent",
     "utcnow",

@@ -13,9 +13,14 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from reposync.errors import Forbidden, RecordNotFound, RepositoryNotFound
-from reposync.models import Binding, BranchWatch, Run, User
+from reposync.models import Binding, BranchWatch, Run, User, WebhookSubscription
 from reposync.service.context import ServiceContext
-from reposync.service.queries import repository_visible, visible, watch_visible
+from reposync.service.queries import (
+    repository_visible,
+    subscription_visible,
+    visible,
+    watch_visible,
+)
 
 
 def require_admin(user: User) -> None:
@@ -62,3 +67,19 @@ def authorize_repository(
     grant on it), with the same answer as for a repository that does not exist."""
     if not repository_visible(ctx, user, provider, repository_id):
         raise RepositoryNotFound.or_hidden(locator)
+
+
+def authorize_subscription(ctx: ServiceContext, user: User, subscription_id: int) -> None:
+    """Raise ``RecordNotFound`` unless ``user`` owns the subscription or is an admin.
+
+    Its Binding filter was authorized when it was set (``authorize_binding``); a member
+    who lost the grant since keeps the subscription (to delete it) but receives nothing.
+    """
+    with ctx.db.session() as session:
+        found = session.execute(
+            select(WebhookSubscription.id).where(
+                WebhookSubscription.id == subscription_id, subscription_visible(user)
+            )
+        ).scalar_one_or_none()
+    if found is None:
+        raise RecordNotFound(f"subscription {subscription_id} does not exist")

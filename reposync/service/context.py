@@ -34,6 +34,9 @@ class Dispatcher(Protocol):
     def dispatch_handoff(self, binding_id: int, run_id: int) -> None:
         """Hand a queued handoff (its forward Run) to a worker."""
 
+    def dispatch_delivery(self, delivery_id: int, delay: float = 0.0) -> None:
+        """Hand a committed webhook delivery to a worker, to be sent in ``delay`` seconds."""
+
 
 class NoDispatch:
     """The embedded mode: the caller runs the returned steps itself."""
@@ -43,6 +46,9 @@ class NoDispatch:
 
     def dispatch_handoff(self, binding_id: int, run_id: int) -> None:
         return None
+
+    def dispatch_delivery(self, delivery_id: int, delay: float = 0.0) -> None:
+        return None  # pending rows wait for a worker's recovery tick
 
 
 class ProviderPool:

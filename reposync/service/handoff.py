@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from sqlalchemy import CursorResult, update
+from sqlalchemy.orm import Session
 
 from reposync.errors import NotAllowedNow, ReposyncError
 from reposync.lifecycle import AuditMode, RunKind, RunMode, Side, Stage, Trigger
@@ -27,6 +28,7 @@ from reposync.providers.base import StandbyMarker
 from reposync.service.context import ServiceContext, Step
 from reposync.service.events import emit
 from reposync.service.lookups import active_run, endpoint_spec, get_binding
+from reposync.service.outbox import HANDOFF_COMPLETED, dispatch_deliveries, notify
 from reposync.service.pipeline.leases import ClaimRefused, claim_binding, fenced, new_owner, release
 from reposync.service.pipeline.runner import run_until_done
 from reposync.service.pipeline.stages.inventory import SYNCED_TYPES
@@ -197,8 +199,41 @@ def _switch(ctx: ServiceContext, binding_id: int, forward: Run, reverse_id: int)
             generation=claimed.generation,
             message=f"authority moved from side {old.value} to {old.other.value}",
         )
+        # Subscribers hear of the switch in its own transaction (the outbox rule).
+        deliveries = notify(
+            session,
+            HANDOFF_COMPLETED,
+            _handoff_payload(session, binding_id, forward, reverse_id),
+            binding_id=binding_id,
+        )
         release(session, claimed)
+    dispatch_deliveries(ctx, deliveries)
     return True
+
+
+def _handoff_payload(
+    session: Session, binding_id: int, forward: Run, reverse_id: int
+) -> dict[str, Any]:
+    """What ``handoff.completed`` says: who is the authority now, and the Runs that
+    proved the switch safe."""
+    binding = get_binding(session, binding_id)
+    session.refresh(binding)  # the flip above was a Core UPDATE
+    new = binding.authority
+    provider, _, locator, _ = binding.side(new)
+    old_provider, _, old_locator, _ = binding.side(new.other)
+    return {
+        "binding": {
+            "id": binding.id,
+            "source": f"{provider}:{locator}",
+            "target": f"{old_provider}:{old_locator}",
+            "authority_side": binding.authority_side,
+            "authority_epoch": binding.authority_epoch,
+        },
+        "previous_authority_side": new.other.value,
+        "forward_run_id": forward.id,
+        "reverse_run_id": reverse_id,
+        "sync_enabled": binding.sync_enabled,
+    }
 
 
 def _abort(

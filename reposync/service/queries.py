@@ -32,6 +32,8 @@ from reposync.models import (
     RunEvent,
     RunItem,
     User,
+    WebhookDelivery,
+    WebhookSubscription,
 )
 from reposync.service.context import ServiceContext
 
@@ -417,3 +419,77 @@ def health(run: Run | None) -> str:
     if run.retry_at is not None and run.status == "queued":
         return RateLimited.code
     return "ok"
+
+
+def subscription_visible(user: User) -> ColumnElement[bool]:
+    """SQL condition on ``WebhookSubscription``: its owner and the admins see it."""
+    if user.role == "admin":
+        return WebhookSubscription.id.is_not(None)
+    return WebhookSubscription.owner_id == user.id
+
+
+def get_subscription_for(
+    ctx: ServiceContext, user: User, subscription_id: int
+) -> WebhookSubscription:
+    with ctx.db.session() as session:
+        subscription = session.execute(
+            select(WebhookSubscription).where(
+                WebhookSubscription.id == subscription_id, subscription_visible(user)
+            )
+        ).scalar_one_or_none()
+        if subscription is None:
+            raise RecordNotFound(f"subscription {subscription_id} does not exist")
+        session.expunge(subscription)
+        return subscription
+
+
+def list_subscriptions(
+    ctx: ServiceContext,
+    user: User,
+    *,
+    binding_id: int | None = None,
+    after_id: int | None = None,
+    limit: int | None = None,
+) -> list[WebhookSubscription]:
+    """Oldest first; ``after_id`` continues after the last id seen."""
+    with ctx.db.session() as session:
+        query = select(WebhookSubscription).where(subscription_visible(user))
+        if binding_id is not None:
+            query = query.where(WebhookSubscription.binding_id == binding_id)
+        if after_id is not None:
+            query = query.where(WebhookSubscription.id > after_id)
+        rows = (
+            session.execute(query.order_by(WebhookSubscription.id).limit(_limit(limit)))
+            .scalars()
+            .all()
+        )
+        for row in rows:
+            session.expunge(row)
+        return list(rows)
+
+
+def list_deliveries(
+    ctx: ServiceContext,
+    user: User,
+    subscription_id: int,
+    *,
+    status: str | None = None,
+    after_id: int | None = None,
+    limit: int | None = None,
+) -> list[WebhookDelivery]:
+    """A subscription's deliveries, newest first; ``after_id`` continues below it."""
+    get_subscription_for(ctx, user, subscription_id)
+    with ctx.db.session() as session:
+        query = select(WebhookDelivery).where(WebhookDelivery.subscription_id == subscription_id)
+        if status is not None:
+            query = query.where(WebhookDelivery.status == status)
+        if after_id is not None:
+            query = query.where(WebhookDelivery.id < after_id)
+        rows = (
+            session.execute(query.order_by(WebhookDelivery.id.desc()).limit(_limit(limit)))
+            .scalars()
+            .all()
+        )
+        for row in rows:
+            session.expunge(row)
+        return list(rows)

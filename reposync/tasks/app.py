@@ -20,6 +20,7 @@ TASK_MODULES = [
     "reposync.tasks.finalize",
     "reposync.tasks.recovery",
     "reposync.tasks.handoff",
+    "reposync.tasks.webhooks",
 ]
 
 app = Celery("reposync", include=TASK_MODULES)

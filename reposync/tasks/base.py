@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 
 RESUME_TASK = "reposync.run.resume"
 HANDOFF_TASK = "reposync.handoff"
+DELIVER_TASK = "reposync.webhooks.deliver"
 
 _context: ServiceContext | None = None
 
@@ -44,22 +45,37 @@ class CeleryDispatcher:
     def dispatch_handoff(self, binding_id: int, run_id: int) -> None:
         self._send(HANDOFF_TASK, run_id, [binding_id, run_id])
 
-    def _send(self, name: str, run_id: int, args: list[Any]) -> None:
-        """Publish, or leave the Run to the tick: it is committed already, and the tick
-        re-dispatches a Run nobody claimed within ``dispatch_grace``. Failing the
-        caller here would report a Run that exists as not created."""
+    def dispatch_delivery(self, delivery_id: int, delay: float = 0.0) -> None:
+        self._send(
+            DELIVER_TASK, delivery_id, [delivery_id], countdown=delay, what="webhook delivery"
+        )
+
+    def _send(
+        self,
+        name: str,
+        record_id: int,
+        args: list[Any],
+        *,
+        countdown: float = 0.0,
+        what: str = "run",
+    ) -> None:
+        """Publish, or leave the record to the tick: it is committed already, and the
+        tick re-dispatches a Run nobody claimed within ``dispatch_grace`` (a delivery
+        overdue by as much). Failing the caller here would report a Run that exists as
+        not created."""
         app = self._app
         if app is None:
             from reposync.tasks.app import app as default_app
 
             app = default_app
         try:
-            app.send_task(name, args=args)
+            app.send_task(name, args=args, countdown=countdown if countdown > 0 else None)
         except KombuOperationalError as exc:
             log.warning(
-                "run %s is saved but the broker is unreachable (%s); the tick dispatches "
+                "%s %s is saved but the broker is unreachable (%s); the tick dispatches "
                 "it once the broker is back",
-                run_id,
+                what,
+                record_id,
                 exc,
             )
 

@@ -27,6 +27,7 @@ from reposync.web import (
     overview,
     reconcile,
     runs,
+    subscriptions,
     users,
     watches,
 )
@@ -101,7 +102,10 @@ def create_app(
         OPENAPI_SWAGGER_UI_URL=f"{API_PREFIX}/{SWAGGER_ASSETS}/",
         MAX_CONTENT_LENGTH=MAX_BODY_BYTES,
         API_SPEC_OPTIONS={
-            "info": {"description": "Operate reposync: Bindings, Runs and their progress."},
+            "info": {
+                "description": "Operate reposync: Bindings, Runs and their progress; "
+                "webhooks out (docs/webhooks.md)."
+            },
             "components": {"securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}}},
             "security": [{"bearerAuth": []}],
         },
@@ -114,7 +118,8 @@ def create_app(
     app.extensions["reposync.db"] = ctx.db
     app.extensions["reposync.ctx"] = ctx
     api = ReposyncApi(app)
-    for module in (health, overview, bindings, reconcile, runs, items, events, users, watches):
+    modules = (health, overview, bindings, reconcile, runs, items, events, users, watches)
+    for module in (*modules, subscriptions):
         api.register_blueprint(module.blueprint, url_prefix=API_PREFIX)
     app.add_url_rule(f"{API_PREFIX}/{SWAGGER_ASSETS}/<path:name>", "swagger_assets", _swagger_asset)
     app.before_request(refuse_deep_json)

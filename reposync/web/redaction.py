@@ -8,7 +8,6 @@ and URLs are kept: a member sees its Bindings' locators anyway.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -16,9 +15,11 @@ from typing import Any
 
 from flask import g, has_request_context
 
-#: An absolute path not inside a URL, a locator or a ref name.
-_PATH = re.compile(r"(?<![\w:/.~-])/[^\s'\"<>,;:()\[\]{}|]+")
-REDACTED = "<path>"
+# One rule for the API and for webhook bodies sent to members' subscriptions.
+from reposync.service.outbox import REDACTED, redact_paths
+
+__all__ = ["REDACTED", "for_viewer", "operator_view", "redact_paths"]
+
 _OPERATOR: ContextVar[bool] = ContextVar("reposync_operator_view", default=False)
 
 
@@ -31,17 +32,6 @@ def operator_view() -> Iterator[None]:
         yield
     finally:
         _OPERATOR.reset(token)
-
-
-def redact_paths(value: Any) -> Any:
-    """``value`` with every absolute path in its strings replaced (dicts and lists too)."""
-    if isinstance(value, str):
-        return _PATH.sub(REDACTED, value)
-    if isinstance(value, dict):
-        return {key: redact_paths(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [redact_paths(item) for item in value]
-    return value
 
 
 def for_viewer(data: dict[str, Any], *names: str) -> dict[str, Any]:

@@ -122,6 +122,9 @@ class RecordingDispatcher:
     def dispatch_handoff(self, binding_id: int, run_id: int) -> None:
         self.sent.append(("handoff", run_id))
 
+    def dispatch_delivery(self, delivery_id: int, delay: float = 0.0) -> None:
+        self.sent.append(("delivery", delivery_id))
+
 
 def test_a_lost_handoff_message_goes_back_to_the_handoff_task(ctx, pair):
     """The tick re-dispatches a never-claimed handoff Run as a handoff, not as a plain Run

@@ -1,7 +1,8 @@
 """Stage ``finalizing``: the report, the final status, and the lease given back.
 
 Everything happens in one fenced transaction: a Run is either still running (and
-resumable) or finished with its report, its status and a free Binding.
+resumable) or finished with its report, its status, a free Binding and the webhook
+deliveries that report its end (``notifications.py``).
 """
 
 from __future__ import annotations
@@ -13,15 +14,17 @@ from typing import Any, cast
 from sqlalchemy import Table, func, select, update
 from sqlalchemy.orm import Session
 
-from reposync import metrics
+from reposync import faults, metrics
 from reposync.errors import LeaseLost, RateLimited, ReposyncError
 from reposync.lifecycle import RunMode, RunStatus, Stage, Trigger
 from reposync.models import Binding, InventoryEntry, Run, RunItem, utcnow
 from reposync.service.context import Step
+from reposync.service.outbox import dispatch_deliveries
 from reposync.service.pipeline.execution import StageExecution
 from reposync.service.pipeline.leases import release
 from reposync.service.pipeline.stages.applying import block_unfinished, settle_unfinished
 from reposync.service.pipeline.stages.default_branch import default_branch_report
+from reposync.service.pipeline.stages.notifications import run_end_notifications
 from reposync.service.runs import new_run
 from reposync.sync.report import (
     ItemAggregate,
@@ -120,10 +123,22 @@ def finish(
                     f"the source kept changing through {MAX_FOLLOW_UPS} follow-up Runs; the "
                     "next scheduled or manual Run takes the rest",
                 )
+        # Webhook deliveries commit with the status they report, or not at all.
+        deliveries = run_end_notifications(
+            session,
+            fresh,
+            ex.binding,
+            status,
+            report,
+            error=error.to_dict() if error is not None else None,
+            follow_up_run_id=follow_up.id if follow_up is not None else None,
+        )
+        faults.point("finalizing.after_notify")
     ex.run.status = status.value
     metrics.record_run_finished(status.value, run.trigger)
     if follow_up is not None:
         ex.ctx.dispatcher.dispatch(Step(follow_up.id, Stage.CHECKING_ACCESS, None))
+    dispatch_deliveries(ex.ctx, deliveries)
     return status
 
 

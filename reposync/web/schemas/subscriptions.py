@@ -1,0 +1,169 @@
+"""Webhook subscriptions and their deliveries: what the API shows and what it takes.
+
+A subscription's secret goes in (create, change) and never comes out.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from marshmallow import Schema, fields, pre_dump, validate
+
+from reposync.models import DeliveryStatus, WebhookDelivery
+from reposync.service.outbox import EVENTS
+from reposync.web.pagination import PageArgsSchema
+from reposync.web.schemas.common import MAX_ID, no_nul, one_of, record_id, text
+
+EVENT_NAMES = list(EVENTS)
+STATUSES = [s.value for s in DeliveryStatus]
+MIN_SECRET = 16
+
+
+def _events(**kwargs: Any) -> fields.List[Any]:
+    return fields.List(
+        one_of(EVENT_NAMES),
+        validate=validate.Length(min=1, max=len(EVENT_NAMES)),
+        metadata={"description": "the events to deliver"},
+        **kwargs,
+    )
+
+
+def _secret(**kwargs: Any) -> fields.String:
+    return fields.String(
+        load_only=True,
+        validate=[validate.Length(min=MIN_SECRET, max=255), no_nul],
+        metadata={
+            "description": "the HMAC key of X-Reposync-Signature-256; stored sealed, never "
+            "shown again"
+        },
+        **kwargs,
+    )
+
+
+def _binding_id(**kwargs: Any) -> fields.Integer:
+    return fields.Integer(
+        allow_none=True,
+        validate=validate.Range(min=1, max=MAX_ID),
+        metadata={"description": "only events of this Binding (null: every visible one)"},
+        **kwargs,
+    )
+
+
+def _branch(**kwargs: Any) -> fields.String:
+    return fields.String(
+        allow_none=True,
+        validate=[validate.Length(min=1, max=255), no_nul],
+        metadata={
+            "description": "only events naming this branch (main or refs/heads/main); "
+            "events about no branch are not narrowed by it"
+        },
+        **kwargs,
+    )
+
+
+def _description(**kwargs: Any) -> fields.String:
+    return fields.String(validate=[validate.Length(max=255), no_nul], **kwargs)
+
+
+_URL_DOC = {
+    "description": "http(s) URL that receives POSTs; refused (422) when it resolves to a "
+    "loopback, private, link-local, unique-local, multicast or unspecified address that "
+    "REPOSYNC_WEBHOOK_ALLOWED_NETWORKS does not allow",
+    "example": "https://hooks.example.com/reposync",
+}
+
+
+class SubscriptionSchema(Schema):
+    """Where events go, which ones, and for what; never the secret."""
+
+    id = fields.Integer(required=True)
+    owner_id = fields.Integer(required=True)
+    url = fields.String(required=True)
+    events = fields.List(fields.String(), required=True)
+    binding_id = fields.Integer(allow_none=True)
+    branch = fields.String(allow_none=True)
+    active = fields.Boolean(required=True)
+    description = fields.String(required=True)
+    created_at = fields.DateTime()
+    updated_at = fields.DateTime()
+
+
+class SubscriptionCreateSchema(Schema):
+    """POST /subscriptions."""
+
+    url = text(2048, required=True, metadata=_URL_DOC)
+    events = _events(required=True)
+    secret = _secret(required=True)
+    binding_id = _binding_id(load_default=None)
+    branch = _branch(load_default=None)
+    active = fields.Boolean(load_default=True)
+    description = _description(load_default="")
+
+
+class SubscriptionUpdateSchema(Schema):
+    """PATCH /subscriptions/{id}: only the fields sent change."""
+
+    url = text(2048, metadata=_URL_DOC)
+    events = _events()
+    secret = _secret()
+    binding_id = _binding_id()
+    branch = _branch()
+    active = fields.Boolean(metadata={"description": "false pauses deliveries (kept pending)"})
+    description = _description()
+
+
+class SubscriptionQueryArgsSchema(PageArgsSchema):
+    binding_id = record_id(metadata={"description": "subscriptions filtered on this Binding"})
+
+
+class SubscriptionPageSchema(Schema):
+    items = fields.List(fields.Nested(SubscriptionSchema), required=True)
+    next_after_id = record_id(allow_none=True, required=True)
+
+
+class DeliverySchema(Schema):
+    """One event for one subscription: its attempts and where they stand."""
+
+    id = fields.Integer(required=True)
+    subscription_id = fields.Integer(required=True)
+    guid = fields.String(
+        required=True,
+        metadata={"description": "X-Reposync-Delivery: the same on retries and redeliveries"},
+    )
+    event = fields.String(required=True)
+    binding_id = fields.Integer(allow_none=True)
+    branch = fields.String(allow_none=True)
+    status = one_of(STATUSES, required=True)
+    attempts = fields.Integer(required=True)
+    response_status = fields.Integer(
+        allow_none=True, metadata={"description": "the last attempt's HTTP status"}
+    )
+    last_error = fields.String(allow_none=True)
+    next_attempt_at = fields.DateTime(
+        allow_none=True, metadata={"description": "when a pending delivery is tried next"}
+    )
+    last_attempt_at = fields.DateTime(allow_none=True)
+    finished_at = fields.DateTime(allow_none=True)
+    redelivery_of = fields.Integer(allow_none=True)
+    created_at = fields.DateTime()
+    payload = fields.Dict(metadata={"description": "the body sent (JSON)"})
+
+    @pre_dump
+    def _from_model(self, delivery: WebhookDelivery, **_: Any) -> dict[str, Any]:
+        names = [name for name in self.fields if name != "payload"]
+        return {
+            **{name: getattr(delivery, name) for name in names},
+            "payload": json.loads(delivery.body),
+        }
+
+
+class DeliveryQueryArgsSchema(PageArgsSchema):
+    """Newest first: ``after_id`` continues below the last (smallest) id seen."""
+
+    status = one_of(STATUSES)
+
+
+class DeliveryPageSchema(Schema):
+    items = fields.List(fields.Nested(DeliverySchema), required=True)
+    next_after_id = record_id(allow_none=True, required=True)
