@@ -75,9 +75,7 @@ def receiver() -> Iterator[Receiver]:
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length)
-            received = Received(
-                self.path, {k.lower(): v for k, v in self.headers.items()}, body
-            )
+            received = Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
             answer = box["r"]._next(received)
             if answer == HANG:
                 box["r"].released.wait(120)

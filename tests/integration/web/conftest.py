@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,8 @@ from reposync.web.app import API_PREFIX, create_app
 from tests.gitrepo import generate
 
 PROBLEM_KEYS = {"type", "title", "status", "detail", "code"}
+#: Seals webhook secrets in the API tests (a Fernet key made for them, nothing else).
+TEST_SECRET_KEY = "468Re4jg87IniMJ7wKN9E0hFpFyRBWsg5U0C9-pJNP0="
 
 
 def url(path: str) -> str:
@@ -53,8 +56,15 @@ class Tokens:
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
-    """The API may bind repositories under the test's directory (its data dir excepted)."""
-    return Settings(data_dir=tmp_path / "data", lease_ttl=30.0, local_roots=(tmp_path,))
+    """The API may bind repositories under the test's directory (its data dir excepted);
+    webhook secrets are sealed with a test key, and loopback receivers are allowed."""
+    return Settings(
+        data_dir=tmp_path / "data",
+        lease_ttl=30.0,
+        local_roots=(tmp_path,),
+        secret_key=TEST_SECRET_KEY,
+        webhook_allowed_networks=(ipaddress.ip_network("127.0.0.0/8"),),
+    )
 
 
 @pytest.fixture

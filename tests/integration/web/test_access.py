@@ -17,16 +17,23 @@ from tests.integration.web.conftest import assert_problem, bearer, url
 @dataclass(frozen=True)
 class Endpoint:
     method: str
-    path: str  # {binding}, {run} and {watch} are filled in
+    path: str  # {binding}, {run}, {watch}, {subscription} and {delivery} are filled in
     body: dict[str, Any] | None = None
     #: "read": anyone who can see it; "grant": admin or a grant; "admin": admin only;
-    #: "repository": admin or a grant on the repository named in the body.
+    #: "repository": admin or a grant on the repository named in the body; "owner": its
+    #: owner or an admin.
     access: str = "read"
     query: dict[str, str] | None = None
 
     def __str__(self) -> str:
         return f"{self.method} {self.path}"
 
+
+SUBSCRIPTION = {
+    "url": "http://127.0.0.1:9/hook",
+    "events": ["run.completed"],
+    "secret": "s" * 16,
+}
 
 ENDPOINTS = [
     Endpoint("GET", "/overview"),
@@ -61,6 +68,15 @@ ENDPOINTS = [
     Endpoint(
         "DELETE", "/users/{user}/grants", None, "admin", {"provider": "local", "repository_id": "x"}
     ),
+    Endpoint("GET", "/subscriptions"),
+    Endpoint("POST", "/subscriptions", SUBSCRIPTION),
+    Endpoint("GET", "/subscriptions/{subscription}", None, "owner"),
+    Endpoint("PATCH", "/subscriptions/{subscription}", {"active": False}, "owner"),
+    Endpoint("DELETE", "/subscriptions/{subscription}", None, "owner"),
+    Endpoint("GET", "/subscriptions/{subscription}/deliveries", None, "owner"),
+    Endpoint(
+        "POST", "/subscriptions/{subscription}/deliveries/{delivery}/redeliver", None, "owner"
+    ),
 ]
 WITH_ID = [e for e in ENDPOINTS if "{" in e.path]
 ADMIN_ONLY = [e for e in ENDPOINTS if e.access == "admin"]
@@ -73,9 +89,11 @@ def call(
     binding: Any = 1,
     run: Any = 1,
     watch: Any = None,
+    subscription: Any = None,
+    delivery: Any = None,
 ):
-    # Users and tokens take the Binding's id slot, watches too unless they are given:
-    # unknown and malformed ids alike.
+    # Users and tokens take the Binding's id slot, watches, subscriptions and deliveries
+    # too unless they are given: unknown and malformed ids alike.
     path = url(
         endpoint.path.format(
             binding=binding,
@@ -83,6 +101,8 @@ def call(
             user=binding,
             token=binding,
             watch=binding if watch is None else watch,
+            subscription=binding if subscription is None else subscription,
+            delivery=binding if delivery is None else delivery,
         )
     )
     return client.open(
@@ -110,7 +130,9 @@ def test_the_table_covers_every_documented_operation(client):
             .replace("{run}", "{run_id}")
             .replace("{user}", "{user_id}")
             .replace("{token}", "{token_id}")
-            .replace("{watch}", "{watch_id}"),
+            .replace("{watch}", "{watch_id}")
+            .replace("{subscription}", "{subscription_id}")
+            .replace("{delivery}", "{delivery_id}"),
         )
         for e in ENDPOINTS
     }
@@ -144,14 +166,36 @@ def admin_watch(ctx, binding) -> int:
     return create_watch(ctx, info, "main", created_by=admin.id)[0].id
 
 
+@pytest.fixture
+def members_delivery(ctx, tokens, binding) -> tuple[int, int]:
+    """A subscription of the granted member, with a delivery: (subscription, delivery)."""
+    from reposync.service.outbox import notify
+    from reposync.service.subscriptions import create_subscription
+
+    member = find_user(ctx, "mel")
+    subscription = create_subscription(ctx, member.id, **SUBSCRIPTION, binding_id=binding.id)
+    with ctx.db.transaction() as session:
+        [delivery] = notify(session, "run.completed", {}, binding_id=binding.id)
+    return subscription.id, delivery
+
+
 @pytest.mark.parametrize("endpoint", WITH_ID, ids=str)
 def test_a_member_without_a_grant_sees_no_record(
-    client, tokens, binding, queued_run, admin_watch, endpoint
+    client, tokens, binding, queued_run, admin_watch, members_delivery, endpoint
 ):
     """Records of Bindings a member was not granted do not exist for it (404, or 403 by
-    role); nor does another user's watch, even on a repository granted to it."""
+    role); nor does another user's watch, even on a repository granted to it, nor another
+    user's subscription."""
+    subscription, delivery = members_delivery
     response = call(
-        client, endpoint, bearer(tokens.stranger), binding.id, queued_run.id, admin_watch
+        client,
+        endpoint,
+        bearer(tokens.stranger),
+        binding.id,
+        queued_run.id,
+        admin_watch,
+        subscription=subscription,
+        delivery=delivery,
     )
     if endpoint.access == "admin":
         assert_problem(response, 403, "forbidden")
@@ -191,10 +235,16 @@ def test_watching_needs_a_grant_on_the_repository(client, tokens, binding):
 
 @pytest.mark.parametrize(
     ("path", "key"),
-    [("/overview", "bindings"), ("/bindings", "items"), ("/runs", "items"), ("/watches", "items")],
+    [
+        ("/overview", "bindings"),
+        ("/bindings", "items"),
+        ("/runs", "items"),
+        ("/watches", "items"),
+        ("/subscriptions", "items"),
+    ],
 )
 def test_listings_of_a_member_without_grants_are_empty(
-    client, tokens, queued_run, admin_watch, path, key
+    client, tokens, queued_run, admin_watch, members_delivery, path, key
 ):
     """Listings answer a member without grants with nothing, not an error."""
     response = client.get(url(path), headers=bearer(tokens.stranger))

@@ -74,8 +74,17 @@ def test_the_backoff_unit_scales_the_schedule_and_retry_after_may_lengthen_it():
 
 @pytest.mark.parametrize(
     ("status", "again"),
-    [(None, True), (429, True), (500, True), (503, True), (400, False), (404, False),
-     (410, False), (301, False), (200, False)],
+    [
+        (None, True),
+        (429, True),
+        (500, True),
+        (503, True),
+        (400, False),
+        (404, False),
+        (410, False),
+        (301, False),
+        (200, False),
+    ],
 )
 def test_429_5xx_and_no_answer_are_retried_other_answers_are_not(status, again):
     assert retryable(Answer(status)) is again
@@ -122,8 +131,15 @@ REFUSED = {
     "2002:c0a8:101::1": "private (IPv4 192.168.1.1 inside IPv6)",
     "2001:db8::1": "not globally routable",  # documentation
 }
-PUBLIC = ["8.8.8.8", "1.1.1.1", "140.82.112.3", "2606:4700:4700::1111", "64:ff9b::808:808",
-          "2002:808:808::1", "::ffff:8.8.8.8"]  # fmt: skip
+PUBLIC = [
+    "8.8.8.8",
+    "1.1.1.1",
+    "140.82.112.3",
+    "2606:4700:4700::1111",
+    "64:ff9b::808:808",
+    "2002:808:808::1",
+    "::ffff:8.8.8.8",
+]
 
 
 @pytest.mark.parametrize(("text", "why"), sorted(REFUSED.items()))
@@ -252,8 +268,9 @@ def test_the_envelope_is_stable_compact_json():
     from datetime import UTC, datetime
 
     at = datetime(2026, 12, 5, 9, 0, tzinfo=UTC)
-    body = envelope("g-1", "run.completed", {"b": 1, "a": [1]}, occurred_at=at,
-                    binding_id=3, branch=None)  # fmt: skip
+    body = envelope(
+        "g-1", "run.completed", {"b": 1, "a": [1]}, occurred_at=at, binding_id=3, branch=None
+    )
     assert body == (
         '{"binding_id":3,"branch":null,"data":{"a":[1],"b":1},"event":"run.completed",'
         '"id":"g-1","occurred_at":"2026-12-05T09:00:00+00:00"}'
@@ -262,10 +279,16 @@ def test_the_envelope_is_stable_compact_json():
 
 @pytest.mark.parametrize(
     ("wanted", "branch", "matches"),
-    [(None, "refs/heads/x", True), ("main", None, True), ("main", "refs/heads/main", True),
-     ("refs/heads/main", "main", True), ("main", "refs/heads/dev", False),
-     ("refs/tags/v1", "refs/tags/v1", True), ("v1", "refs/tags/v1", False)],
-)  # fmt: skip
+    [
+        (None, "refs/heads/x", True),
+        ("main", None, True),
+        ("main", "refs/heads/main", True),
+        ("refs/heads/main", "main", True),
+        ("main", "refs/heads/dev", False),
+        ("refs/tags/v1", "refs/tags/v1", True),
+        ("v1", "refs/tags/v1", False),
+    ],
+)
 def test_a_branch_filter_narrows_branch_events_only(wanted, branch, matches):
     assert branch_matches(wanted, branch) is matches
 
@@ -316,4 +339,5 @@ def test_post_reports_a_refused_connection_as_no_answer():
 
     answer = post(f"http://127.0.0.1:{free_port()}/", b"{}", {}, timeout=2, networks=LOOPBACK)
     assert answer.status is None
-    assert answer.error is not None and "ConnectionRefused" in answer.error
+    assert answer.error is not None
+    assert "ConnectionRefused" in answer.error
