@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -24,6 +25,8 @@ class Received:
     path: str
     headers: dict[str, str]
     body: bytes
+    #: ``time.monotonic()`` at arrival.
+    at: float = field(default_factory=time.monotonic)
 
     @property
     def json(self) -> Any:

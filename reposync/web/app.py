@@ -35,6 +35,7 @@ from reposync.web.errors import PROBLEM_CONTENT_TYPE, register_error_handlers
 from reposync.web.limits import MAX_BODY_BYTES, refuse_deep_json
 from reposync.web.metrics import register as register_metrics
 from reposync.web.schemas.common import ProblemSchema
+from reposync.web.schemas.subscriptions import PAYLOAD_SCHEMAS
 from reposync.web.streams import StreamSlots
 
 API_PREFIX = "/api/ext/v1/sync"
@@ -121,6 +122,8 @@ def create_app(
     modules = (health, overview, bindings, reconcile, runs, items, events, users, watches)
     for module in (*modules, subscriptions):
         api.register_blueprint(module.blueprint, url_prefix=API_PREFIX)
+    for name, schema in PAYLOAD_SCHEMAS.items():  # what webhook deliveries carry
+        api.spec.components.schema(name, schema=schema)
     app.add_url_rule(f"{API_PREFIX}/{SWAGGER_ASSETS}/<path:name>", "swagger_assets", _swagger_asset)
     app.before_request(refuse_deep_json)
     # Prometheus's /metrics (issue 15): outside the JSON API and its OpenAPI document.

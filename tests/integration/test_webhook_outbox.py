@@ -36,6 +36,13 @@ from reposync.service.pipeline.runner import execute_step
 from reposync.service.runs import create_run, request_cancel
 from reposync.service.subscriptions import create_subscription
 from reposync.service.users import create_user
+from reposync.web.schemas.subscriptions import (
+    DriftDetectedDataSchema,
+    HandoffCompletedDataSchema,
+    ItemBlockedDataSchema,
+    RunEventDataSchema,
+    WebhookEnvelopeSchema,
+)
 from tests.gitrepo import generate
 from tests.integration.test_forge_sync import WHEN, forge
 from tests.integration.web.conftest import TEST_SECRET_KEY
@@ -101,6 +108,25 @@ def row(ctx: ServiceContext, delivery_id: int) -> WebhookDelivery:
         return found
 
 
+DOCUMENTED = {
+    "run.completed": RunEventDataSchema,
+    "run.failed": RunEventDataSchema,
+    "run.requires_attention": RunEventDataSchema,
+    "item.blocked": ItemBlockedDataSchema,
+    "drift.detected": DriftDetectedDataSchema,
+    "handoff.completed": HandoffCompletedDataSchema,
+}
+
+
+def documented(delivery: WebhookDelivery) -> dict:
+    """The delivery's data, after checking the body is exactly what the OpenAPI
+    documents (no field missing, none undocumented)."""
+    body = json.loads(delivery.body)
+    assert WebhookEnvelopeSchema().validate(body) == {}
+    assert DOCUMENTED[delivery.event]().validate(body["data"]) == {}
+    return dict(body["data"])
+
+
 def subscribe(ctx, owner_id, url, events, **extra):
     return create_subscription(ctx, owner_id, url=url, events=events, secret=SECRET, **extra)
 
@@ -154,7 +180,7 @@ def test_a_runs_end_and_its_delivery_commit_together(any_ctx, tmp_path, monkeypa
     wait_for(resumed, 30, "the Run to be resumed and finished")
     [written] = rows(ctx)
     assert written.event == "run.completed"
-    assert json.loads(written.body)["data"]["run"]["id"] == run.id
+    assert documented(written)["run"]["id"] == run.id
     assert ctx.dispatcher.deliveries == [(written.id, 0.0)]  # type: ignore[attr-defined]
 
 
@@ -398,7 +424,7 @@ def test_drift_found_by_a_full_audit_is_reported_by_kind(wctx, admin_id, forges)
 
     run = sync(wctx, SyncRequest(f"local:{a}", f"local:{b}", full_audit=True))
     assert run.status == "requires_attention", run.report["problems"]
-    by_event = {r.event: json.loads(r.body)["data"] for r in rows(wctx)}
+    by_event = {r.event: documented(r) for r in rows(wctx)}
     assert set(by_event) == {"drift.detected", "run.requires_attention"}
     drift = by_event["drift.detected"]
     assert drift["kinds"] == {"modified": 1, "deleted": 1, "conflicting": 1}
@@ -442,7 +468,7 @@ def test_items_left_blocked_are_reported_once_per_run(wctx, admin_id, forges):
         )
     execute_step(wctx, step)
 
-    by_event = {r.event: json.loads(r.body)["data"] for r in rows(wctx)}
+    by_event = {r.event: documented(r) for r in rows(wctx)}
     assert set(by_event) == {"item.blocked", "run.requires_attention"}
     blocked = by_event["item.blocked"]
     assert blocked["count"] == 1
@@ -462,7 +488,7 @@ def test_a_handoff_is_announced_with_the_switch(wctx, admin_id, forges):
     outcome = handoff(wctx, binding_id)
     assert outcome.switched, outcome.reason
     [written] = rows(wctx)
-    data = json.loads(written.body)["data"]
+    data = documented(written)
     assert data["binding"]["authority_side"] == "b"
     assert data["binding"]["authority_epoch"] == 2
     assert data["previous_authority_side"] == "a"

@@ -167,3 +167,127 @@ class DeliveryQueryArgsSchema(PageArgsSchema):
 class DeliveryPageSchema(Schema):
     items = fields.List(fields.Nested(DeliverySchema), required=True)
     next_after_id = record_id(allow_none=True, required=True)
+
+
+# -- what a delivery's body holds (documented in the OpenAPI, checked by the tests) ------
+
+
+class WebhookEnvelopeSchema(Schema):
+    """The body of every delivery (compact JSON, keys sorted; the same bytes on every
+    attempt). Signed: ``X-Reposync-Signature-256: sha256=HMAC-SHA256(secret,
+    X-Reposync-Timestamp + "." + body)``."""
+
+    id = fields.String(required=True, metadata={"description": "= X-Reposync-Delivery"})
+    event = one_of(EVENT_NAMES, required=True)
+    occurred_at = fields.DateTime(required=True)
+    binding_id = fields.Integer(required=True, allow_none=True)
+    branch = fields.String(required=True, allow_none=True)
+    data = fields.Dict(
+        required=True,
+        metadata={
+            "description": "RunEventData (run.*), ItemBlockedData, DriftDetectedData, "
+            "HandoffCompletedData, or the branch watch's move (branch.moved)"
+        },
+    )
+
+
+class EventBindingSchema(Schema):
+    id = fields.Integer(required=True)
+    source = fields.String(required=True, metadata={"description": "the authority"})
+    target = fields.String(required=True, metadata={"description": "the standby"})
+    authority_side = fields.String(required=True)
+    authority_epoch = fields.Integer(required=True)
+
+
+class EventRunSchema(Schema):
+    id = fields.Integer(required=True)
+    binding_id = fields.Integer(required=True)
+    kind = fields.String(required=True)
+    mode = fields.String(required=True)
+    audit_mode = fields.String(required=True)
+    plan_mode = fields.String(required=True, allow_none=True)
+    trigger = fields.String(required=True)
+    status = fields.String(required=True)
+    parent_run_id = fields.Integer(required=True, allow_none=True)
+    counters = fields.Dict(keys=fields.String(), values=fields.Integer(), required=True)
+    started_at = fields.DateTime(required=True, allow_none=True)
+    finished_at = fields.DateTime(required=True)
+    duration_seconds = fields.Float(required=True, allow_none=True)
+
+
+class EventItemSchema(Schema):
+    id = fields.Integer(required=True)
+    object_type = fields.String(required=True)
+    object_key = fields.String(required=True)
+    action = fields.String(required=True)
+    state = fields.String(required=True)
+    error_code = fields.String(required=True, allow_none=True)
+    error_message = fields.String(required=True, allow_none=True)
+
+
+class DriftedObjectSchema(EventItemSchema):
+    kind = one_of(["modified", "deleted", "conflicting"], required=True)
+
+
+class RunEventDataSchema(Schema):
+    """run.completed (completed, completed_with_pending_changes), run.failed (failed),
+    run.requires_attention (requires_attention, blocked); a cancelled Run sends none."""
+
+    run = fields.Nested(EventRunSchema, required=True)
+    binding = fields.Nested(EventBindingSchema, required=True)
+    error = fields.Dict(
+        required=True,
+        allow_none=True,
+        metadata={"description": "the Run's error: error_code, message, retryable, ..."},
+    )
+    problems = fields.List(
+        fields.Dict(),
+        required=True,
+        metadata={"description": "the report's first 50 problems"},
+    )
+    follow_up_run_id = fields.Integer(required=True, allow_none=True)
+
+
+class ItemBlockedDataSchema(Schema):
+    """item.blocked: once per Run whose items ended blocked (conflicts aside)."""
+
+    run = fields.Nested(EventRunSchema, required=True)
+    binding = fields.Nested(EventBindingSchema, required=True)
+    count = fields.Integer(required=True)
+    items = fields.List(fields.Nested(EventItemSchema), required=True)
+    truncated = fields.Boolean(required=True)
+
+
+class DriftDetectedDataSchema(Schema):
+    """drift.detected: the standby changed outside reposync (see docs/webhooks.md)."""
+
+    run = fields.Nested(EventRunSchema, required=True)
+    binding = fields.Nested(EventBindingSchema, required=True)
+    count = fields.Integer(required=True)
+    kinds = fields.Dict(
+        keys=one_of(["modified", "deleted", "conflicting"]),
+        values=fields.Integer(),
+        required=True,
+    )
+    objects = fields.List(fields.Nested(DriftedObjectSchema), required=True)
+    truncated = fields.Boolean(required=True)
+
+
+class HandoffCompletedDataSchema(Schema):
+    """handoff.completed: the authority moved (the Binding as it is now)."""
+
+    binding = fields.Nested(EventBindingSchema, required=True)
+    previous_authority_side = fields.String(required=True)
+    forward_run_id = fields.Integer(required=True)
+    reverse_run_id = fields.Integer(required=True)
+    sync_enabled = fields.Boolean(required=True)
+
+
+#: Documented in the OpenAPI's components under these names.
+PAYLOAD_SCHEMAS: dict[str, type[Schema]] = {
+    "WebhookEnvelope": WebhookEnvelopeSchema,
+    "RunEventData": RunEventDataSchema,
+    "ItemBlockedData": ItemBlockedDataSchema,
+    "DriftDetectedData": DriftDetectedDataSchema,
+    "HandoffCompletedData": HandoffCompletedDataSchema,
+}

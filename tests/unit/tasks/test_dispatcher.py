@@ -27,6 +27,10 @@ def test_an_unreachable_broker_is_logged_not_raised(caplog):
     with caplog.at_level(logging.WARNING, logger="reposync.tasks.base"):
         dispatcher.dispatch(Step(41, Stage.CHECKING_ACCESS, None))
         dispatcher.dispatch_handoff(7, 42)
+        dispatcher.dispatch_delivery(43, delay=2.0)
     messages = [record.getMessage() for record in caplog.records]
     assert any("run 41 is saved but the broker is unreachable" in m for m in messages)
     assert any("run 42 is saved but the broker is unreachable" in m for m in messages)
+    assert any(
+        "webhook delivery 43 is saved but the broker is unreachable" in m for m in messages
+    )
