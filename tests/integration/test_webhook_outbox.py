@@ -170,18 +170,18 @@ def test_a_runs_end_and_its_delivery_commit_together(any_ctx, tmp_path, monkeypa
         assert unfinished is not None
         assert (unfinished.status, unfinished.stage) == ("running", "finalizing")
     assert rows(ctx) == []
-    assert ctx.dispatcher.deliveries == []  # type: ignore[attr-defined]
+    assert ctx.dispatcher.deliveries == []
 
     def resumed() -> bool:  # claimable once the dead execution's lease ran out
         execute_step(ctx, Step(run.id, None, None))
         with ctx.db.session() as session:
-            return session.get(Run, run.id).status == "completed"  # type: ignore[union-attr]
+            return session.get(Run, run.id).status == "completed"
 
     wait_for(resumed, 30, "the Run to be resumed and finished")
     [written] = rows(ctx)
     assert written.event == "run.completed"
     assert documented(written)["run"]["id"] == run.id
-    assert ctx.dispatcher.deliveries == [(written.id, 0.0)]  # type: ignore[attr-defined]
+    assert ctx.dispatcher.deliveries == [(written.id, 0.0)]
 
 
 def test_a_cancelled_run_tells_nobody(wctx, admin_id, tmp_path):
@@ -199,7 +199,7 @@ def test_a_cancelled_run_tells_nobody(wctx, admin_id, tmp_path):
     while step is not None:
         step = execute_step(wctx, step)
     with wctx.db.session() as session:
-        assert session.get(Run, run.id).status == "cancelled"  # type: ignore[union-attr]
+        assert session.get(Run, run.id).status == "cancelled"
     assert rows(wctx) == []
 
 
@@ -226,7 +226,7 @@ def test_two_workers_never_claim_the_same_attempt(any_ctx):
         won = [r for r in results if r is not None and not isinstance(r, float)]
         assert len(results) == 2
         assert len(won) == 1, results
-        assert won[0].attempt == attempt  # type: ignore[union-attr]
+        assert won[0].attempt == attempt
         # The lease holds against a third claimer; then it "expires" for the next round.
         assert claim(any_ctx, delivery_id, "late") is None
         with any_ctx.db.transaction() as session:
@@ -247,7 +247,7 @@ def test_retries_follow_the_backoff_then_the_last_failure_is_a_dead_letter(wctx,
     with receiver() as hook:
         hook.answer(then=503)
         delivery_id = one_delivery(wctx, admin_id, hook.url)
-        dispatched = wctx.dispatcher.deliveries  # type: ignore[attr-defined]
+        dispatched = wctx.dispatcher.deliveries
         delays = []
         for attempt in range(1, 6):
             wait_for(lambda: deliver(wctx, delivery_id, owner="t") is not None, 10, "due")
@@ -296,7 +296,7 @@ def test_other_answers_fail_at_once(wctx, admin_id, status):
         assert (state.attempts, state.response_status) == (1, status)
         assert state.next_attempt_at is None
         assert len(hook.requests) == 1  # a redirect is not followed either
-        assert wctx.dispatcher.deliveries == []  # type: ignore[attr-defined]  # no retry
+        assert wctx.dispatcher.deliveries == []  # no retry
 
 
 def test_a_target_that_turned_internal_is_refused_at_send_time(wctx, admin_id):
@@ -358,7 +358,7 @@ def test_the_tick_redispatches_overdue_rows_and_dead_letters_abandoned_last_atte
 
     with ctx.db.transaction() as session:  # the worker died; its claim ran out
         session.execute(update(WebhookDelivery).values(lease_expires_at=long_ago))
-    dispatcher: Recording = ctx.dispatcher  # type: ignore[assignment]
+    dispatcher: Recording = ctx.dispatcher
     dispatcher.deliveries.clear()
     assert redispatch_overdue(ctx) == 1
     assert dispatcher.deliveries == [(fresh, 0.0)]

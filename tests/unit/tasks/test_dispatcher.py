@@ -31,6 +31,4 @@ def test_an_unreachable_broker_is_logged_not_raised(caplog):
     messages = [record.getMessage() for record in caplog.records]
     assert any("run 41 is saved but the broker is unreachable" in m for m in messages)
     assert any("run 42 is saved but the broker is unreachable" in m for m in messages)
-    assert any(
-        "webhook delivery 43 is saved but the broker is unreachable" in m for m in messages
-    )
+    assert any("webhook delivery 43 is saved but the broker is unreachable" in m for m in messages)
