@@ -23,6 +23,9 @@ OPERATIONS = [
     "embedded",
     "reconcile",
     "watches",
+    "subscriptions",
+    "deliveries",
+    "outbox",
 ]
 WEB = Path(__file__).resolve().parents[3] / "reposync" / "web"
 
