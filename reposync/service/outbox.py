@@ -138,7 +138,9 @@ def notify(
 
     ``binding_id`` and ``branch`` say what the event is about, for the subscriptions'
     filters and for who may see it; an event about a repository rather than a Binding
-    (a branch watch's) names it in ``repositories`` as ``(provider, repository_id)``.
+    (a branch watch's) names it in ``repositories`` as ``(provider, repository_id)``: it
+    reaches the subscriptions filtered on a Binding of that repository, and members with
+    a grant on it.
     """
     if event not in EVENTS:
         raise ValueError(f"unknown event {event!r}")
@@ -154,7 +156,18 @@ def notify(
         .where(WebhookSubscription.active.is_(True))
     )
     if binding_id is None:
-        query = query.where(WebhookSubscription.binding_id.is_(None))
+        # An event about repositories reaches the subscriptions filtered on a Binding one
+        # of whose sides is such a repository; an event about nothing in particular
+        # reaches only the unfiltered ones.
+        involved = _bindings_of(session, repositories)
+        query = query.where(
+            or_(
+                WebhookSubscription.binding_id.is_(None),
+                WebhookSubscription.binding_id.in_(involved),
+            )
+            if involved
+            else WebhookSubscription.binding_id.is_(None)
+        )
     else:
         query = query.where(
             or_(
@@ -196,7 +209,41 @@ def notify(
         )
     session.add_all(deliveries)
     session.flush()
-    return [delivery.id for delivery in deliveries]
+    ids = [delivery.id for delivery in deliveries]
+    session.info.setdefault(_WRITTEN, []).extend(ids)
+    return ids
+
+
+_WRITTEN = "reposync.outbox.written"
+
+
+def written_in(session: Session) -> list[int]:
+    """Every delivery ``notify`` wrote in ``session`` so far: for a caller whose events are
+    written deeper down (``watches.observe_branch_moves``) to dispatch after its commit::
+
+        with ctx.db.transaction() as session:
+            observe_branch_moves(session, ...)
+            ids = written_in(session)
+        dispatch_deliveries(ctx, ids)
+    """
+    return list(session.info.get(_WRITTEN, []))
+
+
+def _bindings_of(session: Session, repositories: Sequence[tuple[str, str]]) -> list[int]:
+    """The Bindings one of whose sides is one of ``repositories``."""
+    if not repositories:
+        return []
+    pairs = list(repositories)
+    return list(
+        session.execute(
+            select(Binding.id).where(
+                or_(
+                    tuple_(Binding.a_provider, Binding.a_repository_id).in_(pairs),
+                    tuple_(Binding.b_provider, Binding.b_repository_id).in_(pairs),
+                )
+            )
+        ).scalars()
+    )
 
 
 def _members_seeing(

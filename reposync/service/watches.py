@@ -27,12 +27,13 @@ from reposync.errors import NotARepository, RecordNotFound, RepositoryNotFound, 
 from reposync.models import Binding, BranchWatch, utcnow
 from reposync.providers.base import EndpointInfo
 from reposync.providers.registry import parse_locator
+from reposync.service import outbox
 from reposync.service.context import ServiceContext
 from reposync.sync.canonical import BRANCH_PREFIX, ref_name_problem
 from reposync.sync.cursors import Cursor, Move, advance, moved
 
 #: The event a moved cursor emits (a subscription's event name).
-BRANCH_MOVED = "branch.moved"
+BRANCH_MOVED = outbox.BRANCH_MOVED
 #: Longest branch name a watch takes (the column; far above any branch seen in practice).
 MAX_BRANCH = 255
 
@@ -190,6 +191,7 @@ def observe_branch_moves(
             moved_payload(watch, bindings),
             binding_id=None,
             branch=watch.branch,
+            repositories=[(provider, repository_id)],
         )
     session.flush()
     return moved_ids
@@ -237,12 +239,17 @@ def _notify(
     *,
     binding_id: int | None,
     branch: str | None,
-) -> None:
-    """Hand an event to the outbox, in the caller's transaction.
+    repositories: Sequence[tuple[str, str]] = (),
+) -> list[int]:
+    """Hand an event to the outbox, in the caller's transaction (its delivery rows commit
+    with the cursor that moved; the caller's commit is followed by the tick's dispatch,
+    or by ``outbox.dispatch_deliveries`` with the ids).
 
-    OUTBOX's ``reposync.service.outbox.notify`` writes one delivery per matching
-    subscription; it does not exist in this branch yet. ``branch.moved`` concerns a
-    repository, not one Binding: ``binding_id`` is None and the payload lists the
-    Bindings whose authority the repository is (``binding_ids``).
+    ``branch.moved`` concerns a repository, not one Binding: ``binding_id`` is None, the
+    repository goes in ``repositories`` (subscriptions filtered on a Binding of it, and
+    members with a grant on it, receive it), and the payload lists the Bindings whose
+    authority the repository is (``binding_ids``).
     """
-    return None  # wired at merge: outbox.notify (same arguments)
+    return outbox.notify(
+        session, event, payload, binding_id=binding_id, branch=branch, repositories=repositories
+    )

@@ -37,6 +37,7 @@ from reposync.service.runs import create_run, request_cancel
 from reposync.service.subscriptions import create_subscription
 from reposync.service.users import create_user
 from reposync.web.schemas.subscriptions import (
+    BranchMovedDataSchema,
     DriftDetectedDataSchema,
     HandoffCompletedDataSchema,
     ItemBlockedDataSchema,
@@ -115,6 +116,7 @@ DOCUMENTED = {
     "item.blocked": ItemBlockedDataSchema,
     "drift.detected": DriftDetectedDataSchema,
     "handoff.completed": HandoffCompletedDataSchema,
+    "branch.moved": BranchMovedDataSchema,
 }
 
 
@@ -544,3 +546,65 @@ def test_a_members_repository_event_reaches_it_through_its_grant(wctx, tmp_path)
         )
         assert notify(session, "branch.moved", {}, branch="main") == []  # about nothing
     assert [row(wctx, i).subscription_id for i in ids] == [1]
+
+
+@pytest.mark.parametrize(
+    "backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+def test_a_watched_branch_moving_writes_branch_moved_with_the_cursor(backend, request, tmp_path):
+    """RECONCILE's watches call the outbox in the transaction that moves the cursor: a
+    subscription filtered on a Binding of the repository and a granted member's get the
+    event; a stranger's does not; a late (older) delivery moves nothing and sends nothing."""
+    from reposync.providers.base import EndpointInfo
+    from reposync.service import watches
+    from reposync.service.outbox import written_in
+    from reposync.service.users import grant
+
+    ctx = webhook_ctx(request.getfixturevalue("ctx" if backend == "sqlite" else "pg_ctx"))
+    source = generate(tmp_path / "src.git", commits=2, branches=0, tags=0)
+    binding = bind(ctx, SyncRequest(f"local:{source}", f"local:{tmp_path / 'dst.git'}"))
+    provider, repository_id = binding.a_provider, binding.a_repository_id
+    admin = create_user(ctx, "ops", role="admin")
+    member = create_user(ctx, "mel")
+    stranger = create_user(ctx, "sam")
+    grant(ctx, member.id, provider, repository_id)
+    watched = EndpointInfo(provider, str(source), repository_id)
+    watches.create_watch(ctx, watched, "main", created_by=admin.id)
+    filtered = subscribe(
+        ctx,
+        admin.id,
+        "http://127.0.0.1:9/a",
+        ["branch.moved"],
+        binding_id=binding.id,
+        branch="main",
+    )
+    granted = subscribe(ctx, member.id, "http://127.0.0.1:9/m", ["branch.moved"])
+    subscribe(ctx, stranger.id, "http://127.0.0.1:9/s", ["branch.moved"])
+    subscribe(ctx, admin.id, "http://127.0.0.1:9/d", ["branch.moved"], branch="dev")
+
+    at = datetime(2026, 12, 5, 12, 0, tzinfo=UTC)
+    with ctx.db.transaction() as session:
+        moved = watches.observe_branch_moves(
+            session, provider, repository_id, [("refs/heads/main", "a" * 40, "b" * 40)], at
+        )
+        ids = written_in(session)
+    assert len(moved) == 1
+    written = [row(ctx, i) for i in ids]
+    assert {w.subscription_id for w in written} == {filtered.id, granted.id}
+    body = json.loads(written[0].body)
+    documented(written[0])
+    assert (body["event"], body["branch"], body["binding_id"]) == ("branch.moved", "main", None)
+    assert (body["data"]["before"], body["data"]["after"]) == ("a" * 40, "b" * 40)
+    assert body["data"]["binding_ids"] == [binding.id]
+
+    with ctx.db.transaction() as session:  # an older movement, delivered late
+        late = watches.observe_branch_moves(
+            session,
+            provider,
+            repository_id,
+            [("refs/heads/main", "c" * 40, "a" * 40)],
+            at - timedelta(minutes=1),
+        )
+        assert written_in(session) == []
+    assert late == []
+    assert len(rows(ctx)) == 2

@@ -186,7 +186,7 @@ class WebhookEnvelopeSchema(Schema):
         required=True,
         metadata={
             "description": "RunEventData (run.*), ItemBlockedData, DriftDetectedData, "
-            "HandoffCompletedData, or the branch watch's move (branch.moved)"
+            "HandoffCompletedData or BranchMovedData, by event"
         },
     )
 
@@ -283,6 +283,30 @@ class HandoffCompletedDataSchema(Schema):
     sync_enabled = fields.Boolean(required=True)
 
 
+class EventRepositorySchema(Schema):
+    provider = fields.String(required=True)
+    repository_id = fields.String(required=True)
+    locator = fields.String(required=True)
+
+
+class BranchMovedDataSchema(Schema):
+    """branch.moved: a watched branch's cursor moved (``service/watches.py``)."""
+
+    watch_id = fields.Integer(required=True)
+    repository = fields.Nested(EventRepositorySchema, required=True)
+    branch = fields.String(required=True)
+    ref = fields.String(required=True)
+    before = fields.String(required=True, allow_none=True)
+    after = fields.String(required=True)
+    moved_at = fields.DateTime(required=True)
+    observed_at = fields.DateTime(required=True)
+    binding_ids = fields.List(
+        fields.Integer(),
+        required=True,
+        metadata={"description": "the Bindings whose authority this repository is"},
+    )
+
+
 #: Documented in the OpenAPI's components under these names.
 PAYLOAD_SCHEMAS: dict[str, type[Schema]] = {
     "WebhookEnvelope": WebhookEnvelopeSchema,
@@ -290,4 +314,5 @@ PAYLOAD_SCHEMAS: dict[str, type[Schema]] = {
     "ItemBlockedData": ItemBlockedDataSchema,
     "DriftDetectedData": DriftDetectedDataSchema,
     "HandoffCompletedData": HandoffCompletedDataSchema,
+    "BranchMovedData": BranchMovedDataSchema,
 }

@@ -31,7 +31,8 @@ def rev(n: int) -> str:
 
 @pytest.fixture
 def events(monkeypatch) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
-    """What the watches hand to the outbox (wired at merge), in order."""
+    """What the watches hand to the outbox, in order (test_webhook_outbox.py checks the
+    rows the real outbox writes from it)."""
     sent: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
 
     def notify(session, event, payload, **filters) -> None:
@@ -177,7 +178,16 @@ def test_observed_movements_move_the_cursor_forward_only(
     assert client.get(url(f"/watches/{body['id']}"), headers=admin).json["cursor"] == cursor
 
     assert [(e, p["before"], p["after"], f) for e, p, f in events] == [
-        ("branch.moved", rev(2), rev(3), {"binding_id": None, "branch": "main"})
+        (
+            "branch.moved",
+            rev(2),
+            rev(3),
+            {
+                "binding_id": None,
+                "branch": "main",
+                "repositories": [(binding.a_provider, binding.a_repository_id)],
+            },
+        )
     ]
     payload = events[0][1]
     assert payload["watch_id"] == body["id"]
