@@ -33,6 +33,7 @@ from typing import Any, cast
 from sqlalchemy import CursorResult, and_, or_, select, update
 from sqlalchemy.orm import Session
 
+from reposync import metrics
 from reposync.config import Settings
 from reposync.errors import ReposyncError, WebhookTargetRefused
 from reposync.models import DeliveryStatus, WebhookDelivery, WebhookSubscription
@@ -246,6 +247,7 @@ def _record(
             status,
         )
         return None
+    metrics.record_webhook("outbound", _METRIC_STATUS[outcome])
     log.info(
         "delivery %s (%s) attempt %s: %s -> %s",
         claimed.id,
@@ -257,6 +259,14 @@ def _record(
     if outcome is DeliveryStatus.PENDING:
         ctx.dispatcher.dispatch_delivery(claimed.id, _countdown(settings, delay))
     return outcome.value
+
+
+#: What an attempt came to, in the metric's words (``reposync_webhook_deliveries_total``).
+_METRIC_STATUS = {
+    DeliveryStatus.DELIVERED: "delivered",
+    DeliveryStatus.PENDING: "retrying",
+    DeliveryStatus.FAILED: "failed",
+}
 
 
 def _countdown(settings: Settings, delay: float) -> float:

@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from prometheus_client import REGISTRY
 from sqlalchemy import select, update
 
 from reposync import faults
@@ -127,6 +128,14 @@ def documented(delivery: WebhookDelivery) -> dict:
     assert WebhookEnvelopeSchema().validate(body) == {}
     assert DOCUMENTED[delivery.event]().validate(body["data"]) == {}
     return dict(body["data"])
+
+
+def outbound(status: str) -> float:
+    """reposync_webhook_deliveries_total{direction="outbound", status=...} in this process."""
+    value = REGISTRY.get_sample_value(
+        "reposync_webhook_deliveries_total", {"direction": "outbound", "status": status}
+    )
+    return value or 0.0
 
 
 def subscribe(ctx, owner_id, url, events, **extra):
@@ -246,6 +255,7 @@ def test_two_workers_never_claim_the_same_attempt(any_ctx):
 def test_retries_follow_the_backoff_then_the_last_failure_is_a_dead_letter(wctx, admin_id):
     """503 five times: attempts 1-4 are rescheduled 2^n units later (the dispatcher is
     handed exactly that delay, and the row says so), the fifth fails for good."""
+    before = {status: outbound(status) for status in ("retrying", "failed", "delivered")}
     with receiver() as hook:
         hook.answer(then=503)
         delivery_id = one_delivery(wctx, admin_id, hook.url)
@@ -274,6 +284,12 @@ def test_retries_follow_the_backoff_then_the_last_failure_is_a_dead_letter(wctx,
         assert [r.header("X-Reposync-Attempt") for r in hook.requests] == ["1", "2", "3", "4", "5"]
         assert deliver(wctx, delivery_id, owner="t") is None  # a dead letter stays dead
         assert len(hook.requests) == 5
+    # Every attempt counted once, by what it came to (the metrics' hook point).
+    assert {status: outbound(status) - count for status, count in before.items()} == {
+        "retrying": 4,
+        "failed": 1,
+        "delivered": 0,
+    }
 
 
 def test_a_429_waits_as_long_as_retry_after_asks_within_the_cap(wctx, admin_id):
