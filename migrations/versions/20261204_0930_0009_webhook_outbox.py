@@ -2,7 +2,7 @@
 
 Revision ID: 0009
 Revises: 0008
-Create Date: 2026-12-05 09:00:00
+Create Date: 2026-12-04 09:30:00
 """
 
 from __future__ import annotations
