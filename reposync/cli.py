@@ -163,6 +163,27 @@ def build_parser() -> argparse.ArgumentParser:
         grant.add_argument("login")
         grant.add_argument("provider", help="e.g. local, github")
         grant.add_argument("repository_id", help="the immutable id a Binding shows for it")
+    hooks = commands.add_parser(
+        "hooks", help="make a local repository report its changes (event-driven Runs)"
+    )
+    hook_commands = hooks.add_subparsers(dest="hooks_command", required=True, metavar="ACTION")
+    install = hook_commands.add_parser(
+        "install",
+        help="install a post-receive hook (and the notify script the local forge's "
+        "authoring API runs) that report each change to reposync",
+    )
+    install.add_argument("locator", metavar="local:PATH")
+    notify = hook_commands.add_parser(
+        "notify", help="report a change of the repository (what the installed hooks run)"
+    )
+    notify.add_argument("locator", metavar="local:PATH")
+    notify.add_argument(
+        "event",
+        choices=["push", "forge"],
+        help="push: git's '<old> <new> <ref>' lines on standard input; forge: an edit "
+        "of the object types that follow",
+    )
+    notify.add_argument("object_types", nargs="*", metavar="TYPE")
 
     # --- db ---
     db = commands.add_parser("db", help="database maintenance")
@@ -240,6 +261,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _bindings(settings, args)
         if args.command == "user":
             return _user(settings, args)
+        if args.command == "hooks":
+            return _hooks(settings, args)
         if args.command == "worker":
             from reposync.tasks.app import run_worker
 
@@ -545,6 +568,71 @@ def _user(settings: Settings, args: argparse.Namespace) -> int:
             users.grant(ctx, member.id, args.provider, args.repository_id)
             print(f"{args.login} may see Bindings of {args.provider} {args.repository_id}")
     return 0
+
+
+#: The settings an installed hook passes on to ``reposync hooks notify``: where the
+#: database and the broker are (no credential of any forge).
+HOOK_SETTINGS = ("DATABASE_URL", "BROKER_URL", "WEBHOOK_DEBOUNCE_SECONDS", "LOCAL_BUSY_TIMEOUT")
+
+
+def _hooks(settings: Settings, args: argparse.Namespace) -> int:
+    import os
+
+    from reposync.models.db import Database
+    from reposync.service import intake
+    from reposync.service.changes import RefMove
+    from reposync.service.context import ServiceContext
+
+    if args.hooks_command == "install":
+        environment = {"REPOSYNC_DATA_DIR": str(settings.data_dir)}
+        for name in HOOK_SETTINGS:
+            value = os.environ.get(f"REPOSYNC_{name}")
+            if value:
+                environment[f"REPOSYNC_{name}"] = value
+        if os.environ.get("PYTHONPATH"):  # a checkout run in place: the hook runs it too
+            environment["PYTHONPATH"] = os.environ["PYTHONPATH"]
+        command = [sys.executable, "-m", "reposync.cli", "hooks", "notify", args.locator]
+        ctx = ServiceContext(settings=settings, db=Database(settings.effective_database_url))
+        try:
+            written = intake.install_hooks(ctx, args.locator, command, environment)
+        finally:
+            ctx.db.dispose()
+        for path in written:
+            print(f"installed {path}")
+        return 0
+    db = Database(settings.effective_database_url)
+    try:
+        ctx = ServiceContext(settings=settings, db=db, dispatcher=_hook_dispatcher(settings))
+        refs = []
+        if args.event == "push":
+            for line in sys.stdin.read().splitlines():
+                old, new, ref = [*line.split(" ", 2), "", "", ""][:3]
+                if ref:
+                    refs.append(RefMove(ref, _sha_or_none(old), _sha_or_none(new)))
+        receipt = intake.receive_local(
+            ctx, args.locator, event=args.event, refs=refs, object_types=args.object_types
+        )
+    finally:
+        db.dispose()
+    done = ", ".join(f"binding {k}: {v}" for k, v in receipt.bindings.items()) or "no Binding"
+    print(f"reposync: {args.event} of {args.locator} reported ({done})")
+    return 0
+
+
+def _hook_dispatcher(settings: Settings) -> Any:
+    """Celery in the distributed mode; the embedded mode has no worker to tell (the next
+    ``reposync sync`` of the pair syncs the change)."""
+    if not settings.database_url:
+        from reposync.service.context import NoDispatch
+
+        return NoDispatch()
+    from reposync.tasks.base import CeleryDispatcher
+
+    return CeleryDispatcher()
+
+
+def _sha_or_none(value: str) -> str | None:
+    return None if not value.strip("0") else value
 
 
 def _token_line(token: Any) -> str:

@@ -14,6 +14,7 @@ import ipaddress
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -147,6 +148,19 @@ class Settings:
     webhook_backoff_unit: float = 1.0
     webhook_backoff_max: float = 60.0
     webhook_max_attempts: int = 5
+    #: GitHub webhooks (``POST /webhooks/github``): the hook's shared secret. Empty: the
+    #: endpoint refuses every delivery (503) rather than accept unsigned input.
+    github_webhook_secret: str = ""
+    #: A secret rotation: the previous secret stays valid until ``..._until`` (an ISO 8601
+    #: time with its UTC offset), so deliveries signed before GitHub took the new secret,
+    #: and their redeliveries, still count. Both or neither.
+    github_webhook_previous_secret: str = ""
+    github_webhook_previous_secret_until: datetime | None = None
+    #: Seconds a webhook's Run waits for more deliveries (a burst of pushes: one Run).
+    webhook_debounce_seconds: float = 2.0
+    #: Days a delivery is remembered to recognize its redelivery (GitHub redelivers
+    #: deliveries of the past 3 days).
+    webhook_delivery_retention_days: int = 14
 
     def __post_init__(self) -> None:
         if not isinstance(self.data_dir, Path):
@@ -210,6 +224,45 @@ class Settings:
                 "REPOSYNC_WEBHOOK_TIMEOUT, REPOSYNC_WEBHOOK_BACKOFF_UNIT and "
                 "REPOSYNC_WEBHOOK_BACKOFF_MAX must be positive, REPOSYNC_WEBHOOK_MAX_ATTEMPTS "
                 "at least 1"
+            )
+
+        self._check_webhooks()
+
+    def _check_webhooks(self) -> None:
+        previous, until = (
+            self.github_webhook_previous_secret,
+            self.github_webhook_previous_secret_until,
+        )
+        if previous and until is None:
+            raise ConfigurationError(
+                "REPOSYNC_GITHUB_WEBHOOK_PREVIOUS_SECRET needs "
+                "REPOSYNC_GITHUB_WEBHOOK_PREVIOUS_SECRET_UNTIL (when the rotation's overlap "
+                "ends): an old secret accepted forever is no rotation"
+            )
+        if until is not None and not previous:
+            raise ConfigurationError(
+                "REPOSYNC_GITHUB_WEBHOOK_PREVIOUS_SECRET_UNTIL is set but "
+                "REPOSYNC_GITHUB_WEBHOOK_PREVIOUS_SECRET is empty"
+            )
+        if until is not None and until.tzinfo is None:
+            raise ConfigurationError(
+                "REPOSYNC_GITHUB_WEBHOOK_PREVIOUS_SECRET_UNTIL needs a UTC offset "
+                "(for example 2026-12-31T12:00:00Z)"
+            )
+        if previous and not self.github_webhook_secret:
+            raise ConfigurationError(
+                "REPOSYNC_GITHUB_WEBHOOK_PREVIOUS_SECRET is set without "
+                "REPOSYNC_GITHUB_WEBHOOK_SECRET (the secret it rotates to)"
+            )
+        if not 0 <= self.webhook_debounce_seconds <= 300:
+            raise ConfigurationError(
+                "REPOSYNC_WEBHOOK_DEBOUNCE_SECONDS must be between 0 and 300 "
+                f"(got {self.webhook_debounce_seconds})"
+            )
+        if self.webhook_delivery_retention_days < 3:
+            raise ConfigurationError(
+                "REPOSYNC_WEBHOOK_DELIVERY_RETENTION_DAYS must be at least 3 (GitHub "
+                "redelivers deliveries of the past 3 days; a forgotten one would run again)"
             )
 
     @property
@@ -282,6 +335,11 @@ def _boolean(raw: str) -> bool:
     raise ValueError("expected true or false")
 
 
+def _aware_datetime(raw: str) -> datetime:
+    """An ISO 8601 time (``Z`` or an offset; the check for one is in ``Settings``)."""
+    return datetime.fromisoformat(raw.strip())
+
+
 def _parse(name: str, raw: str, parser: Callable[[str], Any]) -> Any:
     try:
         return parser(raw)
@@ -342,4 +400,9 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "webhook_backoff_unit": float,
     "webhook_backoff_max": float,
     "webhook_max_attempts": int,
+    "github_webhook_secret": str,
+    "github_webhook_previous_secret": str,
+    "github_webhook_previous_secret_until": _aware_datetime,
+    "webhook_debounce_seconds": float,
+    "webhook_delivery_retention_days": int,
 }

@@ -18,12 +18,17 @@ into this tree at one boundary each, never leaked.
     │   ├── WebhookTargetRefused        webhook_target_refused   (HTTP 422)
     │   ├── ConfigurationError          invalid_configuration
     │   ├── IdempotencyKeyInvalid       idempotency_key_invalid
-    │   └── IdempotencyKeyReused        idempotency_key_reused   (HTTP 422)
+    │   ├── IdempotencyKeyReused        idempotency_key_reused   (HTTP 422)
+    │   ├── WebhookMalformed            webhook_malformed        (HTTP 400)
+    │   ├── WebhookPayloadInvalid       webhook_payload_invalid  (HTTP 422)
+    │   └── WebhookTooLarge             webhook_too_large        (HTTP 413)
     ├── SecretKeyMissing                secret_key_missing       (HTTP 503)
     ├── SecretUnreadable                secret_unreadable
     ├── DatabaseUnavailable             database_unavailable     (exit 2, retryable)
+    ├── WebhooksNotConfigured           webhooks_not_configured  (HTTP 503)
     ├── RecordNotFound                  record_not_found         (also LookupError)
     ├── Unauthenticated                 unauthenticated
+    │   └── WebhookSignatureInvalid     webhook_signature_invalid
     ├── Forbidden                       forbidden
     │   └── LocatorRefused              locator_refused
     ├── NotAllowedNow                   not_allowed_now
@@ -197,6 +202,46 @@ class SecretUnreadable(ReposyncError):
     )
 
 
+class WebhookMalformed(UsageError):
+    """A webhook delivery without the headers or the JSON body every delivery has."""
+
+    code = "webhook_malformed"
+    suggested_action = (
+        "send the delivery as the forge does: a JSON body (content type application/json) "
+        "with its event and delivery id headers"
+    )
+
+
+class WebhookPayloadInvalid(UsageError):
+    """A signed delivery whose payload does not match its event's published schema."""
+
+    code = "webhook_payload_invalid"
+    http_status = 422
+    suggested_action = (
+        "nothing was recorded; the next scheduled Run still syncs the change. Report the "
+        "payload if the forge itself sent it"
+    )
+
+
+class WebhookTooLarge(UsageError):
+    """A delivery body beyond GitHub's own cap (25 MB): GitHub never sends one."""
+
+    code = "webhook_too_large"
+    http_status = 413
+    suggested_action = "nothing: the forge never sends such a delivery; the next Run syncs"
+
+
+class WebhooksNotConfigured(ReposyncError):
+    """No webhook secret is configured: unsigned input is refused, never accepted."""
+
+    code = "webhooks_not_configured"
+    http_status = 503
+    exit_status = 2
+    suggested_action = (
+        "set REPOSYNC_GITHUB_WEBHOOK_SECRET to the secret of the GitHub hook (and restart the API)"
+    )
+
+
 class DatabaseUnavailable(ReposyncError):
     code = "database_unavailable"
     retryable = True
@@ -217,6 +262,16 @@ class Unauthenticated(ReposyncError):
     http_status = 401
     exit_status = 2
     suggested_action = "send a valid API token: Authorization: Bearer <token>"
+
+
+class WebhookSignatureInvalid(Unauthenticated):
+    """A webhook delivery whose signature is missing or made with another secret."""
+
+    code = "webhook_signature_invalid"
+    suggested_action = (
+        "give the hook the secret of REPOSYNC_GITHUB_WEBHOOK_SECRET (during a rotation, "
+        "the previous secret counts until REPOSYNC_GITHUB_WEBHOOK_PREVIOUS_SECRET_UNTIL)"
+    )
 
 
 class Forbidden(ReposyncError):

@@ -3,6 +3,7 @@
 from reposync.models.base import Base, utcnow
 from reposync.models.binding import Binding
 from reposync.models.idempotency import IdempotencyKey
+from reposync.models.incoming_webhook import IncomingWebhook
 from reposync.models.inventory import InventoryEntry
 from reposync.models.object_link import ObjectLink
 from reposync.models.run import Run
@@ -20,6 +21,7 @@ __all__ = [
     "BranchWatch",
     "DeliveryStatus",
     "IdempotencyKey",
+    "IncomingWebhook",
     "InventoryEntry",
     "ObjectLink",
     "RepositoryGrant",

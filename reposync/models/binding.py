@@ -67,6 +67,13 @@ class Binding(Base):
     a_visibility: Mapped[str | None] = mapped_column(String(16))
     b_visibility: Mapped[str | None] = mapped_column(String(16))
     visibility_confirmation: Mapped[str | None] = mapped_column(String(80))
+    #: A webhook asked for a Run: it starts at this time (the end of the debounce window
+    #: that folds a burst), or, while a Run is active, once that Run finishes. None: no
+    #: Run is owed to a webhook.
+    event_run_due_at: Mapped[datetime | None] = mapped_column(index=True)
+    #: What the forge last said about reposync's access to a side (a GitHub App removed
+    #: from the repository, a repository archived or deleted); None once access is back.
+    access_notice: Mapped[str | None] = mapped_column(String(500))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 

@@ -584,6 +584,24 @@ class LfsStore(Protocol):
 LFS_BATCH_SIZE = 100
 
 
+@runtime_checkable
+class ChangeHooks(Protocol):
+    """A repository that can be made to report its own changes as they happen, through
+    hooks reposync installs in it (a remote forge sends webhooks instead). What the hooks
+    report only asks for a Run sooner: a change they miss waits for the next schedule."""
+
+    @abstractmethod
+    def install_change_hooks(
+        self, command: Sequence[str], environment: Mapping[str, str]
+    ) -> list[str]:
+        """Install hooks that run ``command`` with ``environment`` whenever the repository
+        changes: a push (the command gets ``push`` and git's ``<old> <new> <ref>`` lines
+        on its standard input) and an edit of the repository's other objects through
+        the provider's own editing API (``forge`` and the object types). Returns the
+        paths written. Idempotent; raises ``UsageError`` rather than replace a hook
+        reposync did not write."""
+
+
 #: Every optional capability the engine discovers with ``isinstance``. A provider names
 #: those it has as base classes (``class GitHubProvider(Provider, ObjectWriter, ...)``);
 #: their methods are abstract, so a declared capability left unimplemented fails when
@@ -603,6 +621,7 @@ CAPABILITIES: tuple[type, ...] = (
     AbsenceProver,
     AssetSource,
     LfsStore,
+    ChangeHooks,
 )
 #: Class attributes the engine reads from every provider class, which the contract
 #: declares without a default: each provider states its own value.

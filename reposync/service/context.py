@@ -37,6 +37,10 @@ class Dispatcher(Protocol):
     def dispatch_delivery(self, delivery_id: int, delay: float = 0.0) -> None:
         """Hand a committed webhook delivery to a worker, to be sent in ``delay`` seconds."""
 
+    def dispatch_event_run(self, binding_id: int, countdown: float) -> None:
+        """In ``countdown`` seconds, start the Run a webhook owes the Binding if it is due
+        (``event_runs``); the recovery tick does it should this message be lost."""
+
 
 class NoDispatch:
     """The embedded mode: the caller runs the returned steps itself."""
@@ -49,6 +53,9 @@ class NoDispatch:
 
     def dispatch_delivery(self, delivery_id: int, delay: float = 0.0) -> None:
         return None  # pending rows wait for a worker's recovery tick
+
+    def dispatch_event_run(self, binding_id: int, countdown: float) -> None:
+        return None  # no worker: the next ``reposync sync`` of the pair syncs the change
 
 
 class ProviderPool:

@@ -126,7 +126,14 @@ def request_cancel(ctx: ServiceContext, run_id: int) -> Run:
     """Ask a Run to stop; it is honoured at the next cancellation point."""
     with ctx.db.transaction() as session:
         run = get_run(session, run_id)
-        if run.status in ACTIVE_RUN_STATUSES and run.cancel_requested_at is None:
-            run.cancel_requested_at = utcnow()
-            emit(session, run.id, "cancel_requested", run.stage)
+        mark_cancel_requested(session, run)
     return run
+
+
+def mark_cancel_requested(session: Session, run: Run, reason: str = "") -> bool:
+    """Ask ``run`` to stop in the caller's transaction; False if it ended or was asked."""
+    if run.status not in ACTIVE_RUN_STATUSES or run.cancel_requested_at is not None:
+        return False
+    run.cancel_requested_at = utcnow()
+    emit(session, run.id, "cancel_requested", run.stage, message=reason)
+    return True

@@ -21,6 +21,7 @@ TASK_MODULES = [
     "reposync.tasks.recovery",
     "reposync.tasks.handoff",
     "reposync.tasks.webhooks",
+    "reposync.tasks.intake",
 ]
 
 app = Celery("reposync", include=TASK_MODULES)

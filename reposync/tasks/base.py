@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 RESUME_TASK = "reposync.run.resume"
 HANDOFF_TASK = "reposync.handoff"
 DELIVER_TASK = "reposync.webhooks.deliver"
+EVENT_RUN_TASK = "reposync.webhook.event_run"
 
 _context: ServiceContext | None = None
 
@@ -50,6 +51,17 @@ class CeleryDispatcher:
             DELIVER_TASK, delivery_id, [delivery_id], countdown=delay, what="webhook delivery"
         )
 
+    def dispatch_event_run(self, binding_id: int, countdown: float) -> None:
+        # A countdown far below the visibility timeout: the message is never redelivered
+        # while it waits (../shared/notes/celery-reliability.md §1.3).
+        self._send(
+            EVENT_RUN_TASK,
+            binding_id,
+            [binding_id],
+            countdown=countdown,
+            what="the webhook Run owed to binding",
+        )
+
     def _send(
         self,
         name: str,
@@ -61,8 +73,8 @@ class CeleryDispatcher:
     ) -> None:
         """Publish, or leave the record to the tick: it is committed already, and the
         tick re-dispatches a Run nobody claimed within ``dispatch_grace`` (a delivery
-        overdue by as much). Failing the caller here would report a Run that exists as
-        not created."""
+        overdue by as much; an owed webhook Run once due). Failing the caller here would
+        report a Run that exists as not created."""
         app = self._app
         if app is None:
             from reposync.tasks.app import app as default_app

@@ -7,7 +7,7 @@ from typing import Any
 
 from celery import Task
 
-from reposync.service import idempotency, schedules
+from reposync.service import idempotency, intake, schedules
 from reposync.service.deliveries import redispatch_overdue
 from reposync.service.recovery import redispatch_stalled
 from reposync.tasks.app import app
@@ -25,9 +25,9 @@ def resume(self: Task[Any, Any], run_id: int, generation: int | None = None) -> 
 
 @app.task(name=TICK_TASK)
 def tick() -> None:
-    """Schedules first (one Run per due slot), then Runs whose worker died, then webhook
-    deliveries overdue (a lost message, a worker killed mid-send), then the expired
-    idempotency keys.
+    """Schedules first (one Run per due slot), then the Runs webhooks owe whose due task
+    was lost, then Runs whose worker died, then webhook deliveries overdue (a lost
+    message, a worker killed mid-send), then the expired idempotency keys.
 
     Each part runs whatever happened to the others: a schedule that fails must not keep
     dead Runs from being picked up again, nor deliveries from being sent.
@@ -37,11 +37,14 @@ def tick() -> None:
         schedules.tick(ctx)
     finally:
         try:
-            redispatch_stalled(ctx)
+            intake.tick(ctx)
         finally:
             try:
-                redispatch_overdue(ctx)
+                redispatch_stalled(ctx)
             finally:
-                purged = idempotency.purge_expired(ctx)
-                if purged:
-                    log.info("purged %d expired idempotency keys", purged)
+                try:
+                    redispatch_overdue(ctx)
+                finally:
+                    purged = idempotency.purge_expired(ctx)
+                    if purged:
+                        log.info("purged %d expired idempotency keys", purged)

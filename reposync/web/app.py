@@ -30,6 +30,7 @@ from reposync.web import (
     subscriptions,
     users,
     watches,
+    webhooks,
 )
 from reposync.web.errors import PROBLEM_CONTENT_TYPE, register_error_handlers
 from reposync.web.limits import MAX_BODY_BYTES, refuse_deep_json
@@ -105,9 +106,14 @@ def create_app(
         API_SPEC_OPTIONS={
             "info": {
                 "description": "Operate reposync: Bindings, Runs and their progress; "
-                "webhooks out (docs/webhooks.md)."
+                "webhooks out (docs/webhooks.md); webhooks in (POST /webhooks/github)."
             },
-            "components": {"securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}}},
+            "components": {
+                "securitySchemes": {
+                    "bearerAuth": {"type": "http", "scheme": "bearer"},
+                    "githubSignature": webhooks.SIGNATURE_SCHEME,
+                }
+            },
             "security": [{"bearerAuth": []}],
         },
         **SSE_DEFAULTS,
@@ -120,7 +126,7 @@ def create_app(
     app.extensions["reposync.ctx"] = ctx
     api = ReposyncApi(app)
     modules = (health, overview, bindings, reconcile, runs, items, events, users, watches)
-    for module in (*modules, subscriptions):
+    for module in (*modules, subscriptions, webhooks):
         api.register_blueprint(module.blueprint, url_prefix=API_PREFIX)
     for name, schema in PAYLOAD_SCHEMAS.items():  # what webhook deliveries carry
         api.spec.components.schema(name, schema=schema)

@@ -43,6 +43,7 @@ from reposync.providers.base import (
     CAPABILITIES,
     AncestryChecker,
     ApplyResult,
+    ChangeHooks,
     EndpointSpec,
     IndexReader,
     LockRecoverer,
@@ -248,9 +249,10 @@ class GitHubHarness(Harness):
         many_comments=250,
         clears_due_dates=False,
         # A review is created whole with its comments (NestedCreator). No stored hashes
-        # (IndexReader), standby guard, ref locks or ancestry proof on GitHub's side.
+        # (IndexReader), standby guard, ref locks or ancestry proof on GitHub's side; it
+        # reports changes through webhooks, not hooks reposync installs (ChangeHooks).
         capabilities=frozenset(CAPABILITIES)
-        - {IndexReader, StandbyMarker, LockRecoverer, AncestryChecker},
+        - {IndexReader, StandbyMarker, LockRecoverer, AncestryChecker, ChangeHooks},
     )
     OWNER = "acme"
     #: The create endpoint of each type (fault injection matches on it).

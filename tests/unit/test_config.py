@@ -59,3 +59,60 @@ def test_idempotency_keys_live_a_day_and_a_request_holds_its_key_less_long():
     for lock, ttl in (("0", "100"), ("200", "100"), ("-1", "100")):
         with pytest.raises(ConfigurationError, match="REPOSYNC_IDEMPOTENCY_LOCK"):
             Settings.from_env({"REPOSYNC_IDEMPOTENCY_LOCK": lock, "REPOSYNC_IDEMPOTENCY_TTL": ttl})
+
+
+def test_webhook_settings_are_read_and_the_rotation_must_end():
+    """The secret, the previous one and the end of the overlap (an aware ISO time)."""
+    settings = Settings.from_env(
+        {
+            "REPOSYNC_GITHUB_WEBHOOK_SECRET": "new",
+            "REPOSYNC_GITHUB_WEBHOOK_PREVIOUS_SECRET": "old",
+            "REPOSYNC_GITHUB_WEBHOOK_PREVIOUS_SECRET_UNTIL": "2026-12-31T12:00:00Z",
+            "REPOSYNC_WEBHOOK_DEBOUNCE_SECONDS": "0.5",
+        }
+    )
+    assert settings.github_webhook_previous_secret_until is not None
+    assert settings.github_webhook_previous_secret_until.isoformat() == "2026-12-31T12:00:00+00:00"
+    assert settings.webhook_debounce_seconds == 0.5
+    assert Settings().webhook_debounce_seconds == 2.0
+    assert Settings().github_webhook_secret == ""
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        (
+            {"REPOSYNC_GITHUB_WEBHOOK_SECRET": "n", "REPOSYNC_GITHUB_WEBHOOK_PREVIOUS_SECRET": "o"},
+            "PREVIOUS_SECRET_UNTIL",
+        ),
+        (
+            {
+                "REPOSYNC_GITHUB_WEBHOOK_SECRET": "n",
+                "REPOSYNC_GITHUB_WEBHOOK_PREVIOUS_SECRET_UNTIL": "2026-12-31T12:00:00Z",
+            },
+            "PREVIOUS_SECRET is empty",
+        ),
+        (
+            {
+                "REPOSYNC_GITHUB_WEBHOOK_SECRET": "n",
+                "REPOSYNC_GITHUB_WEBHOOK_PREVIOUS_SECRET": "o",
+                "REPOSYNC_GITHUB_WEBHOOK_PREVIOUS_SECRET_UNTIL": "2026-12-31T12:00:00",
+            },
+            "UTC offset",
+        ),
+        ({"REPOSYNC_GITHUB_WEBHOOK_PREVIOUS_SECRET_UNTIL": "soon"}, "is not valid"),
+        (
+            {
+                "REPOSYNC_GITHUB_WEBHOOK_PREVIOUS_SECRET": "o",
+                "REPOSYNC_GITHUB_WEBHOOK_PREVIOUS_SECRET_UNTIL": "2026-12-31T12:00:00Z",
+            },
+            "without REPOSYNC_GITHUB_WEBHOOK_SECRET",
+        ),
+        ({"REPOSYNC_WEBHOOK_DEBOUNCE_SECONDS": "-1"}, "DEBOUNCE"),
+        ({"REPOSYNC_WEBHOOK_DELIVERY_RETENTION_DAYS": "1"}, "RETENTION"),
+    ],
+)
+def test_webhook_settings_that_cannot_work_are_refused_by_name(env, message):
+    """A rotation without an end, an end without an offset, ...: a clear error."""
+    with pytest.raises(ConfigurationError, match=message):
+        Settings.from_env(env)

@@ -5,7 +5,9 @@ Never on the production path: the provider reads through ``reads`` and writes th
 transaction through the same row mutations as the engine's batches, so what is authored
 here is validated, keyed and hashed exactly as a synced object would be. Refusals
 surface as the errors a caller expects (``Conflict``, ``ObjectNotFound``,
-``MalformedObject``), not as ``REFUSED`` results.
+``MalformedObject``), not as ``REFUSED`` results. Each committed edit is reported through
+the repository's notify hook when ``reposync hooks install`` installed one
+(``LocalForge.notify_change``), as a push is by its post-receive hook.
 """
 
 from __future__ import annotations
@@ -73,8 +75,16 @@ class ForgeAuthoring:
             )
 
     @contextmanager
-    def _transaction(self, action: str) -> Iterator[sqlite3.Connection]:
-        """One write transaction of the Python API; refusals become exceptions."""
+    def _transaction(self, action: str, *changed: ObjectType | str) -> Iterator[sqlite3.Connection]:
+        """One write transaction of the Python API; refusals become exceptions. Once it
+        committed, the change of ``changed`` types is reported (``notify_change``)."""
+        with self._committed(action) as conn:
+            yield conn
+        if changed:
+            self.forge.notify_change([str(t) for t in changed])
+
+    @contextmanager
+    def _committed(self, action: str) -> Iterator[sqlite3.Connection]:
         store = self.store
         with store.lock, store.guard(action):
             conn = store.writer()
@@ -107,7 +117,7 @@ class ForgeAuthoring:
         created = SHAPES[object_type].created
         if created is not None and not fields.get(created):
             fields = {**fields, created: datetime.now(UTC)}
-        with self._transaction(f"create a {object_type}") as conn:
+        with self._transaction(f"create a {object_type}", object_type) as conn:
             sequences = Sequences(conn)
             try:
                 identity = self._rows.create(
@@ -226,7 +236,7 @@ class ForgeAuthoring:
         """
         self._refuse_on_standby()
         object_type = ObjectType(object_type)
-        with self._transaction(f"update {object_type} {identity}") as conn:
+        with self._transaction(f"update {object_type} {identity}", object_type) as conn:
             row = find_row(conn, object_type, identity) if object_type in FORGE_TYPES else None
             if row is None:
                 raise Refused("not_found", f"{object_type} {identity} not found")
@@ -245,7 +255,7 @@ class ForgeAuthoring:
         if object_type not in FORGE_TYPES:
             return False
         garbage: set[str] = set()
-        with self._transaction(f"delete {object_type} {identity}") as conn:
+        with self._transaction(f"delete {object_type} {identity}", object_type) as conn:
             row = find_row(conn, object_type, identity)
             if row is not None:
                 self._rows.delete(conn, row, garbage)
@@ -276,7 +286,7 @@ class ForgeAuthoring:
         now = datetime.now(UTC)
         stamp = timestamp()
         time_field = SHAPES[object_type].created
-        with self._transaction(f"create {len(rows)} {object_type} objects") as conn:
+        with self._transaction(f"create {len(rows)} {object_type} objects", object_type) as conn:
             parent_row = None if parent is None else _parent(conn, *parent)
             if parent_row is None and object_type in PARENT_TYPES:
                 raise Refused("invalid", f"a {object_type} needs a parent")

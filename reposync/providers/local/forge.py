@@ -19,15 +19,18 @@ The parts, one module each:
   ``authoring`` share;
 * ``assets``: the content-addressed asset files and their garbage collection;
 * ``authoring``: the Python API of tests, benchmarks and the demo, kept off the
-  provider's path.
+  provider's path;
+* ``hooks``: the hooks that report the repository's changes (an authoring edit runs
+  ``notify_change``).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from reposync.providers.local import hooks
 from reposync.providers.local.assets import AssetStore
 from reposync.providers.local.reads import ForgeReader
 from reposync.providers.local.store import ForgeStore
@@ -57,11 +60,20 @@ class LocalForge:
         #: Tells whether this forge is a Binding's standby (then only the sync may write):
         #: the authoring API refuses edits on a standby.
         self.standby_of = standby_of
+        self._hooks: Path | None = None
 
     @property
     def root(self) -> Path:
         """``<git_dir>/reposync``: where the database and the asset files live."""
         return self.store.root
+
+    def notify_change(self, object_types: Sequence[str]) -> None:
+        """Report an edit of these object types through the repository's installed
+        notify hook (``hooks``), if it has one. Only the authoring API calls it: what the
+        sync writes is never reported back."""
+        if self._hooks is None:
+            self._hooks = hooks.hooks_dir(self.root.parent)
+        hooks.notify(self._hooks, "forge", sorted(set(object_types)))
 
     def close(self) -> None:
         """Close the connection. Idempotent; the next call opens it again."""

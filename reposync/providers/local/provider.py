@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -34,6 +34,7 @@ from reposync.providers.base import (
     AncestryChecker,
     ApplyResult,
     AssetSource,
+    ChangeHooks,
     DefaultBranchWriter,
     EmptyChecker,
     EndpointInfo,
@@ -54,6 +55,7 @@ from reposync.providers.base import (
     VisibilityReporter,
     WikiRemoteSource,
 )
+from reposync.providers.local import hooks
 from reposync.providers.local.forge import LocalForge
 from reposync.providers.local.lfs import LocalLfsStore
 from reposync.providers.local.objects import FORGE_TYPES
@@ -100,6 +102,7 @@ class LocalProvider(
     DefaultBranchWriter,
     AncestryChecker,
     LfsStore,
+    ChangeHooks,
 ):
     name = "local"
     #: A push into a repository on this machine has no limit of its own.
@@ -504,6 +507,13 @@ class LocalProvider(
             if self._run_hooks or not write
             else f"git -c core.hooksPath={os.devnull} receive-pack",
         )
+
+    def install_change_hooks(
+        self, command: Sequence[str], environment: Mapping[str, str]
+    ) -> list[str]:
+        """A post-receive hook, the wiki's too, and the notify script the authoring API
+        runs after an edit (``providers/local/hooks.py``)."""
+        return hooks.install(Path(self._git_dir), self.wiki_path, command, environment)
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         """Git's proof in the repository, else in its wiki (object ids name one commit

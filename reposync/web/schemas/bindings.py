@@ -35,6 +35,8 @@ _COLUMNS = (
     "next_run_at",
     "full_audit_interval",
     "last_full_apply_at",
+    "event_run_due_at",
+    "access_notice",
     "created_at",
     "updated_at",
 )
@@ -75,6 +77,17 @@ class BindingSchema(Schema):
     schedule_problem = fields.String(
         allow_none=True,
         metadata={"description": "why an enabled schedule has no next slot (paused)"},
+    )
+    event_run_due_at = fields.DateTime(
+        allow_none=True,
+        metadata={
+            "description": "a webhook asked for a Run: when it starts (during an active Run: "
+            "right after it)"
+        },
+    )
+    access_notice = fields.String(
+        allow_none=True,
+        metadata={"description": "what the forge last said about reposync's access"},
     )
     created_at = fields.DateTime()
     updated_at = fields.DateTime()

@@ -54,16 +54,22 @@ class Tokens:
     stranger: str  # a member without any grant
 
 
+#: The GitHub webhook secret of the API tests (``test_webhooks.py`` signs with it).
+WEBHOOK_SECRET = "It's a Secret to Everybody"
+
+
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     """The API may bind repositories under the test's directory (its data dir excepted);
-    webhook secrets are sealed with a test key, and loopback receivers are allowed."""
+    webhook secrets are sealed with a test key, and loopback receivers are allowed; it
+    takes GitHub webhooks signed with ``WEBHOOK_SECRET``."""
     return Settings(
         data_dir=tmp_path / "data",
         lease_ttl=30.0,
         local_roots=(tmp_path,),
         secret_key=TEST_SECRET_KEY,
         webhook_allowed_networks=(ipaddress.ip_network("127.0.0.0/8"),),
+        github_webhook_secret=WEBHOOK_SECRET,
     )
 
 

@@ -30,13 +30,24 @@ def test_the_document_is_valid_openapi_at_a_stable_url(client):
 
 
 def test_every_operation_has_a_summary_and_needs_a_token_but_health(client):
-    """Docstrings became summaries; bearer auth is required everywhere but /health."""
+    """Docstrings became summaries; bearer auth is required everywhere but /health and
+    the webhooks (their signature authenticates them)."""
     document = client.get(url("/openapi.json")).json
-    assert document["components"]["securitySchemes"]["bearerAuth"]["scheme"] == "bearer"
+    schemes = document["components"]["securitySchemes"]
+    assert schemes["bearerAuth"]["scheme"] == "bearer"
+    assert schemes["githubSignature"] == {
+        "type": "apiKey",
+        "in": "header",
+        "name": "X-Hub-Signature-256",
+        "description": schemes["githubSignature"]["description"],
+    }
     for path, method, operation in operations(document):
         assert operation.get("summary"), (method, path)
         if path.endswith("/health"):
             assert operation["security"] == []
+        elif "/webhooks/" in path:
+            assert operation["security"] == [{"githubSignature": []}]
+            assert "401" in operation["responses"], (method, path)
         else:
             assert "security" not in operation  # the document-wide bearerAuth applies
             assert "401" in operation["responses"], (method, path)

@@ -26,6 +26,7 @@ OPERATIONS = [
     "subscriptions",
     "deliveries",
     "outbox",
+    "intake",
 ]
 WEB = Path(__file__).resolve().parents[3] / "reposync" / "web"
 

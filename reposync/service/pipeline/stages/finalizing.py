@@ -19,6 +19,7 @@ from reposync.errors import LeaseLost, RateLimited, ReposyncError
 from reposync.lifecycle import RunMode, RunStatus, Stage, Trigger
 from reposync.models import Binding, InventoryEntry, Run, RunItem, utcnow
 from reposync.service.context import Step
+from reposync.service.event_runs import after_run
 from reposync.service.outbox import dispatch_deliveries
 from reposync.service.pipeline.execution import StageExecution
 from reposync.service.pipeline.leases import release
@@ -54,7 +55,8 @@ def finalize(ex: StageExecution) -> None:
 def finish(
     ex: StageExecution, *, error: ReposyncError | None = None, cancelled: bool = False
 ) -> RunStatus:
-    """Report, status, lease release (and a follow-up Run when the source moved on)."""
+    """Report, status, lease release (and a follow-up Run when the source moved on, or
+    the one more Run a webhook asked for while this one ran)."""
     run = ex.run
     with ex.ctx.db.session() as session:
         fresh = session.get(Run, run.id)
@@ -123,6 +125,9 @@ def finish(
                     f"the source kept changing through {MAX_FOLLOW_UPS} follow-up Runs; the "
                     "next scheduled or manual Run takes the rest",
                 )
+        owed = after_run(session, ex.binding.id, fresh, follow_up)
+        if owed is not None:
+            ex.event(session, "webhook_run_queued", f"run {owed.id}")
         # Webhook deliveries commit with the status they report, or not at all.
         deliveries = run_end_notifications(
             session,
@@ -136,8 +141,9 @@ def finish(
         faults.point("finalizing.after_notify")
     ex.run.status = status.value
     metrics.record_run_finished(status.value, run.trigger)
-    if follow_up is not None:
-        ex.ctx.dispatcher.dispatch(Step(follow_up.id, Stage.CHECKING_ACCESS, None))
+    for queued in (follow_up, owed):
+        if queued is not None:
+            ex.ctx.dispatcher.dispatch(Step(queued.id, Stage.CHECKING_ACCESS, None))
     dispatch_deliveries(ex.ctx, deliveries)
     return status
 

@@ -1,0 +1,448 @@
+"""Webhooks in: a forge says a repository changed; reposync records it once and acts.
+
+Two doors, one room. ``receive_github`` takes a GitHub delivery whose signature the
+entry point verified (``signatures``), validates and normalizes it (``github_events``);
+``receive_local`` takes what a local repository's hooks report (a push's refs, the local
+forge's authoring API). Both end in ``receive``, which in one transaction
+
+1. records the delivery under its unique key (provider, delivery id): a redelivery, or
+   a concurrent copy, fails the constraint and changes nothing (answered as a
+   duplicate);
+2. locks the Bindings with a side on the repository (by immutable id, in id order) and
+   applies the change to each: a renamed repository's locator follows, a visibility
+   change is judged by the access stage's own rule (``visibility.observe``), a notice
+   about access is kept; content changes owe a Run to the Bindings whose *authority* is
+   the repository and whose sync is enabled (``event_runs``: coalesced, debounced);
+3. after the commit, dispatches the due task of each Binding a Run was newly owed to, and
+   the outbox rows (``branch.moved``) its ref moves wrote through the branch watches.
+
+A delivery that arrives out of order (an older rename or visibility change after a newer
+one) is recorded but does not move anything back. Nothing here is needed for
+correctness: a lost delivery is repaired by the next scheduled checkpoint Run.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from sqlalchemy import and_, delete, or_, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from reposync.errors import UsageError, WebhookMalformed
+from reposync.lifecycle import Side, Stage
+from reposync.metrics import record_webhook
+from reposync.models import Binding, IncomingWebhook
+from reposync.providers.base import ChangeHooks
+from reposync.providers.registry import parse_locator, provider_class
+from reposync.service import event_runs, github_events
+from reposync.service.changes import (
+    AccessChange,
+    Notification,
+    Outcome,
+    RefMove,
+    RepositoryChange,
+)
+from reposync.service.context import ServiceContext, Step
+from reposync.service.github_events import NULL_SHA
+from reposync.service.lookups import active_run
+from reposync.service.outbox import dispatch_deliveries, written_in
+from reposync.service.pipeline.leases import database_now
+from reposync.service.pipeline.stages.visibility import observe
+from reposync.service.runs import mark_cancel_requested
+from reposync.service.watches import observe_branch_moves
+
+log = logging.getLogger(__name__)
+
+#: Owed Runs the recovery tick looks at per tick (the due task normally got there first).
+TICK_BATCH = 100
+#: Actions whose effect an older delivery must not undo, by what they set.
+_ORDERED = {
+    "locator": ("renamed", "transferred"),
+    "visibility": ("publicized", "privatized"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    """What became of one delivery: the API's answer, the hook's log line."""
+
+    delivery_id: str
+    event: str
+    action: str | None
+    outcome: Outcome
+    #: Binding id -> what the delivery did to it (``run_requested``, ``coalesced``, ...).
+    bindings: dict[int, str] = field(default_factory=dict)
+
+
+class _Duplicate(Exception):
+    """The delivery's key is taken: roll back, answer duplicate."""
+
+
+def receive_github(
+    ctx: ServiceContext, event: str | None, delivery_id: str | None, body: bytes
+) -> Receipt:
+    """A GitHub delivery, its signature already verified by the caller."""
+    if not event or not delivery_id:
+        raise WebhookMalformed("the delivery has no X-GitHub-Event or X-GitHub-Delivery header")
+    if len(delivery_id) > 100 or len(event) > 64:
+        raise WebhookMalformed("the X-GitHub-Event or X-GitHub-Delivery header is too long")
+    if _known(ctx, github_events.PROVIDER, delivery_id):  # cheap: no parse, no validation
+        return Receipt(delivery_id, event, None, Outcome.DUPLICATE)
+    return receive(ctx, github_events.notification(event, delivery_id, body))
+
+
+def receive_local(
+    ctx: ServiceContext,
+    locator: str,
+    *,
+    event: str,
+    refs: Sequence[RefMove] = (),
+    object_types: Sequence[str] = (),
+) -> Receipt:
+    """What a local repository's hook reports: a push (``refs``), or an edit of its forge
+    objects through the authoring API (``object_types``)."""
+    spec = parse_locator(locator)
+    assert ctx.open_provider is not None
+    provider = ctx.open_provider(spec)
+    try:
+        info = provider.endpoint()
+    finally:
+        provider.close()
+    change = RepositoryChange(
+        provider=info.provider,
+        repository_id=info.repository_id,
+        full_name=info.locator,
+        event=event,
+        refs=tuple(refs),
+        object_types=tuple(object_types),
+        content_changed=True,
+    )
+    delivery_id = f"{event}-{uuid.uuid4().hex}"
+    return receive(
+        ctx, Notification(info.provider, delivery_id, event, None, Outcome.ACCEPTED, (change,))
+    )
+
+
+def receive(ctx: ServiceContext, notification: Notification) -> Receipt:
+    """The one intake function: record ``notification`` once and apply its changes."""
+    requested: list[int] = []
+    effects: dict[int, str] = {}
+    outbox_rows: list[int] = []
+    only = notification.changes[0] if len(notification.changes) == 1 else None
+    try:
+        with ctx.db.transaction() as session:
+            now = database_now(session)
+            delivery = IncomingWebhook(
+                provider=notification.provider,
+                delivery_id=notification.delivery_id,
+                event=notification.event,
+                action=notification.action,
+                repository_id=only.repository_id if only is not None else None,
+                full_name=only.full_name if only is not None else None,
+                outcome=notification.outcome.value,
+                occurred_at=only.occurred_at if only is not None else None,
+                hints=_hints(notification),
+                received_at=now,
+            )
+            session.add(delivery)
+            try:
+                session.flush()
+            except IntegrityError:
+                raise _Duplicate from None
+            if notification.outcome is Outcome.ACCEPTED:
+                for change in notification.changes:
+                    _apply(ctx, session, delivery, change, now, effects, requested)
+                    _observe_refs(session, change, now)
+                if notification.installation_access is not None:
+                    _installation_wide(ctx, session, notification, now, effects, requested)
+            delivery.bindings = {str(k): v for k, v in sorted(effects.items())}
+            # branch.moved of the watches the delivery moved (outbox rows, this transaction)
+            outbox_rows = written_in(session)
+    except _Duplicate:
+        record_webhook("inbound", Outcome.DUPLICATE.value)
+        return Receipt(
+            notification.delivery_id, notification.event, notification.action, Outcome.DUPLICATE
+        )
+    record_webhook("inbound", notification.outcome.value)
+    dispatch_deliveries(ctx, outbox_rows)
+    for binding_id in requested:
+        ctx.dispatcher.dispatch_event_run(binding_id, ctx.settings.webhook_debounce_seconds)
+    return Receipt(
+        notification.delivery_id,
+        notification.event,
+        notification.action,
+        notification.outcome,
+        effects,
+    )
+
+
+def _hints(notification: Notification) -> dict[str, object]:
+    if len(notification.changes) == 1:
+        return notification.changes[0].hints
+    if notification.changes:
+        return {"repositories": [c.repository_id for c in notification.changes]}
+    return {}
+
+
+def _known(ctx: ServiceContext, provider: str, delivery_id: str) -> bool:
+    with ctx.db.session() as session:
+        return (
+            session.execute(
+                select(IncomingWebhook.id).where(
+                    IncomingWebhook.provider == provider,
+                    IncomingWebhook.delivery_id == delivery_id,
+                )
+            ).first()
+            is not None
+        )
+
+
+def _bindings_of(session: Session, provider: str, repository_id: str) -> list[Binding]:
+    """The Bindings with a side on this repository, locked, in id order (no deadlock
+    between two deliveries that lock several)."""
+    return list(
+        session.execute(
+            select(Binding)
+            .where(
+                or_(
+                    and_(Binding.a_provider == provider, Binding.a_repository_id == repository_id),
+                    and_(Binding.b_provider == provider, Binding.b_repository_id == repository_id),
+                )
+            )
+            .order_by(Binding.id)
+            .with_for_update()
+        )
+        .scalars()
+        .all()
+    )
+
+
+def _side_of(binding: Binding, provider: str, repository_id: str) -> Side:
+    if (binding.a_provider, binding.a_repository_id) == (provider, repository_id):
+        return Side.A
+    return Side.B
+
+
+def _apply(
+    ctx: ServiceContext,
+    session: Session,
+    delivery: IncomingWebhook,
+    change: RepositoryChange,
+    now: datetime,
+    effects: dict[int, str],
+    requested: list[int],
+) -> None:
+    bindings = _bindings_of(session, change.provider, change.repository_id)
+    if not bindings:
+        return
+    stale = {
+        what: _superseded(session, delivery, change, actions)
+        for what, actions in _ORDERED.items()
+        if change.action in actions
+    }
+    for binding in bindings:
+        side = _side_of(binding, change.provider, change.repository_id)
+        done: list[str] = []
+        if change.new_locator is not None:
+            if stale.get("locator"):
+                done.append("stale_rename_ignored")
+            elif binding.side(side)[2] != change.new_locator:
+                setattr(binding, f"{side.value}_locator", change.new_locator)
+                done.append("locator_updated")
+        if change.visibility is not None:
+            if stale.get("visibility"):
+                done.append("stale_visibility_ignored")
+            else:
+                done.append(_visibility(session, binding, side, change.visibility))
+        if change.access is not None:
+            binding.access_notice = _notice(change.access, now)
+            done.append("access_lost" if change.access.notice else "access_restored")
+        if change.content_changed and side is binding.authority and binding.sync_enabled:
+            request = event_runs.request_run(
+                session, binding, now, ctx.settings.webhook_debounce_seconds
+            )
+            if request is event_runs.Request.REQUESTED:
+                requested.append(binding.id)
+            done.append(request.value)
+        effects[binding.id] = ",".join(done) or "nothing_to_do"
+
+
+def _observe_refs(session: Session, change: RepositoryChange, now: datetime) -> None:
+    """Branch watches see every ref move a delivery reports, in the delivery's transaction
+    (so a redelivery, refused as a duplicate, never moves a cursor twice). A move without
+    its object ids (GitHub's ``create``/``delete`` events: the push beside them has them)
+    says nothing a cursor could take."""
+    moves = [
+        (m.ref, m.before or NULL_SHA, m.after or NULL_SHA)
+        for m in change.refs
+        if m.before is not None or m.after is not None
+    ]
+    if moves:
+        observe_branch_moves(
+            session, change.provider, change.repository_id, moves, change.occurred_at or now
+        )
+
+
+def _superseded(
+    session: Session, delivery: IncomingWebhook, change: RepositoryChange, actions: Sequence[str]
+) -> bool:
+    """Whether a delivery of the same kind that happened later is already recorded."""
+    if change.occurred_at is None:
+        return False
+    newer = session.execute(
+        select(IncomingWebhook.id)
+        .where(
+            IncomingWebhook.provider == change.provider,
+            IncomingWebhook.repository_id == change.repository_id,
+            IncomingWebhook.event == change.event,
+            IncomingWebhook.action.in_(actions),
+            IncomingWebhook.occurred_at > change.occurred_at,
+            IncomingWebhook.id != delivery.id,
+        )
+        .limit(1)
+    ).first()
+    return newer is not None
+
+
+def _visibility(session: Session, binding: Binding, side: Side, visibility: str) -> str:
+    """A side's new visibility, judged as the access stage judges it: a standby now more
+    public than its authority without confirmation turns sync off, and a Run in flight
+    is asked to stop before it writes more."""
+    seen = {Side.A: binding.a_visibility, Side.B: binding.b_visibility}
+    seen[side] = visibility
+    source = binding.authority
+    values, refused = observe(binding, source, seen[source], seen[source.other])
+    for name, value in values.items():
+        setattr(binding, name, value)
+    if not refused:
+        return "visibility_recorded"
+    active = active_run(session, binding.id)
+    if active is not None:
+        mark_cancel_requested(
+            session,
+            active,
+            f"{side.value} became {visibility}: the standby would be more public than the "
+            "authority without confirmation",
+        )
+    return "sync_disabled_visibility_unconfirmed"
+
+
+def _notice(access: AccessChange, now: datetime) -> str | None:
+    if access.notice is None:
+        return None
+    return f"{access.notice} ({now:%Y-%m-%d %H:%M} UTC)"[:500]
+
+
+def _installation_wide(
+    ctx: ServiceContext,
+    session: Session,
+    notification: Notification,
+    now: datetime,
+    effects: dict[int, str],
+    requested: list[int],
+) -> None:
+    """An installation's access changed and its payload names no repository: every
+    Binding side of the provider, when the installation is the configured one."""
+    assert notification.installation_access is not None
+    installation, access = notification.installation_access
+    if installation != ctx.settings.github_installation_id:
+        return
+    provider = notification.provider
+    bindings = session.execute(
+        select(Binding)
+        .where(or_(Binding.a_provider == provider, Binding.b_provider == provider))
+        .order_by(Binding.id)
+        .with_for_update()
+    ).scalars()
+    for binding in bindings:
+        binding.access_notice = _notice(access, now)
+        done = "access_lost" if access.notice else "access_restored"
+        authority = binding.side(binding.authority)
+        if access.notice is None and authority[0] == provider and binding.sync_enabled:
+            request = event_runs.request_run(
+                session, binding, now, ctx.settings.webhook_debounce_seconds
+            )
+            if request is event_runs.Request.REQUESTED:
+                requested.append(binding.id)
+            done += "," + request.value
+        effects[binding.id] = done
+
+
+# -- the owed Runs ------------------------------------------------------------------------
+
+
+def start_due_run(ctx: ServiceContext, binding_id: int) -> event_runs.DueOutcome:
+    """The due task's body: create the Run a webhook owes the Binding, if it is due."""
+    with ctx.db.transaction() as session:
+        now = database_now(session)
+        binding = session.execute(
+            select(Binding).where(Binding.id == binding_id).with_for_update()
+        ).scalar_one_or_none()
+        if binding is None:
+            return event_runs.DueOutcome(event_runs.Due.NOTHING_OWED)
+        outcome = event_runs.start_if_due(session, binding, now)
+    if outcome.due is event_runs.Due.CREATED:
+        assert outcome.run_id is not None
+        ctx.dispatcher.dispatch(Step(outcome.run_id, Stage.CHECKING_ACCESS, None))
+    elif outcome.due is event_runs.Due.NOT_YET:  # early (another clock): come back when due
+        ctx.dispatcher.dispatch_event_run(binding_id, outcome.wait)
+    return outcome
+
+
+def tick(ctx: ServiceContext) -> list[int]:
+    """The recovery tick's share: owed Runs whose due task was lost (or is blocked), and
+    delivery records past their retention. Returns the Runs it created."""
+    with ctx.db.transaction() as session:
+        now = database_now(session)
+        due = (
+            session.execute(
+                select(Binding.id)
+                .where(Binding.event_run_due_at <= now)
+                .order_by(Binding.event_run_due_at)
+                .limit(TICK_BATCH)
+            )
+            .scalars()
+            .all()
+        )
+        retention = timedelta(days=ctx.settings.webhook_delivery_retention_days)
+        session.execute(
+            delete(IncomingWebhook).where(IncomingWebhook.received_at < now - retention)
+        )
+    created = []
+    for binding_id in due:
+        outcome = start_due_run(ctx, binding_id)
+        if outcome.due is event_runs.Due.CREATED and outcome.run_id is not None:
+            log.info("binding %s: started the webhook Run its lost task owed", binding_id)
+            created.append(outcome.run_id)
+    return created
+
+
+# -- local repositories' hooks ----------------------------------------------------------
+
+
+def install_hooks(
+    ctx: ServiceContext, locator: str, command: Sequence[str], environment: Mapping[str, str]
+) -> list[str]:
+    """Have a repository report its changes: its hooks run ``command`` (which ends in
+    ``receive_local``) with ``environment``. Returns the files written."""
+    spec = parse_locator(locator)
+    refusal = UsageError(
+        f"{spec.provider}: repositories report changes through webhooks, not hooks "
+        f"reposync installs: point the forge's webhook at "
+        f"/api/ext/v1/sync/webhooks/{spec.provider}"
+    )
+    if not issubclass(provider_class(spec.provider), ChangeHooks):  # before any network
+        raise refusal
+    assert ctx.open_provider is not None
+    provider = ctx.open_provider(spec)
+    try:
+        if not isinstance(provider, ChangeHooks):
+            raise refusal
+        return provider.install_change_hooks(command, environment)
+    finally:
+        provider.close()
