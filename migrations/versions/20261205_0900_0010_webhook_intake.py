@@ -36,7 +36,7 @@ def upgrade() -> None:
         sa.Column("hints", JSON, nullable=False),
         sa.Column("occurred_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("received_at", sa.DateTime(timezone=True), nullable=False),
-        sa.PrimaryKeyConstraint("id", name="pk_webhook_deliveries"),
+        sa.PrimaryKeyConstraint("id", name="pk_incoming_webhooks"),
         sa.UniqueConstraint("provider", "delivery_id", name="uq_incoming_webhooks_delivery"),
     )
     with op.batch_alter_table("incoming_webhooks", schema=None) as batch_op:
