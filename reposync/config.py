@@ -12,11 +12,13 @@ import base64
 import binascii
 import ipaddress
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import platformdirs
 
@@ -92,6 +94,23 @@ class Settings:
     github_app_private_key_path: str = ""
     github_installation_id: str = ""
     github_token: str = ""
+    #: Connect GitHub (``/github/...``, the self-service flow): the GitHub App's OAuth
+    #: client id and secret (its settings page), its slug (the ``/apps/<slug>`` of its
+    #: public page, for the install URL), and the web host serving ``/login/oauth/*`` and
+    #: ``/apps/<slug>/installations/new`` (Enterprise Server: its own host). The client id
+    #: alone enables nothing: all three or none (checked below).
+    github_client_id: str = ""
+    github_client_secret: str = ""
+    github_app_slug: str = ""
+    github_oauth_url: str = "https://github.com"
+    #: Where GitHub sends the user back (the App's registered callback URL; empty: this
+    #: API's own ``/github/install/callback`` as the request reached it).
+    github_callback_url: str = ""
+    #: Seconds a Connect GitHub state lives between its start and GitHub's redirect back,
+    #: and the most a callback waits for a new installation to show (GitHub lists an
+    #: organization's new installation some seconds after the install redirect).
+    github_connect_state_ttl: float = 600.0
+    github_connect_wait: float = 20.0
     #: ``reposync sync`` waits in place for a rate limit that lifts within this many
     #: seconds; a longer one leaves the Run deferred for the next invocation.
     embedded_max_wait: float = 900.0
@@ -163,6 +182,7 @@ class Settings:
     webhook_delivery_retention_days: int = 14
 
     def __post_init__(self) -> None:
+        _check_github_connect(self)
         if not isinstance(self.data_dir, Path):
             object.__setattr__(self, "data_dir", Path(self.data_dir).expanduser())
         if any(isinstance(network, str) for network in self.webhook_allowed_networks):
@@ -266,6 +286,11 @@ class Settings:
             )
 
     @property
+    def github_connect_enabled(self) -> bool:
+        """Whether Connect GitHub is configured (``__post_init__`` checked it is whole)."""
+        return bool(self.github_client_id)
+
+    @property
     def secret_keys(self) -> tuple[str, ...]:
         """The Fernet keys of ``secret_key``, the sealing one first."""
         return tuple(key.strip() for key in self.secret_key.split(",") if key.strip())
@@ -302,6 +327,41 @@ class Settings:
 
     def with_overrides(self, **changes: Any) -> Settings:
         return replace(self, **changes)
+
+
+_APP_SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,99}$")
+
+
+def _check_github_connect(settings: Settings) -> None:
+    """Connect GitHub needs the OAuth client id, its secret and the App's slug together:
+    with one missing, the first user to click "Connect GitHub" would meet the error."""
+    given = {
+        "REPOSYNC_GITHUB_CLIENT_ID": settings.github_client_id,
+        "REPOSYNC_GITHUB_CLIENT_SECRET": settings.github_client_secret,
+        "REPOSYNC_GITHUB_APP_SLUG": settings.github_app_slug,
+    }
+    missing = [name for name, value in given.items() if not value.strip()]
+    if missing and len(missing) < len(given):
+        raise ConfigurationError(
+            "Connect GitHub needs REPOSYNC_GITHUB_CLIENT_ID, REPOSYNC_GITHUB_CLIENT_SECRET and "
+            f"REPOSYNC_GITHUB_APP_SLUG together; missing: {', '.join(missing)}"
+        )
+    if settings.github_app_slug and not _APP_SLUG.match(settings.github_app_slug):
+        raise ConfigurationError(
+            f"REPOSYNC_GITHUB_APP_SLUG={settings.github_app_slug!r} is not a GitHub App slug "
+            "(lower-case letters, digits and dashes: the <slug> of github.com/apps/<slug>)"
+        )
+    for name, value in (
+        ("REPOSYNC_GITHUB_OAUTH_URL", settings.github_oauth_url),
+        ("REPOSYNC_GITHUB_CALLBACK_URL", settings.github_callback_url),
+    ):
+        if value and urlsplit(value).scheme not in ("http", "https"):
+            raise ConfigurationError(f"{name} must be an http(s) URL (got {value!r})")
+    if settings.github_connect_state_ttl <= 0 or settings.github_connect_wait < 0:
+        raise ConfigurationError(
+            "REPOSYNC_GITHUB_CONNECT_STATE_TTL must be positive and "
+            "REPOSYNC_GITHUB_CONNECT_WAIT 0 or more seconds"
+        )
 
 
 def _check_fernet_key(key: str) -> None:
@@ -383,6 +443,13 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "github_app_private_key_path": str,
     "github_installation_id": str,
     "github_token": str,
+    "github_client_id": str,
+    "github_client_secret": str,
+    "github_app_slug": lambda raw: raw.strip(),
+    "github_oauth_url": str,
+    "github_callback_url": str,
+    "github_connect_state_ttl": float,
+    "github_connect_wait": float,
     "github_write_interval": float,
     "local_busy_timeout": float,
     "embedded_max_wait": float,

@@ -21,7 +21,9 @@ into this tree at one boundary each, never leaked.
     │   ├── IdempotencyKeyReused        idempotency_key_reused   (HTTP 422)
     │   ├── WebhookMalformed            webhook_malformed        (HTTP 400)
     │   ├── WebhookPayloadInvalid       webhook_payload_invalid  (HTTP 422)
-    │   └── WebhookTooLarge             webhook_too_large        (HTTP 413)
+    │   ├── WebhookTooLarge             webhook_too_large        (HTTP 413)
+    │   └── GitHubStateInvalid          github_state_invalid     (Connect GitHub)
+    ├── GitHubConnectUnconfigured       github_connect_unconfigured (HTTP 503)
     ├── SecretKeyMissing                secret_key_missing       (HTTP 503)
     ├── SecretUnreadable                secret_unreadable
     ├── DatabaseUnavailable             database_unavailable     (exit 2, retryable)
@@ -53,6 +55,7 @@ into this tree at one boundary each, never leaked.
         ├── RepositoryMismatch          repository_mismatch
         ├── ContentUnavailable          source_content_unavailable
         ├── UntrustedOrigin             untrusted_origin
+        ├── GitHubCodeRefused           github_code_refused      (Connect GitHub)
         ├── LfsObjectError              lfs_object_error         (an item's code)
         │   ├── LfsObjectMissing        lfs_object_missing
         │   ├── LfsObjectCorrupt        lfs_object_corrupt
@@ -178,6 +181,33 @@ class IdempotencyKeyReused(UsageError):
     code = "idempotency_key_reused"
     http_status = 422
     suggested_action = "use a new Idempotency-Key for a different request"
+
+
+# -- Connect GitHub (issue 15) ---------------------------------------------------------
+
+
+class GitHubStateInvalid(UsageError):
+    """A Connect GitHub callback whose state is unknown, used already, expired, or was
+    started in another browser: nothing is recorded (a forged or replayed redirect must
+    never attach a GitHub identity to someone else's reposync user)."""
+
+    code = "github_state_invalid"
+    suggested_action = "start Connect GitHub again from the same browser"
+
+
+class GitHubConnectUnconfigured(ReposyncError):
+    """Connect GitHub was asked for and the GitHub App's OAuth settings are not set."""
+
+    code = "github_connect_unconfigured"
+    http_status = 503
+    exit_status = 2
+    suggested_action = (
+        "set REPOSYNC_GITHUB_CLIENT_ID, REPOSYNC_GITHUB_CLIENT_SECRET and "
+        "REPOSYNC_GITHUB_APP_SLUG (the GitHub App's settings page) on the API"
+    )
+
+
+# -- end Connect GitHub ------------------------------------------------------------------
 
 
 class SecretKeyMissing(ReposyncError):
@@ -536,6 +566,19 @@ class LfsObjectTooLarge(LfsObjectError):
         "from the ref's history"
     )
     clears_on_rerun = False
+
+
+class GitHubCodeRefused(ProviderError):
+    """GitHub would not exchange a Connect GitHub callback's code for a user token
+    (``bad_verification_code``: expired or used; ``incorrect_client_credentials``: the
+    OAuth settings are wrong). Nothing is recorded."""
+
+    code = "github_code_refused"
+    http_status = 502
+    suggested_action = (
+        "start Connect GitHub again; if it fails again, check REPOSYNC_GITHUB_CLIENT_ID and "
+        "REPOSYNC_GITHUB_CLIENT_SECRET against the GitHub App's settings"
+    )
 
 
 class ProviderUnavailable(ProviderError):

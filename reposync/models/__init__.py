@@ -2,6 +2,12 @@
 
 from reposync.models.base import Base, utcnow
 from reposync.models.binding import Binding
+from reposync.models.github_account import (
+    GitHubAccount,
+    GitHubConnectState,
+    GitHubGrantRepository,
+    GitHubInstallationGrant,
+)
 from reposync.models.idempotency import IdempotencyKey
 from reposync.models.incoming_webhook import IncomingWebhook
 from reposync.models.inventory import InventoryEntry
@@ -20,6 +26,10 @@ __all__ = [
     "Binding",
     "BranchWatch",
     "DeliveryStatus",
+    "GitHubAccount",
+    "GitHubConnectState",
+    "GitHubGrantRepository",
+    "GitHubInstallationGrant",
     "IdempotencyKey",
     "IncomingWebhook",
     "InventoryEntry",
