@@ -6,6 +6,7 @@ import importlib
 import re
 
 from reposync.errors import InvalidLocator
+from reposync.providers.accounts import AccountConnector
 from reposync.providers.base import EndpointSpec, Provider, ProviderEnvironment
 
 _LOCATOR = re.compile(r"^(?P<provider>[a-z][a-z0-9_-]*):(?P<location>.+)$", re.DOTALL)
@@ -48,3 +49,19 @@ def parse_locator(locator: str) -> EndpointSpec:
 
 def open_endpoint(spec: EndpointSpec, env: ProviderEnvironment | None = None) -> Provider:
     return provider_class(spec.provider).open(spec, env)
+
+
+#: Forges whose users connect themselves (``providers/accounts.py``), imported on first use.
+_CONNECTORS: dict[str, str] = {
+    "github": "reposync.providers.github.connect:GitHubConnector",
+}
+
+
+def account_connector(name: str, env: ProviderEnvironment) -> AccountConnector:
+    """The self-service connection (OAuth web flow) of the forge ``name``."""
+    try:
+        module, _, attribute = _CONNECTORS[name].partition(":")
+    except KeyError:
+        raise InvalidLocator(f"{name!r} has no self-service connection") from None
+    connector: AccountConnector = getattr(importlib.import_module(module), attribute)(env)
+    return connector

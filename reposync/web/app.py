@@ -22,6 +22,7 @@ from reposync.service.context import ServiceContext
 from reposync.web import (
     bindings,
     events,
+    github,
     health,
     items,
     overview,
@@ -128,6 +129,8 @@ def create_app(
     modules = (health, overview, bindings, reconcile, runs, items, events, users, watches)
     for module in (*modules, subscriptions, webhooks):
         api.register_blueprint(module.blueprint, url_prefix=API_PREFIX)
+    # Connect GitHub (issue 15): the self-service flow and the user's repository picker.
+    api.register_blueprint(github.blueprint, url_prefix=API_PREFIX)
     for name, schema in PAYLOAD_SCHEMAS.items():  # what webhook deliveries carry
         api.spec.components.schema(name, schema=schema)
     app.add_url_rule(f"{API_PREFIX}/{SWAGGER_ASSETS}/<path:name>", "swagger_assets", _swagger_asset)

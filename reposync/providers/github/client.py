@@ -127,13 +127,16 @@ class GitHubClient:
     def get(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
         return self._get(self._url(path), params)[0]
 
-    def paginate(self, path: str, params: Mapping[str, Any] | None = None) -> Iterator[Any]:
-        """Every item of a list, page by page (``link: rel="next"``)."""
+    def paginate(
+        self, path: str, params: Mapping[str, Any] | None = None, *, key: str = "items"
+    ) -> Iterator[Any]:
+        """Every item of a list, page by page (``link: rel="next"``); an object's list is
+        under ``key`` (``/user/installations`` pages ``installations``)."""
         url: str | None = self._url(path)
         query: dict[str, Any] | None = {"per_page": PER_PAGE, **(params or {})}
         while url is not None:
             body, headers = self._get(url, query)
-            items = body if isinstance(body, list) else body.get("items", [])
+            items = body if isinstance(body, list) else body.get(key, [])
             yield from items
             url = _links(headers.get("link", "")).get("next")
             query = None  # the next URL carries every parameter
