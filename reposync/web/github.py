@@ -24,7 +24,6 @@ from reposync.web.errors import documents
 from reposync.web.schemas.github import (
     CallbackArgsSchema,
     ConnectedSchema,
-    GitHubAccountSchema,
     InstallationsSchema,
     PickerSchema,
     StartedSchema,
@@ -114,7 +113,7 @@ class GitHubCallbackView(MethodView):
             {
                 "status": status,
                 "flow": done.flow,
-                "account": GitHubAccountSchema().dump(account),
+                "account": account,
                 "new_installation_ids": done.new_installation_ids,
                 "waited_seconds": done.waited_seconds,
                 "message": message,

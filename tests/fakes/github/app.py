@@ -34,6 +34,7 @@ from tests.fakes.github.errors import (
     not_found,
 )
 from tests.fakes.github.faults import FaultRule
+from tests.fakes.github.oauth import ROUTES as OAUTH_ROUTES
 from tests.fakes.github.requests_log import RequestRecord
 from tests.fakes.github.routes_git import ROUTES as GIT_ROUTES
 from tests.fakes.github.routes_issues import ROUTES as ISSUE_ROUTES
@@ -58,7 +59,9 @@ SECONDARY_MESSAGE = (
 SIMPLE_ERRORS = {"PullRequestReview"}  # its 422 is validation-error-simple: string errors
 #: Unauthenticated requests per hour and address (docs: "rate limits for the REST API").
 ANONYMOUS_LIMIT = 60
-ROUTER = Router(META_ROUTES + GIT_ROUTES + ISSUE_ROUTES + PULL_ROUTES + RELEASE_ROUTES)
+ROUTER = Router(
+    META_ROUTES + GIT_ROUTES + ISSUE_ROUTES + PULL_ROUTES + RELEASE_ROUTES + OAUTH_ROUTES
+)
 
 
 @dataclass

@@ -142,6 +142,11 @@ def reaches(state: State, token: Token, repo: Repo) -> bool:
         return repo.id in allowed
     if token.repository_ids is not None and repo.id not in token.repository_ids:
         return False
+    if token.app is not None and not any(  # a user access token: the App must reach it too
+        inst.app.id == token.app.id and repo.id in state.installation_repo_ids(inst)
+        for inst in state.installations.values()
+    ):
+        return False
     login = token.user.login
     return login == repo.owner.login or login in repo.collaborators
 

@@ -114,6 +114,8 @@ class GitHttpApp:
         try:
             if fault is not None and fault.kind == "error":
                 raise Refusal(f"{fault.status} Error", "injected fault\n")
+            if self.fake.oauth.matches(path):  # the OAuth web flow (oauth.py)
+                return self.fake.oauth.handle(environ, start_response, path, log)
             if self.fake.lfs.matches(path):
                 return self.fake.lfs.handle(
                     environ, start_response, path, fault, self._authorize, log

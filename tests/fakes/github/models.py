@@ -228,6 +228,12 @@ class App:
     bot: User
     created_at: datetime
     permissions: dict[str, str] = field(default_factory=dict)
+    #: The OAuth web flow (oauth.py): the client secret, the registered callback URLs
+    #: (the first is the default and where an install comes back), and whether an
+    #: install asks for user authorization too (then it comes back with a code).
+    client_secret: str = ""
+    callback_urls: list[str] = field(default_factory=list)
+    request_oauth_on_install: bool = True
 
 
 @dataclass
@@ -239,6 +245,10 @@ class Installation:
     repository_ids: set[int]
     permissions: dict[str, str]
     created_at: datetime
+    #: GitHub's lag after an organization install: ``GET /user/installations`` leaves
+    #: the installation out until this time, and for this many more listings of it.
+    listed_from: datetime | None = None
+    unlisted_for: int = 0
 
 
 @dataclass
@@ -246,7 +256,7 @@ class Token:
     """A credential: a personal access token or an installation token."""
 
     value: str
-    kind: str  # "pat" or "installation"
+    kind: str  # "pat", "installation" or "user" (a GitHub App's user access token)
     user: User  # the actor: a person, or the app's bot account
     created_at: datetime
     expires_at: datetime | None = None
@@ -254,6 +264,9 @@ class Token:
     write: bool = True  # personal tokens: may write
     installation: Installation | None = None
     permissions: dict[str, str] = field(default_factory=dict)  # installation tokens
+    #: A user access token (``ghu_``, kind "user") is bound to the App that issued it:
+    #: it reaches what both the user and the App's installations reach.
+    app: App | None = None
 
     @property
     def rate_key(self) -> str:

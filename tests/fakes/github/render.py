@@ -567,7 +567,12 @@ def installation(urls: Urls, inst: Installation) -> Json:
         "repository_selection": inst.repository_selection,
         "access_tokens_url": f"{urls.api}/app/installations/{inst.id}/access_tokens",
         "repositories_url": f"{urls.api}/installation/repositories",
-        "html_url": f"{urls.web}/settings/installations/{inst.id}",
+        # GitHub's page to manage it: an organization's settings, or the user's own.
+        "html_url": (
+            f"{urls.web}/organizations/{inst.account.login}/settings/installations/{inst.id}"
+            if inst.account.type == "Organization"
+            else f"{urls.web}/settings/installations/{inst.id}"
+        ),
         "app_id": inst.app.id,
         "app_slug": inst.app.slug,
         "target_id": inst.account.id,

@@ -141,6 +141,10 @@ def _user_installations(ctx: Ctx) -> list[Installation]:
         raise ApiError(403, "Resource not accessible by integration")
     found = []
     for inst in sorted(ctx.state.installations.values(), key=lambda i: i.id):
+        if token.app is not None and inst.app.id != token.app.id:
+            continue  # a user access token lists its own App's installations only
+        if inst.listed_from is not None and ctx.state.now() < inst.listed_from:
+            continue  # GitHub's lag after an install (oauth.py: OAuthFlow.lag)
         repos = [ctx.state.repos[i] for i in ctx.state.installation_repo_ids(inst)]
         if inst.account.login == token.user.login or any(
             auth.reaches(ctx.state, token, r) for r in repos
@@ -150,7 +154,12 @@ def _user_installations(ctx: Ctx) -> list[Installation]:
 
 
 def list_user_installations(ctx: Ctx) -> Reply:
-    found = _user_installations(ctx)
+    found = []
+    for inst in _user_installations(ctx):
+        if inst.unlisted_for > 0:  # the lag, counted in listings rather than seconds
+            inst.unlisted_for -= 1
+            continue
+        found.append(inst)
     chosen, link = page_of(found, ctx.query, ctx.url)
     body = {
         "total_count": len(found),
@@ -167,7 +176,7 @@ def list_installation_repos(ctx: Ctx) -> Reply:
     except ValueError as exc:
         raise not_found() from exc
     inst = next((i for i in _user_installations(ctx) if i.id == wanted), None)
-    if inst is None:
+    if inst is None or inst.unlisted_for > 0:
         raise not_found()
     repos = sorted(
         (ctx.state.repos[i] for i in ctx.state.installation_repo_ids(inst)), key=lambda r: r.id

@@ -30,6 +30,7 @@ from tests.fakes.github.faults import Faults
 from tests.fakes.github.git_http import GitHttpApp, UploadPackRequest
 from tests.fakes.github.lfs import LfsServer
 from tests.fakes.github.models import App, Installation
+from tests.fakes.github.oauth import OAuthFlow
 from tests.fakes.github.ratelimit import RateLimiter, SecondaryLimits
 from tests.fakes.github.render import Urls
 from tests.fakes.github.requests_log import RequestLog
@@ -134,6 +135,8 @@ class GitHubFake:
         self.faults = Faults()
         #: Git LFS: the Batch API and its transfers on the web host.
         self.lfs = LfsServer(self)
+        #: The OAuth web flow of GitHub Apps on the web host (Connect GitHub).
+        self.oauth = OAuthFlow(self)
         self.requests_log = RequestLog()
         self.violations: list[ContractViolation] = []
         self.request_violations: list[ContractViolation] = []

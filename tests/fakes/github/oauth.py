@@ -1,0 +1,381 @@
+"""GitHub's OAuth web flow for GitHub Apps, on the web host, and ``GET /user``.
+
+None of these is in the extracted API description (tests/contracts/README.md): they are
+implemented from GitHub's documentation ("Generating a user access token for a GitHub
+App", "Authorizing OAuth apps", "Troubleshooting OAuth app access token request
+errors", "Differences between GitHub Apps and OAuth apps").
+
+* ``GET /login/oauth/authorize?client_id&redirect_uri&state``: a browser that is not
+  signed in is sent to ``/login``; a ``redirect_uri`` outside the App's registered
+  callback URLs (same scheme, host and port; a path under the registered one) sends the
+  browser to the registered one with ``error=redirect_uri_mismatch``; a user who declines
+  comes back with ``error=access_denied``; otherwise with ``code`` (ten minutes, one use)
+  and ``state`` unchanged.
+* ``GET /apps/<slug>/installations/new?state``: the user installs the App on an account
+  (chosen on GitHub's page; here by ``choose_install``) and the browser comes back to the
+  first callback URL with ``installation_id``, ``setup_action=install`` and, when the App
+  requests user authorization during installation, ``code`` and ``state``.
+* ``POST /login/oauth/access_token`` (``client_id``, ``client_secret``, ``code``,
+  optional ``redirect_uri``; form or query parameters): HTTP 200 in every case; refusals
+  are ``{"error": "incorrect_client_credentials" | "bad_verification_code" |
+  "redirect_uri_mismatch", "error_description", "error_uri"}``. Success: a user access
+  token ``ghu_`` (8 hours) and a refresh token ``ghr_``; JSON when ``Accept`` asks for
+  it, ``application/x-www-form-urlencoded`` otherwise.
+* ``GET /user`` (API host): the token's user; 403 for an installation token.
+
+The lag after an organization install: ``choose_install(..., lag_seconds=, lag_listings=)``
+keeps the new installation out of ``GET /user/installations`` until then.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+import requests
+from werkzeug.wrappers import Request, Response
+
+from tests.fakes.github import render
+from tests.fakes.github.clock import iso
+from tests.fakes.github.errors import ApiError
+from tests.fakes.github.models import App, Token, User
+from tests.fakes.github.routing import Ctx, Reply, Route
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    from _typeshed.wsgi import StartResponse, WSGIEnvironment
+
+    from tests.fakes.github.server import AppInstall, GitHubFake
+
+SESSION_COOKIE = "user_session"
+CODE_LIFETIME = timedelta(minutes=10)
+USER_TOKEN_LIFETIME = timedelta(hours=8)
+REFRESH_TOKEN_LIFETIME = timedelta(days=184)
+INSTALL_NEW = re.compile(r"^/apps/(?P<slug>[a-z0-9-]+)/installations/new$")
+PATHS = ("/login/oauth/authorize", "/login/oauth/access_token", "/login")
+TROUBLESHOOTING = (
+    "https://docs.github.com/apps/managing-oauth-apps/"
+    "troubleshooting-oauth-app-access-token-request-errors/"
+)
+
+
+@dataclass
+class InstallChoice:
+    """What the user picks on GitHub's install page."""
+
+    account: str
+    repositories: list[str] | None = None
+    lag_seconds: float = 0.0
+    lag_listings: int = 0
+
+
+@dataclass
+class _Code:
+    app: App
+    user: User
+    redirect_uri: str | None
+    expires_at: datetime
+
+
+@dataclass
+class OAuthFlow:
+    """The web flow's state: signed-in browsers, codes, install choices, exchanges."""
+
+    fake: GitHubFake
+    sessions: dict[str, str] = field(default_factory=dict)  # cookie -> login
+    codes: dict[str, _Code] = field(default_factory=dict)
+    choices: dict[str, InstallChoice] = field(default_factory=dict)
+    declines: set[str] = field(default_factory=set)
+    #: Every code exchange's outcome: "ok" or GitHub's error code, in order.
+    exchanges: list[str] = field(default_factory=list)
+    #: Every user access token issued (tests revoke or inspect them).
+    issued: list[str] = field(default_factory=list)
+
+    # -- test controls ------------------------------------------------------------------
+
+    def register(self, app: AppInstall | App, callback_url: str) -> str:
+        """Register ``callback_url`` with the App and make its client secret (returned)."""
+        found = app if isinstance(app, App) else app.app
+        with self.fake.state.lock:
+            found.callback_urls = [callback_url]
+            found.client_secret = secrets.token_hex(20)
+            return found.client_secret
+
+    def browser(self, login: str) -> requests.Session:
+        """A browser signed in to GitHub as ``login`` (it follows no redirect by itself)."""
+        cookie = secrets.token_urlsafe(24)
+        with self.fake.state.lock:
+            self.fake.state.user(login)
+            self.sessions[cookie] = login
+        session = requests.Session()
+        session.cookies.set(SESSION_COOKIE, cookie, domain=urlsplit(self.fake.git_url).hostname)
+        return session
+
+    def choose_install(
+        self,
+        login: str,
+        account: str,
+        *,
+        repositories: list[str] | None = None,
+        lag_seconds: float = 0.0,
+        lag_listings: int = 0,
+    ) -> None:
+        """On ``login``'s next install page, install on ``account`` (GitHub then lists it
+        after ``lag_seconds`` and ``lag_listings`` more listings)."""
+        self.choices[login.casefold()] = InstallChoice(
+            account, repositories, lag_seconds, lag_listings
+        )
+
+    def decline(self, login: str) -> None:
+        """``login`` clicks Cancel on the authorize page."""
+        self.declines.add(login.casefold())
+
+    # -- the web host ---------------------------------------------------------------------
+
+    def matches(self, path: str) -> bool:
+        return path in PATHS or INSTALL_NEW.match(path) is not None
+
+    def handle(
+        self,
+        environ: WSGIEnvironment,
+        start_response: StartResponse,
+        path: str,
+        log: Callable[[int], None],
+    ) -> Iterable[bytes]:
+        request = Request(environ)
+        with self.fake.state.lock:
+            if path == "/login/oauth/access_token" and request.method == "POST":
+                response = self._exchange(request)
+            elif path == "/login/oauth/authorize" and request.method == "GET":
+                response = self._authorize(request)
+            elif path == "/login" and request.method == "GET":
+                response = _page(200, "Sign in to GitHub")
+            elif request.method == "GET" and (found := INSTALL_NEW.match(path)) is not None:
+                response = self._install(request, found["slug"])
+            else:
+                response = _page(404, "Not Found")
+        log(response.status_code)
+        return response(environ, start_response)
+
+    def _signed_in(self, request: Request) -> User | None:
+        login = self.sessions.get(request.cookies.get(SESSION_COOKIE, ""))
+        return self.fake.state.user(login) if login else None
+
+    def _to_login(self, request: Request) -> Response:
+        target = request.full_path.rstrip("?")
+        return _redirect(f"{self.fake.git_url}/login?{urlencode({'return_to': target})}")
+
+    def _authorize(self, request: Request) -> Response:
+        app = self._app(client_id=request.args.get("client_id", ""))
+        if app is None:
+            return _page(404, "Not Found")
+        user = self._signed_in(request)
+        if user is None:
+            return self._to_login(request)
+        state = request.args.get("state")
+        registered = app.callback_urls[0] if app.callback_urls else None
+        wanted = request.args.get("redirect_uri") or registered
+        if wanted is None:
+            return _page(400, "The application has no callback URL")
+        if not _allowed(wanted, app.callback_urls):
+            assert registered is not None
+            return _redirect(
+                _with(
+                    registered,
+                    error="redirect_uri_mismatch",
+                    error_description="The redirect_uri MUST match the registered callback "
+                    "URL for this application.",
+                    error_uri="https://docs.github.com/apps/managing-oauth-apps/"
+                    "troubleshooting-authorization-request-errors/#redirect-uri-mismatch",
+                    state=state,
+                )
+            )
+        if user.login.casefold() in self.declines:
+            return _redirect(
+                _with(
+                    wanted,
+                    error="access_denied",
+                    error_description="The user has denied your application access.",
+                    error_uri="https://docs.github.com/apps/managing-oauth-apps/"
+                    "troubleshooting-authorization-request-errors/#access-denied",
+                    state=state,
+                )
+            )
+        code = self._code(app, user, request.args.get("redirect_uri"))
+        return _redirect(_with(wanted, code=code, state=state))
+
+    def _install(self, request: Request, slug: str) -> Response:
+        app = self._app(slug=slug)
+        if app is None:
+            return _page(404, "Not Found")
+        user = self._signed_in(request)
+        if user is None:
+            return self._to_login(request)
+        choice = self.choices.pop(user.login.casefold(), None)
+        if choice is None:  # GitHub's page waits for the user to pick an account
+            return _page(200, f"Install {app.name}: where do you want to install it?")
+        inst = self.fake.add_installation(
+            app, choice.account, repositories=choice.repositories, sender=user.login
+        )
+        if choice.lag_seconds > 0:
+            inst.listed_from = self.fake.state.now() + timedelta(seconds=choice.lag_seconds)
+        inst.unlisted_for = choice.lag_listings
+        if not app.callback_urls:
+            return _page(200, "Installed")
+        params: dict[str, Any] = {"installation_id": inst.id, "setup_action": "install"}
+        if app.request_oauth_on_install:
+            params["code"] = self._code(app, user, None)
+            params["state"] = request.args.get("state")
+        return _redirect(_with(app.callback_urls[0], **params))
+
+    def _exchange(self, request: Request) -> Response:
+        given = {**dict(request.args), **dict(request.form)}
+        if request.is_json:
+            body = request.get_json(silent=True)
+            given.update(body if isinstance(body, dict) else {})
+        app = self._app(client_id=str(given.get("client_id", "")))
+        code = self.codes.get(str(given.get("code", "")))
+        if app is None or not secrets.compare_digest(
+            app.client_secret.encode(), str(given.get("client_secret", "")).encode()
+        ):
+            return self._refused(
+                request,
+                "incorrect_client_credentials",
+                "The client_id and/or client_secret passed are incorrect.",
+            )
+        now = self.fake.state.now()
+        if code is None or code.app.id != app.id or now >= code.expires_at:
+            return self._refused(
+                request, "bad_verification_code", "The code passed is incorrect or expired."
+            )
+        redirect_uri = given.get("redirect_uri")
+        if redirect_uri and code.redirect_uri and redirect_uri != code.redirect_uri:
+            return self._refused(
+                request,
+                "redirect_uri_mismatch",
+                "The redirect_uri MUST match the registered callback URL for this application.",
+            )
+        del self.codes[str(given["code"])]  # one use
+        token = Token(
+            value="ghu_" + secrets.token_hex(18),
+            kind="user",
+            user=code.user,
+            created_at=now,
+            expires_at=now + USER_TOKEN_LIFETIME,
+            app=app,
+        )
+        self.fake.state.tokens[token.value] = token
+        self.issued.append(token.value)
+        self.exchanges.append("ok")
+        return _answer(
+            request,
+            {
+                "access_token": token.value,
+                "expires_in": int(USER_TOKEN_LIFETIME.total_seconds()),
+                "refresh_token": "ghr_" + secrets.token_hex(36),
+                "refresh_token_expires_in": int(REFRESH_TOKEN_LIFETIME.total_seconds()),
+                "scope": "",
+                "token_type": "bearer",
+            },
+        )
+
+    def _refused(self, request: Request, error: str, description: str) -> Response:
+        self.exchanges.append(error)
+        anchor = error.replace("_", "-")
+        body = {"error": error, "error_description": description, "error_uri": TROUBLESHOOTING}
+        body["error_uri"] += f"#{anchor}"
+        return _answer(request, body)
+
+    def _code(self, app: App, user: User, redirect_uri: str | None) -> str:
+        value = secrets.token_hex(10)
+        self.codes[value] = _Code(app, user, redirect_uri, self.fake.state.now() + CODE_LIFETIME)
+        return value
+
+    def _app(self, *, client_id: str = "", slug: str = "") -> App | None:
+        return next(
+            (
+                a
+                for a in self.fake.state.apps.values()
+                if (client_id and a.client_id == client_id) or (slug and a.slug == slug)
+            ),
+            None,
+        )
+
+
+def _allowed(uri: str, registered: list[str]) -> bool:
+    """GitHub: scheme, host and port exactly as registered, the path under its path."""
+    wanted = urlsplit(uri)
+    for url in registered:
+        base = urlsplit(url)
+        if (wanted.scheme, wanted.netloc) == (base.scheme, base.netloc) and (
+            wanted.path == base.path or wanted.path.startswith(base.path.rstrip("/") + "/")
+        ):
+            return True
+    return False
+
+
+def _with(url: str, **params: Any) -> str:
+    query = [(k, str(v)) for k, v in params.items() if v is not None]
+    parts = urlsplit(url)
+    existing = parse_qsl(parts.query, keep_blank_values=True)
+    return parts._replace(query=urlencode(existing + query)).geturl()
+
+
+def _redirect(location: str) -> Response:
+    return Response("", status=302, headers={"Location": location})
+
+
+def _page(status: int, title: str) -> Response:
+    html = f"<!DOCTYPE html><html><head><title>{title}</title></head><body></body></html>"
+    return Response(html, status=status, content_type="text/html; charset=utf-8")
+
+
+def _answer(request: Request, body: dict[str, Any]) -> Response:
+    if "application/json" in request.headers.get("Accept", ""):
+        return Response(json.dumps(body), status=200, content_type="application/json")
+    return Response(urlencode(body), status=200, content_type="application/x-www-form-urlencoded")
+
+
+# -- GET /user on the API host ---------------------------------------------------------------
+
+
+def get_user(ctx: Ctx) -> Reply:
+    """The authenticated user (GitHub's "private-user" for one's own account)."""
+    token = ctx.token
+    assert token is not None
+    if token.installation is not None:
+        raise ApiError(403, "Resource not accessible by integration")
+    user = token.user
+    body = render.user(ctx.urls, user)
+    assert body is not None
+    owned = [r for r in ctx.state.repos.values() if r.owner.login == user.login]
+    stamp = iso(token.created_at)
+    body.update(
+        {
+            "name": user.name,
+            "company": None,
+            "blog": "",
+            "location": None,
+            "email": None,
+            "hireable": None,
+            "bio": None,
+            "twitter_username": None,
+            "notification_email": None,
+            "public_repos": sum(1 for r in owned if not r.private),
+            "public_gists": 0,
+            "followers": 0,
+            "following": 0,
+            "created_at": stamp,
+            "updated_at": stamp,
+        }
+    )
+    return Reply(200, body)
+
+
+ROUTES = [Route("GET", "/user", get_user, auth="user")]
