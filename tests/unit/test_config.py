@@ -116,3 +116,27 @@ def test_webhook_settings_that_cannot_work_are_refused_by_name(env, message):
     """A rotation without an end, an end without an offset, ...: a clear error."""
     with pytest.raises(ConfigurationError, match=message):
         Settings.from_env(env)
+
+
+def test_connect_github_settings_come_together():
+    """Client id, secret and App slug: all three or none, each missing one named."""
+    whole = Settings.from_env(
+        {
+            "REPOSYNC_GITHUB_CLIENT_ID": "Iv1.abc",
+            "REPOSYNC_GITHUB_CLIENT_SECRET": "s3cret",
+            "REPOSYNC_GITHUB_APP_SLUG": "reposync-prod",
+            "REPOSYNC_GITHUB_OAUTH_URL": "https://ghe.example",
+            "REPOSYNC_GITHUB_CONNECT_WAIT": "5",
+        }
+    )
+    assert whole.github_connect_enabled
+    assert whole.github_oauth_url == "https://ghe.example"
+    assert not Settings().github_connect_enabled
+    with pytest.raises(ConfigurationError, match="missing: REPOSYNC_GITHUB_CLIENT_SECRET"):
+        Settings(github_client_id="Iv1.abc", github_app_slug="reposync")
+    with pytest.raises(ConfigurationError, match="not a GitHub App slug"):
+        Settings(github_client_id="a", github_client_secret="b", github_app_slug="Repo Sync")
+    with pytest.raises(ConfigurationError, match="REPOSYNC_GITHUB_OAUTH_URL"):
+        Settings(github_oauth_url="github.com")
+    with pytest.raises(ConfigurationError, match="CONNECT_STATE_TTL"):
+        Settings(github_connect_state_ttl=0)

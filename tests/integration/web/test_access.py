@@ -21,7 +21,7 @@ class Endpoint:
     body: dict[str, Any] | None = None
     #: "read": anyone who can see it; "grant": admin or a grant; "admin": admin only;
     #: "repository": admin or a grant on the repository named in the body; "owner": its
-    #: owner or an admin.
+    #: owner or an admin; "state": no token, a valid one-time state (Connect GitHub).
     access: str = "read"
     query: dict[str, str] | None = None
 
@@ -77,8 +77,17 @@ ENDPOINTS = [
     Endpoint(
         "POST", "/subscriptions/{subscription}/deliveries/{delivery}/redeliver", None, "owner"
     ),
+    # Connect GitHub: each user their own; the callback is GitHub's redirect of a browser,
+    # authenticated by its one-time state and flow cookie instead of a token ("state").
+    Endpoint("POST", "/github/authorize/start"),
+    Endpoint("POST", "/github/install/start"),
+    Endpoint("GET", "/github/install/callback", None, "state", {"code": "c", "state": "s"}),
+    Endpoint("GET", "/github/installations"),
+    Endpoint("GET", "/github/repositories"),
+    Endpoint("DELETE", "/github/account"),
 ]
 WITH_ID = [e for e in ENDPOINTS if "{" in e.path]
+WITH_TOKEN = [e for e in ENDPOINTS if e.access != "state"]
 ADMIN_ONLY = [e for e in ENDPOINTS if e.access == "admin"]
 
 
@@ -142,7 +151,7 @@ def test_the_table_covers_every_documented_operation(client):
     assert listed == documented
 
 
-@pytest.mark.parametrize("endpoint", ENDPOINTS, ids=str)
+@pytest.mark.parametrize("endpoint", WITH_TOKEN, ids=str)
 def test_no_valid_token_is_401(client, endpoint):
     """Without a valid bearer token every endpoint answers 401 and asks for one."""
     for authorization in (None, "Bearer", "Bearer rs_unknown", "Basic YWRhOnM=", "rs_no-scheme"):
@@ -261,3 +270,22 @@ def test_the_role_is_checked_before_the_body(client, tokens, binding):
     assert_problem(client.post(url("/bindings"), headers=headers, json={}), 403, "forbidden")
     response = client.patch(url(f"/bindings/{binding.id}"), headers=headers, json={"x": 1})
     assert_problem(response, 403, "forbidden")
+
+
+@pytest.mark.parametrize("endpoint", [e for e in ENDPOINTS if e.access == "state"], ids=str)
+def test_a_state_endpoint_refuses_an_unknown_state_with_or_without_a_token(
+    client, tokens, endpoint
+):
+    """The callback takes no token, and a token does not stand in for its state: without
+    GitHub configured it is 503, and configured it refuses an unknown state (400)."""
+    for headers in ({}, bearer(tokens.admin)):
+        response = call(client, endpoint, headers)
+        assert response.status_code in (400, 503), response.get_data(as_text=True)
+        assert response.json["code"] in ("github_state_invalid", "github_connect_unconfigured")
+
+
+@pytest.mark.parametrize("path", ["/github/installations", "/github/repositories"])
+def test_connect_github_reads_of_a_member_never_connected_are_empty(client, tokens, path):
+    response = client.get(url(path), headers=bearer(tokens.stranger))
+    assert response.status_code == 200
+    assert response.json.get("installations", response.json.get("items")) == []

@@ -1,0 +1,182 @@
+"""The GitHub test server's OAuth web flow, ``GET /user`` and the lag after an install:
+the parts outside the extracted API description, checked against GitHub's documentation
+(tests/fakes/github/oauth.py cites the pages)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from tests.fakes.github import GitHubFake, ManualClock, generate_key_pair
+from tests.fakes.github.models import App
+
+CALLBACK = "https://reposync.example/cb"
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def fake(clock) -> Iterator[GitHubFake]:
+    with GitHubFake(clock=clock) as started:
+        yield started
+
+
+@pytest.fixture
+def app(fake) -> App:
+    found = fake.state.register_app(generate_key_pair(1024).public_pem, slug="connect")
+    fake.oauth.register(found, CALLBACK)
+    return found
+
+
+def _query(location: str) -> dict[str, str]:
+    return {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
+
+
+def _authorize(fake, app, login: str, **params) -> str:
+    browser = fake.oauth.browser(login)
+    query = {"client_id": app.client_id, "state": "st", **params}
+    response = browser.get(
+        f"{fake.git_url}/login/oauth/authorize", params=query, allow_redirects=False
+    )
+    assert response.status_code == 302
+    return response.headers["Location"]
+
+
+def _exchange(fake, app, code: str, *, secret: str | None = None, json: bool = True):
+    headers = {"Accept": "application/json"} if json else {}
+    data = {
+        "client_id": app.client_id,
+        "client_secret": app.client_secret if secret is None else secret,
+        "code": code,
+    }
+    response = fake.session().post(
+        f"{fake.git_url}/login/oauth/access_token", data=data, headers=headers
+    )
+    assert response.status_code == 200  # GitHub answers refusals with 200 too
+    return response
+
+
+def test_authorize_needs_a_signed_in_browser(fake, app):
+    import requests
+
+    response = requests.get(
+        f"{fake.git_url}/login/oauth/authorize",
+        params={"client_id": app.client_id},
+        allow_redirects=False,
+    )
+    assert response.status_code == 302
+    assert urlsplit(response.headers["Location"]).path == "/login"
+    unknown = fake.oauth.browser("alice").get(
+        f"{fake.git_url}/login/oauth/authorize", params={"client_id": "Iv1.nope"}
+    )
+    assert unknown.status_code == 404
+
+
+def test_authorize_redirects_with_code_and_state(fake, app):
+    location = _authorize(fake, app, "alice", redirect_uri=CALLBACK + "/sub")
+    assert location.startswith(CALLBACK + "/sub?")
+    query = _query(location)
+    assert query["state"] == "st"
+    assert len(query["code"]) == 20
+
+
+def test_foreign_redirect_uri_goes_to_the_registered_one_with_an_error(fake, app):
+    location = _authorize(fake, app, "alice", redirect_uri="https://evil.example/cb")
+    assert location.startswith(CALLBACK + "?")
+    assert _query(location)["error"] == "redirect_uri_mismatch"
+    assert "code" not in _query(location)
+
+
+def test_a_declining_user_comes_back_with_access_denied(fake, app):
+    fake.oauth.decline("alice")
+    query = _query(_authorize(fake, app, "alice"))
+    assert query["error"] == "access_denied"
+    assert query["state"] == "st"
+
+
+def test_exchange_gives_an_expiring_user_token_once(fake, app):
+    code = _query(_authorize(fake, app, "alice"))["code"]
+    body = _exchange(fake, app, code).json()
+    assert body["token_type"] == "bearer"
+    assert body["access_token"].startswith("ghu_")
+    assert body["refresh_token"].startswith("ghr_")
+    assert body["expires_in"] == 8 * 3600
+    me = fake.session(body["access_token"]).get(f"{fake.api_url}/user")
+    assert me.status_code == 200
+    assert me.json()["login"] == "alice"
+    again = _exchange(fake, app, code).json()
+    assert again["error"] == "bad_verification_code"
+    fake.assert_clean()
+
+
+def test_exchange_refusals(fake, app, clock):
+    code = _query(_authorize(fake, app, "alice"))["code"]
+    assert _exchange(fake, app, code, secret="wrong").json()["error"] == (
+        "incorrect_client_credentials"
+    )
+    clock.advance(11 * 60)  # codes live ten minutes
+    assert _exchange(fake, app, code).json()["error"] == "bad_verification_code"
+    assert fake.oauth.exchanges == ["incorrect_client_credentials", "bad_verification_code"]
+
+
+def test_exchange_answers_form_encoded_unless_asked_for_json(fake, app):
+    code = _query(_authorize(fake, app, "alice"))["code"]
+    response = _exchange(fake, app, code, json=False)
+    assert response.headers["content-type"].startswith("application/x-www-form-urlencoded")
+    assert parse_qs(response.text)["access_token"][0].startswith("ghu_")
+
+
+def test_user_tokens_list_their_apps_installations_only(fake, app):
+    fake.state.create_repo("alice/app")
+    mine = fake.state.install_app(app, "alice")
+    other = fake.install_app("alice", slug="someone-else")
+    code = _query(_authorize(fake, app, "alice"))["code"]
+    session = fake.session(_exchange(fake, app, code).json()["access_token"])
+    listed = session.get(f"{fake.api_url}/user/installations").json()
+    assert [i["id"] for i in listed["installations"]] == [mine.id]
+    repos = session.get(f"{fake.api_url}/user/installations/{other.installation.id}/repositories")
+    assert repos.status_code == 404
+    installation = fake.session(fake.installation_token(other))
+    assert installation.get(f"{fake.api_url}/user").status_code == 403
+    fake.assert_clean()
+
+
+def test_install_comes_back_with_installation_and_code_then_lags(fake, app, clock):
+    fake.state.user("acme", type="Organization")
+    fake.state.create_repo("acme/site")
+    fake.state.add_collaborator("acme/site", "alice")
+    browser = fake.oauth.browser("alice")
+    page = browser.get(f"{fake.git_url}/apps/connect/installations/new", params={"state": "s"})
+    assert page.status_code == 200  # no choice made: GitHub's page waits for one
+    fake.oauth.choose_install("alice", "acme", lag_seconds=30, lag_listings=1)
+    response = browser.get(
+        f"{fake.git_url}/apps/connect/installations/new",
+        params={"state": "s"},
+        allow_redirects=False,
+    )
+    query = _query(response.headers["Location"])
+    assert query["setup_action"] == "install"
+    assert query["state"] == "s"
+    inst = fake.state.installations[int(query["installation_id"])]
+    assert inst.account.login == "acme"
+    session = fake.session(_exchange(fake, app, query["code"]).json()["access_token"])
+
+    def listed() -> list[int]:
+        body = session.get(f"{fake.api_url}/user/installations").json()
+        return [i["id"] for i in body["installations"]]
+
+    assert listed() == []  # within the 30 seconds
+    clock.advance(31)
+    assert listed() == []  # one more listing without it
+    assert listed() == [inst.id]
+    assert (
+        session.get(f"{fake.api_url}/user/installations")
+        .json()["installations"][0]["html_url"]
+        .endswith(f"/organizations/acme/settings/installations/{inst.id}")
+    )
+    fake.assert_clean()
