@@ -1,8 +1,8 @@
 """``/github/...``: Connect GitHub, the self-service flow (``service/github_connect.py``).
 
 Every user (admin or member) connects their own GitHub identity and sees only their own
-installations and repositories; no one acts on another's. The callback is the one
-operation without a bearer token: GitHub's redirect brings the browser, not the API
+installations and repositories; no one acts on another's. The callback takes no
+bearer token: GitHub's redirect brings the browser, not the API
 client. What authenticates it is the one-time state (bound to the user who started the
 flow) together with the flow cookie that start set in that browser, so a callback URL
 forged or replayed in another browser records nothing (login CSRF: an attacker's state

@@ -17,6 +17,9 @@ Where things are:
 * ``fake.faults`` (Faults): latency, 5xx, commit-then-drop, timeout.
 * ``fake.lfs`` (LfsServer): the Git LFS Batch API and transfers on the web host, its
   limits (``max_object_size``, ``max_batch``, ``expires_in``) and stored ``objects()``.
+* ``fake.oauth`` (OAuthFlow): the OAuth web flow of GitHub Apps on the web host, signed-in
+  ``browser(login)`` sessions, ``choose_install`` (with the lag after an install),
+  ``decline``; ``GET /user`` on the API host (oauth.py; outside the extracted subset).
 * ``fake.requests_log`` (RequestLog): one record per request, and counters.
 * ``fake.webhooks`` (WebhookHub): webhooks as GitHub delivers them, from REST writes and
   pushes (``fake.add_webhook``, ``fake.set_app_webhook``, ``fake.webhook_deliveries``),
