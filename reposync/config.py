@@ -180,6 +180,9 @@ class Settings:
     #: Days a delivery is remembered to recognize its redelivery (GitHub redelivers
     #: deliveries of the past 3 days).
     webhook_delivery_retention_days: int = 14
+    #: Mark the web page's session cookie ``Secure`` even when the request came over plain
+    #: HTTP: behind a TLS-terminating proxy, the API sees HTTP while browsers use HTTPS.
+    web_secure_cookie: bool = False
 
     def __post_init__(self) -> None:
         _check_github_connect(self)
@@ -410,6 +413,7 @@ def _parse(name: str, raw: str, parser: Callable[[str], Any]) -> Any:
 _PARSERS: dict[str, Callable[[str], Any]] = {
     "data_dir": lambda raw: Path(raw).expanduser(),
     "local_target_hooks": _boolean,
+    "web_secure_cookie": _boolean,
     "api_threads": int,
     "api_max_streams": int,
     "api_streams_per_user": int,

@@ -31,7 +31,7 @@ from reposync.service.context import ServiceContext
 from reposync.service.cron import next_slot, validate_cron
 from reposync.service.lookups import active_run, endpoint_spec, get_binding
 from reposync.service.pipeline.stages.visibility import confirmation_hash, reported_visibility
-from reposync.service.unknown_outcomes import require_no_unknown
+from reposync.service.unknown_outcomes import require_no_unknown, unresolved_unknown
 from reposync.sync.vocabulary import RefConflictPolicy
 
 log = logging.getLogger(__name__)
@@ -237,6 +237,28 @@ def update_binding(
         session.flush()
         session.expunge(binding)
     return binding
+
+
+def sync_blockers(ctx: ServiceContext, binding_id: int) -> list[str]:
+    """Why ``sync_enabled`` cannot be switched on now (empty: it can), by the rules
+    ``update_binding`` enforces, all of them at once: the web page shows them beside the
+    switch instead of letting an operator discover them one refusal at a time."""
+    with ctx.db.session() as session:
+        binding = get_binding(session, binding_id)
+        reasons = []
+        if binding.last_full_apply_epoch != binding.authority_epoch:
+            reasons.append(
+                "no successful full apply since the authority changed: run a full audit first"
+            )
+        running = active_run(session, binding_id)
+        if running is not None:
+            reasons.append(f"Run {running.id} is active: wait for it or cancel it")
+        unknown = unresolved_unknown(session, binding_id)
+        if unknown:
+            reasons.append(
+                f"{unknown} write(s) of unknown outcome: recover their Run to prove them"
+            )
+    return reasons
 
 
 def delete_binding(ctx: ServiceContext, binding_id: int) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import and_, func, or_, select
@@ -325,6 +326,19 @@ def _events_after(ctx: ServiceContext, run_id: int, after_seq: int, count: int) 
         return list(rows)
 
 
+def stage_times(ctx: ServiceContext, user: User, run_id: int) -> dict[str, datetime]:
+    """When a visible Run first reached each stage (its first event there): one
+    aggregate, for the web page's stage timeline."""
+    get_run_for(ctx, user, run_id)
+    with ctx.db.session() as session:
+        rows = session.execute(
+            select(RunEvent.stage, func.min(RunEvent.created_at))
+            .where(RunEvent.run_id == run_id)
+            .group_by(RunEvent.stage)
+        ).all()
+    return {stage: first for stage, first in rows}
+
+
 def last_event_seq(ctx: ServiceContext, run_id: int) -> int:
     """The sequence number of a Run's latest event (0: none yet), unchecked like the above."""
     with ctx.db.session() as session:
@@ -340,18 +354,20 @@ def run_status(ctx: ServiceContext, run_id: int) -> str | None:
         return session.execute(select(Run.status).where(Run.id == run_id)).scalar_one_or_none()
 
 
-def overview(ctx: ServiceContext, user: User) -> list[dict[str, Any]]:
+def overview(
+    ctx: ServiceContext, user: User, *, binding_id: int | None = None
+) -> list[dict[str, Any]]:
     """Every visible Binding with its latest and active Run and their progress.
 
     Five queries whatever the number of Bindings: Bindings, latest Runs, active Runs,
     unresolved unknown writes, and one aggregate of the active Runs' items.
+    ``binding_id``: only that one (the web page's Binding page shows the same entry).
     """
     with ctx.db.session() as session:
-        bindings = (
-            session.execute(select(Binding).where(visible(user)).order_by(Binding.id))
-            .scalars()
-            .all()
-        )
+        query = select(Binding).where(visible(user))
+        if binding_id is not None:
+            query = query.where(Binding.id == binding_id)
+        bindings = session.execute(query.order_by(Binding.id)).scalars().all()
         ids = [b.id for b in bindings]
         latest_ids = (
             select(func.max(Run.id)).where(Run.binding_id.in_(ids)).group_by(Run.binding_id)

@@ -190,6 +190,17 @@ def revoke_token(ctx: ServiceContext, token_id: int) -> ApiToken:
     return token
 
 
+def revoke_token_secret(ctx: ServiceContext, token: str) -> None:
+    """Revoke a token given by its secret (the web page's sign-out: the session cookie
+    holds the secret, never the record's id). Unknown or revoked already: nothing."""
+    with ctx.db.transaction() as session:
+        session.execute(
+            update(ApiToken)
+            .where(ApiToken.token_hash == hash_token(token), ApiToken.revoked_at.is_(None))
+            .values(revoked_at=utcnow())
+        )
+
+
 def list_users(ctx: ServiceContext) -> list[User]:
     with ctx.db.session() as session:
         users = list(session.execute(select(User).order_by(User.id)).scalars())

@@ -36,6 +36,7 @@ from reposync.web import (
 from reposync.web.errors import PROBLEM_CONTENT_TYPE, register_error_handlers
 from reposync.web.limits import MAX_BODY_BYTES, refuse_deep_json
 from reposync.web.metrics import register as register_metrics
+from reposync.web.pages import register as register_pages
 from reposync.web.schemas.common import ProblemSchema
 from reposync.web.schemas.subscriptions import PAYLOAD_SCHEMAS
 from reposync.web.streams import StreamSlots
@@ -137,6 +138,8 @@ def create_app(
     app.before_request(refuse_deep_json)
     # Prometheus's /metrics (issue 15): outside the JSON API and its OpenAPI document.
     register_metrics(app, settings)
+    # The web management page (issue 15): `/` and its pages, outside the OpenAPI document.
+    register_pages(app)
     return app
 
 
