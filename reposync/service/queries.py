@@ -339,6 +339,22 @@ def stage_times(ctx: ServiceContext, user: User, run_id: int) -> dict[str, datet
     return {stage: first for stage, first in rows}
 
 
+def unknown_writes(ctx: ServiceContext, user: User, run_id: int) -> int:
+    """A visible Run's items whose write outcome nobody has proven (what recovery
+    settles), counted from the items themselves: a report can be older than them."""
+    get_run_for(ctx, user, run_id)
+    with ctx.db.session() as session:
+        return session.execute(
+            select(func.count())
+            .select_from(RunItem)
+            .where(
+                RunItem.run_id == run_id,
+                RunItem.state == "blocked",
+                RunItem.error_code == ResultUnknown.code,
+            )
+        ).scalar_one()
+
+
 def last_event_seq(ctx: ServiceContext, run_id: int) -> int:
     """The sequence number of a Run's latest event (0: none yet), unchecked like the above."""
     with ctx.db.session() as session:

@@ -29,7 +29,13 @@ from flask import (
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers.response import Response as BaseResponse
 
-from reposync.errors import RecordNotFound, ReposyncError, Unauthenticated, UsageError
+from reposync.errors import (
+    RecordNotFound,
+    ReposyncError,
+    ResultUnknown,
+    Unauthenticated,
+    UsageError,
+)
 from reposync.lifecycle import AuditMode, RunMode, Stage
 from reposync.models import User
 from reposync.service.authorization import authorize_binding, authorize_run, require_admin
@@ -52,6 +58,7 @@ from reposync.service.queries import (
     run_items,
     run_progress,
     stage_times,
+    unknown_writes,
 )
 from reposync.service.recovery import recover_run
 from reposync.service.runs import enqueue_run, request_cancel, retry_run
@@ -354,6 +361,19 @@ def _live_context(run_id: int) -> dict[str, Any]:
                 "count": 1,
             },
         )
+    unknown = unknown_writes(ctx, user, run_id)
+    problems = [p for p in problems if p.get("error_code") != ResultUnknown.code]
+    if unknown:
+        problems.insert(
+            0,
+            {
+                "error_code": ResultUnknown.code,
+                "message": f"{unknown} write(s) whose outcome nobody observed",
+                "suggested_action": ResultUnknown.suggested_action,
+                "retryable": False,
+                "count": unknown,
+            },
+        )
     handoff_info = (run.report or {}).get("handoff")
     reverse = None
     if handoff_info and handoff_info.get("reverse_run_id"):
@@ -363,9 +383,7 @@ def _live_context(run_id: int) -> dict[str, Any]:
         "progress": progress,
         "timeline": timeline,
         "problems": problems,
-        "unknown": sum(
-            p.get("count", 0) for p in problems if p.get("error_code") == "result_unknown"
-        ),
+        "unknown": unknown,
         "handoff": handoff_info,
         "reverse": reverse,
         "grant_url": _grant_url(ctx.settings.github_git_url, run.binding_id),

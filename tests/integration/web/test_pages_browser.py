@@ -1,0 +1,245 @@
+"""The web page in a real browser: headless chromium against ``reposync api`` (gunicorn,
+two worker processes) and a real ``celery worker`` on PostgreSQL and Redis.
+
+What a person does: sign in with a token, create a Binding on the Overview, sync it,
+watch the Run's progress arrive on its page without reloading, cancel it, and recover a
+Run whose write outcome is unknown. Every wait is an explicit Selenium wait on what the
+page shows; a ``window`` marker set after the page loaded proves the text came without a
+reload (a reload would make a new window object).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import WebDriverWait
+from sqlalchemy import insert, select
+
+from reposync.models import Binding, Run, RunItem
+from reposync.service.bindings import SyncRequest, bind
+from reposync.service.context import ServiceContext
+from reposync.service.runs import create_run
+from reposync.service.users import create_user, grant, issue_token
+from reposync.sync.canonical import git_ref_hash
+from tests.browser import start_chromium
+from tests.gitrepo import generate, init_bare, refs
+from tests.servers import free_port
+from tests.workers import WorkerProcess, start_api, start_worker, wait_for
+
+pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
+
+SAME_DOCUMENT = "return window.__reposyncSameDocument === true"
+
+
+@pytest.fixture
+def processes() -> Iterator[list[WorkerProcess]]:
+    started: list[WorkerProcess] = []
+    yield started
+    for process in started:
+        process.stop()
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[WebDriver]:
+    driver = start_chromium(tmp_path / "chromium-profile")
+    yield driver
+    driver.quit()
+
+
+def install_gate_hook(target: Path, entered: Path, gate: Path) -> None:
+    """A real pre-receive hook that holds the first push until ``gate`` exists: the Run
+    stays in its applying stage for as long as the test needs."""
+    hook = target / "hooks" / "pre-receive"
+    hook.write_text(
+        "#!/bin/sh\n"
+        f'if [ ! -e "{entered}" ]; then\n'
+        f'  touch "{entered}"\n'
+        f'  i=0; while [ ! -e "{gate}" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done\n'
+        "fi\n"
+        "cat >/dev/null\n"
+    )
+    hook.chmod(0o755)
+
+
+def mark_document(browser: WebDriver) -> None:
+    browser.execute_script("window.__reposyncSameDocument = true")
+
+
+def text_of(browser: WebDriver, element_id: str) -> str:
+    return browser.find_element(By.ID, element_id).text
+
+
+def plant_unknown(ctx: ServiceContext, binding_id: int, ref: str, object_id: str) -> int:
+    """A finished Run with one write whose outcome nobody observed (what a worker dying
+    between a push and its bookkeeping leaves; tests/integration/test_handoff.py does the
+    same), so the page's Recover has something real to prove by read-back."""
+    run = create_run(ctx, binding_id)
+    with ctx.db.transaction() as session:
+        session.execute(
+            insert(RunItem).values(
+                run_id=run.id,
+                phase=0,
+                object_type="git_ref",
+                object_key="branch main",
+                action="update",
+                reason="changed",
+                state="blocked",
+                error_code="result_unknown",
+                source_identity=ref,
+                target_identity=ref,
+                source_revision=object_id,
+                desired_hash=git_ref_hash(object_id),
+                verify_hash=git_ref_hash(object_id),
+                intent={},
+                attempt_count=1,
+            )
+        )
+        stored = session.get(Run, run.id)
+        assert stored is not None
+        stored.status, stored.stage, stored.plan_complete = "blocked", "completed", True
+    return run.id
+
+
+def test_sign_in_create_sync_watch_live_cancel_and_recover(
+    tmp_path: Path, dctx: ServiceContext, env, processes, browser
+):
+    source = generate(tmp_path / "src.git", commits=30, branches=20, tags=5)
+    target = init_bare(tmp_path / "dst.git")
+    entered, gate = tmp_path / "push-entered", tmp_path / "push-gate"
+    install_gate_hook(target, entered, gate)
+    port = free_port()
+    processes.append(start_worker(env, tmp_path, "w1"))
+    processes.append(start_api(env, tmp_path, port))
+    admin = create_user(dctx, "ops", role="admin")
+    token = issue_token(dctx, admin.id)
+    base = f"http://127.0.0.1:{port}"
+    wait = WebDriverWait(browser, 60)
+
+    # Sign in: `/` sends the browser to the form, the token brings it back.
+    browser.get(base + "/")
+    wait.until(ec.url_contains("/signin"))
+    browser.find_element(By.ID, "token").send_keys(token)
+    browser.find_element(By.ID, "signin").click()
+    wait.until(ec.presence_of_element_located((By.ID, "create-binding")))
+    assert text_of(browser, "who") == "ops (admin)"
+    assert "No Binding you may see." in browser.page_source
+
+    # Create the Binding through the Overview's form: its page shows the pair.
+    browser.find_element(By.ID, "source").send_keys(f"local:{source}")
+    browser.find_element(By.ID, "target").send_keys(f"local:{target}")
+    browser.find_element(By.ID, "create").click()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "authority"), str(source)))
+    assert str(target) in text_of(browser, "standby")
+    assert "no successful full apply" in text_of(browser, "sync-why") + browser.page_source
+
+    # Sync now: the Run's page, then the worker's progress arrives while we look.
+    browser.find_element(By.ID, "sync-now").click()
+    wait.until(ec.url_matches(r"/runs/\d+$"))
+    run_id = int(browser.current_url.rsplit("/", 1)[1])
+    mark_document(browser)
+    wait_for(entered.exists, 60, "the worker to be inside the held push")
+    wait.until(ec.text_to_be_present_in_element((By.ID, "run-stage"), "applying"))
+    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, 'tr[data-type="git_ref"]')))
+    wait.until(
+        ec.text_to_be_present_in_element((By.CSS_SELECTOR, '[data-stage="applying"]'), "applying")
+    )
+    assert "current" in browser.find_element(
+        By.CSS_SELECTOR, 'li[data-stage="applying"]'
+    ).get_attribute("class")
+    assert browser.execute_script(SAME_DOCUMENT), "the page reloaded instead of updating"
+    assert text_of(browser, "run-status") == "running"
+
+    # Cancel: asked at once, honoured when the held push is let go, seen live.
+    browser.find_element(By.ID, "cancel").click()
+    wait.until(ec.presence_of_element_located((By.ID, "cancel-requested")))
+    mark_document(browser)
+    seen = max(
+        int(e.get_attribute("data-seq"))
+        for e in browser.find_elements(By.CSS_SELECTOR, "#events li")
+    )
+    gate.touch()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "run-status"), "cancelled"))
+    wait.until(
+        ec.presence_of_element_located((By.CSS_SELECTOR, f'#events li[data-seq="{seen + 1}"]'))
+    )
+    wait.until(ec.text_to_be_present_in_element((By.ID, "stream-state"), "ended"))
+    assert browser.execute_script(SAME_DOCUMENT), "the page reloaded instead of updating"
+    assert browser.find_elements(By.ID, "retry")  # an ended Run offers a retry
+    assert not browser.find_elements(By.ID, "cancel")
+    with dctx.db.session() as session:
+        assert session.get(Run, run_id).status == "cancelled"
+
+    # Recover: a Run whose write nobody observed shows the problem and its button; the
+    # read-back proves the write (the held push did land) and the Binding is free again.
+    with dctx.db.session() as session:
+        binding_id = session.execute(select(Binding.id)).scalar_one()
+    main = refs(target)["refs/heads/main"]
+    unknown_run = plant_unknown(dctx, binding_id, "refs/heads/main", main)
+    browser.get(f"{base}/runs/{unknown_run}")
+    problem = wait.until(
+        ec.presence_of_element_located((By.CSS_SELECTOR, 'li[data-code="result_unknown"]'))
+    )
+    assert "1 write(s) whose outcome nobody observed" in problem.text
+    browser.get(f"{base}/bindings/{binding_id}")
+    assert "write(s) of unknown outcome" in browser.page_source
+    browser.get(f"{base}/runs/{unknown_run}")
+    wait.until(ec.element_to_be_clickable((By.ID, "recover"))).click()
+    wait.until(ec.presence_of_element_located((By.ID, "recovered")))
+    assert "1 write(s) proven written" in text_of(browser, "recovered")
+    assert text_of(browser, "run-status") == "completed"
+    assert not browser.find_elements(By.CSS_SELECTOR, 'li[data-code="result_unknown"]')
+
+    # Activity lists both Runs; signing out ends the session.
+    browser.get(f"{base}/activity")
+    for run in (run_id, unknown_run):
+        assert browser.find_elements(By.CSS_SELECTOR, f'tr[data-run="{run}"]')
+    browser.find_element(By.CSS_SELECTOR, "form.signout button").click()
+    wait.until(ec.url_contains("/signin"))
+    browser.get(base + "/")
+    wait.until(ec.url_contains("/signin"))
+
+
+def test_a_member_does_not_see_anothers_binding(
+    tmp_path: Path, dctx: ServiceContext, env, processes, browser
+):
+    """Two Bindings; the member is granted one repository: the page lists that Binding
+    only, and the other's page is not found, as the API answers."""
+    mine = bind(
+        dctx,
+        SyncRequest(
+            f"local:{generate(tmp_path / 'a.git', commits=2, branches=1, tags=1)}",
+            f"local:{tmp_path / 'a-copy.git'}",
+        ),
+    )
+    theirs = bind(
+        dctx,
+        SyncRequest(
+            f"local:{generate(tmp_path / 'b.git', commits=2, branches=1, tags=1)}",
+            f"local:{tmp_path / 'b-copy.git'}",
+        ),
+    )
+    member = create_user(dctx, "mel")
+    grant(dctx, member.id, mine.a_provider, mine.a_repository_id)
+    port = free_port()
+    processes.append(start_api(env, tmp_path, port))
+    base = f"http://127.0.0.1:{port}"
+    wait = WebDriverWait(browser, 30)
+
+    browser.get(base + "/signin")
+    browser.find_element(By.ID, "token").send_keys(issue_token(dctx, member.id))
+    browser.find_element(By.ID, "signin").click()
+    wait.until(ec.presence_of_element_located((By.ID, f"binding-{mine.id}")))
+    assert text_of(browser, "who") == "mel (member)"
+    assert not browser.find_elements(By.ID, f"binding-{theirs.id}")
+    assert theirs.a_locator not in browser.page_source
+    assert not browser.find_elements(By.ID, "create-binding")  # admins create Bindings
+
+    browser.get(f"{base}/bindings/{theirs.id}")
+    problem = wait.until(ec.presence_of_element_located((By.ID, "problem")))
+    assert "not_found" in problem.text or "does not exist" in problem.text
+    assert theirs.a_locator not in browser.page_source
