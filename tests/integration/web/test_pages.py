@@ -265,3 +265,51 @@ def test_no_page_loads_anything_from_another_host(client, tokens, finished_run):
         html = client.get(path).get_data(as_text=True)
         for attribute in re.findall(r'(?:src|href)="([^"]+)"', html):
             assert not re.match(r"(https?:)?//", attribute), (path, attribute)
+
+
+@pytest.mark.parametrize(
+    ("action", "mode", "audit_mode"),
+    [
+        ("sync", "apply", "checkpoint"),
+        ("dry_run", "dry_run", "checkpoint"),
+        ("full_audit", "apply", "full"),
+    ],
+)
+def test_the_binding_pages_actions_queue_the_run_they_name(
+    ctx, client, tokens, binding, action, mode, audit_mode
+):
+    """Sync now, dry-run and full audit: a member with a grant may; the Run's page next."""
+    sign_in(client, tokens.member)
+    token = csrf_of(client.get(f"/bindings/{binding.id}").get_data(as_text=True))
+    response = client.post(f"/bindings/{binding.id}/runs", data={"action": action, "csrf": token})
+    assert response.status_code == 302
+    run_id = int(response.headers["Location"].rsplit("/", 1)[1])
+    with ctx.db.session() as session:
+        run = session.get(Run, run_id)
+        assert (run.mode, run.audit_mode, run.binding_id) == (mode, audit_mode, binding.id)
+    page = client.get(response.headers["Location"]).get_data(as_text=True)
+    assert 'id="cancel"' in page  # queued: it may be cancelled
+    busy = client.post(f"/bindings/{binding.id}/runs", data={"action": action, "csrf": token})
+    assert busy.status_code == 409  # one active Run per Binding: the problem, as a page
+    assert "already has an active run" in busy.get_data(as_text=True)
+
+
+def test_a_handoff_run_page_shows_its_reverse_dry_run(ctx, client, tokens, binding, finished_run):
+    """The page queues the handoff; once it ran (here in-process, as the handoff task
+    runs it), its page says whether it switched and links the reverse dry-run."""
+    from reposync.service.handoff import handoff
+
+    sign_in(client, tokens.admin)
+    token = csrf_of(client.get(f"/bindings/{binding.id}").get_data(as_text=True))
+    response = client.post(f"/bindings/{binding.id}/handoff", data={"csrf": token})
+    assert response.status_code == 302
+    forward_id = int(response.headers["Location"].rsplit("/", 1)[1])
+    outcome = handoff(ctx, binding.id, forward_run_id=forward_id)
+    assert outcome.switched, outcome
+    page = client.get(f"/runs/{forward_id}").get_data(as_text=True)
+    assert "Switched: switched" in page
+    assert (
+        f'href="/runs/{outcome.reverse_run_id}">Run {outcome.reverse_run_id}</a> completed' in page
+    )
+    reverse = client.get(f"/runs/{outcome.reverse_run_id}").get_data(as_text=True)
+    assert "dry_run" in reverse
