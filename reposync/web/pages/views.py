@@ -75,6 +75,9 @@ blueprint = Blueprint(
     static_url_path="/ui/static",
 )
 
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
+)
 #: Endpoints open without a session.
 PUBLIC = {"pages.signin", "pages.static"}
 PAGE_SIZE = 25
@@ -114,6 +117,9 @@ def _no_store(response: Response) -> Response:
     """Pages show one user's data: never cached; the sign-in nonce set when made."""
     response.headers["Cache-Control"] = "no-store"
     response.headers.setdefault("X-Frame-Options", "DENY")
+    # Everything the page loads is reposync's own; no inline script runs, no other site
+    # frames it or receives its forms.
+    response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
     nonce = g.get("new_signin_nonce")
     if nonce:
         session.set_cookie(response, session.SIGNIN_COOKIE, nonce, max_age=3600)
@@ -172,6 +178,8 @@ def _same_site(target: str | None) -> bool:
     """Only a path of this site may be a redirect's target (no open redirect)."""
     if not target:
         return False
+    if "\\" in target:  # a browser reads a backslash there as a slash (`//host`)
+        return False
     parts = urlsplit(target)
     if parts.scheme or parts.netloc:
         return parts.netloc == request.host
@@ -185,7 +193,11 @@ def _same_site(target: str | None) -> bool:
 def signin() -> BaseResponse | str | tuple[str, int]:
     """The sign-in form: an API token in, a session cookie out."""
     target = request.values.get("next", "")
-    target = target if _same_site(target) and not target.startswith("//") else "/"
+    if _same_site(target):
+        parts = urlsplit(target)
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    else:
+        target = "/"
     if request.method == "GET":
         return render_template("pages/signin.html", next=target, error=None)
     if not session.csrf_valid(request.cookies.get(session.SIGNIN_COOKIE)):
@@ -194,7 +206,7 @@ def signin() -> BaseResponse | str | tuple[str, int]:
         _, secret = session.sign_in(request.form.get("token", "").strip())
     except Unauthenticated as exc:
         return render_template("pages/signin.html", next=target, error=exc.message), 401
-    response = redirect(urlsplit(target).path or "/")
+    response = redirect(target)
     session.set_cookie(
         response, session.SESSION_COOKIE, secret, max_age=session.SESSION_DAYS * 86400
     )

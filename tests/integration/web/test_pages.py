@@ -313,3 +313,42 @@ def test_a_handoff_run_page_shows_its_reverse_dry_run(ctx, client, tokens, bindi
     )
     reverse = client.get(f"/runs/{outcome.reverse_run_id}").get_data(as_text=True)
     assert "dry_run" in reverse
+
+
+@pytest.mark.parametrize(
+    ("next_", "lands"),
+    [
+        ("/activity?status=failed", "/activity?status=failed"),
+        ("//evil.example/x", "/"),
+        ("/\\evil.example", "/"),
+        ("https://evil.example/", "/"),
+    ],
+)
+def test_sign_in_returns_only_to_a_page_of_this_site(client, tokens, next_, lands):
+    form = client.get("/signin")
+    response = client.post(
+        "/signin",
+        data={"token": tokens.admin, "csrf": csrf_of(form.get_data(as_text=True)), "next": next_},
+    )
+    assert response.headers["Location"] == lands
+
+
+def test_a_stream_token_does_not_sign_in(ctx, client, tokens, finished_run):
+    """A stream token opens one Run's events, nothing else: not a page session."""
+    from reposync.service.users import find_user, issue_stream_token
+
+    stream_token, _ = issue_stream_token(ctx, find_user(ctx, "ada"), finished_run.id)
+    form = client.get("/signin")
+    response = client.post(
+        "/signin", data={"token": stream_token, "csrf": csrf_of(form.get_data(as_text=True))}
+    )
+    assert response.status_code == 401
+    assert client.get_cookie("reposync_session") is None
+
+
+def test_pages_forbid_framing_and_foreign_sources(client):
+    response = client.get("/signin")
+    policy = response.headers["Content-Security-Policy"]
+    assert "default-src 'self'" in policy
+    assert "frame-ancestors 'none'" in policy
+    assert response.headers["Cache-Control"] == "no-store"
