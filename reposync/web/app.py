@@ -104,6 +104,8 @@ def create_app(
         OPENAPI_SWAGGER_UI_PATH="docs",
         # Served by reposync itself: the machine may be offline (a CDN left /docs blank).
         OPENAPI_SWAGGER_UI_URL=f"{API_PREFIX}/{SWAGGER_ASSETS}/",
+        # ...and without the online validator's badge, an image from validator.swagger.io.
+        OPENAPI_SWAGGER_UI_CONFIG={"validatorUrl": None},
         MAX_CONTENT_LENGTH=MAX_BODY_BYTES,
         API_SPEC_OPTIONS={
             "info": {

@@ -352,3 +352,9 @@ def test_pages_forbid_framing_and_foreign_sources(client):
     assert "default-src 'self'" in policy
     assert "frame-ancestors 'none'" in policy
     assert response.headers["Cache-Control"] == "no-store"
+
+
+def test_swagger_ui_asks_no_online_validator(client):
+    """Swagger UI's default shows a badge loaded from validator.swagger.io: off."""
+    html = client.get(url("/docs")).get_data(as_text=True)
+    assert '"validatorUrl": null' in html

@@ -239,6 +239,20 @@ def test_a_member_does_not_see_anothers_binding(
     assert theirs.a_locator not in browser.page_source
     assert not browser.find_elements(By.ID, "create-binding")  # admins create Bindings
 
+    # Offline machines: the page and Swagger UI load nothing from another host.
+    for path in ("/", "/api/ext/v1/sync/docs"):
+        browser.get(base + path)
+        if path.endswith("/docs"):
+            title = wait.until(
+                ec.presence_of_element_located((By.CSS_SELECTOR, ".swagger-ui .info .title"))
+            )
+            assert "reposync" in title.text
+        loaded = browser.execute_script(
+            "return performance.getEntriesByType('resource').map(e => e.name)"
+        )
+        assert loaded, path
+        assert all(name.startswith(base + "/") for name in loaded), loaded
+
     browser.get(f"{base}/bindings/{theirs.id}")
     problem = wait.until(ec.presence_of_element_located((By.ID, "problem")))
     assert "not_found" in problem.text or "does not exist" in problem.text
