@@ -68,6 +68,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="for same-named target branches Git cannot prove are behind",
     )
     sync.add_argument("--confirm-visibility", action="store_true", help=CONFIRM_HELP)
+    for side in ("source", "target"):
+        sync.add_argument(
+            f"--{side}-connection",
+            metavar="CONNECTION",
+            help=f"open the {side} with this connection (github:installation:ID: that "
+            "installation of the App) instead of the configured credentials",
+        )
 
     # --- handoff ---
     handoff = commands.add_parser(
@@ -332,6 +339,8 @@ def _sync(settings: Settings, args: argparse.Namespace) -> int:
         full_audit=args.full_audit,
         conflict_policy=RefConflictPolicy(args.conflict_policy) if args.conflict_policy else None,
         confirm_visibility=args.confirm_visibility,
+        source_connection=args.source_connection,
+        target_connection=args.target_connection,
     )
     with _database(settings) as db:
         progress = progress_reporter(sys.stderr, interval=settings.progress_interval)

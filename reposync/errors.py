@@ -11,6 +11,7 @@ into this tree at one boundary each, never leaked.
     ReposyncError                       internal_error
     ├── UsageError                      invalid_input            (exit 2)
     │   ├── InvalidLocator              invalid_locator
+    │   ├── InvalidConnection           invalid_connection       (a side's connection_id)
     │   ├── RepositoryNotFound          repository_not_found     (also LookupError)
     │   ├── NotARepository              not_a_repository
     │   ├── WrongDirection              wrong_direction
@@ -29,12 +30,14 @@ into this tree at one boundary each, never leaked.
     ├── DatabaseUnavailable             database_unavailable     (exit 2, retryable)
     ├── WebhooksNotConfigured           webhooks_not_configured  (HTTP 503)
     ├── RecordNotFound                  record_not_found         (also LookupError)
+    │   └── ConnectionNotGranted        connection_not_granted   (HTTP 404)
     ├── Unauthenticated                 unauthenticated
     │   └── WebhookSignatureInvalid     webhook_signature_invalid
     ├── Forbidden                       forbidden
     │   └── LocatorRefused              locator_refused
     ├── NotAllowedNow                   not_allowed_now
     │   ├── ResultUnknownUnresolved     result_unknown_unresolved
+    │   ├── ConnectionMismatch          connection_mismatch
     │   └── VisibilityUnconfirmed       visibility_unconfirmed
     ├── BindingBusy                     binding_busy
     ├── IdempotencyKeyInProgress        idempotency_key_in_progress (retryable)
@@ -112,6 +115,16 @@ class UsageError(ReposyncError):
 class InvalidLocator(UsageError):
     code = "invalid_locator"
     suggested_action = "use PROVIDER:LOCATION, for example local:/srv/forge/app.git"
+
+
+class InvalidConnection(UsageError):
+    """A Binding side's ``connection_id`` its provider cannot read (or takes none)."""
+
+    code = "invalid_connection"
+    suggested_action = (
+        "use a connection_id GET /github/repositories lists (github:installation:<id>), "
+        "or none for the configured credentials"
+    )
 
 
 class RepositoryNotFound(UsageError, LookupError):
@@ -287,6 +300,18 @@ class RecordNotFound(ReposyncError, LookupError):
     suggested_action = "check the id"
 
 
+class ConnectionNotGranted(RecordNotFound):
+    """A member named a connection (a GitHub App installation) that Connect GitHub did not
+    grant them, or one whose grant does not reach the repository. 404, not 403: a member
+    learns nothing of installations outside their grants, not even that one exists."""
+
+    code = "connection_not_granted"
+    suggested_action = (
+        "connect GitHub (or re-authorize) and bind a repository GET /github/repositories "
+        "lists, with the connection_id listed for it"
+    )
+
+
 class Unauthenticated(ReposyncError):
     code = "unauthenticated"
     http_status = 401
@@ -336,6 +361,17 @@ class ResultUnknownUnresolved(NotAllowedNow):
 
     code = "result_unknown_unresolved"
     suggested_action = "recover the Run (POST /runs/{id}/recover): it proves each outcome"
+
+
+class ConnectionMismatch(NotAllowedNow):
+    """The pair's Binding exists and authenticates a side through another connection: a
+    create request does not silently move an existing Binding to other credentials."""
+
+    code = "connection_mismatch"
+    suggested_action = (
+        "bind without connection ids to use the existing Binding as it is, or delete it "
+        "and create it again with the connection wanted"
+    )
 
 
 class VisibilityUnconfirmed(NotAllowedNow):

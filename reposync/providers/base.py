@@ -29,7 +29,7 @@ from enum import StrEnum
 from typing import Any, BinaryIO, ClassVar, Protocol, runtime_checkable
 
 from reposync.config import Settings
-from reposync.errors import ReposyncError
+from reposync.errors import InvalidConnection, ReposyncError
 from reposync.sync.canonical import CanonicalObject, IndexEntry
 from reposync.sync.lfs import LfsPointer
 from reposync.sync.vocabulary import Action, ObjectType, Representation
@@ -200,6 +200,13 @@ class Provider(ABC):
     @abstractmethod
     def normalize_locator(cls, location: str) -> str:
         """The canonical spelling of a locator's location. Raises ``InvalidLocator``."""
+
+    @classmethod
+    def normalize_connection(cls, connection_id: str) -> str:
+        """The canonical spelling of a side's ``connection_id``: which credentials of the
+        forge open it (GitHub: ``github:installation:<id>``, an App installation).
+        Raises ``InvalidConnection``; a provider without connections takes none."""
+        raise InvalidConnection(f"{cls.name} sides take no connection_id (got {connection_id!r})")
 
     @classmethod
     @abstractmethod

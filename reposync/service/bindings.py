@@ -1,14 +1,22 @@
 """Bindings: create one for a pair of repositories, change it, forget it.
 
 Creation validates in an order that writes nothing until every input is known good:
-locators, source, target, database; only then is a missing target created and the
-Binding made. ``reposync sync``, ``reposync handoff`` and ``POST /bindings`` all bind here.
+locators and connections, source, target, database; only then is a missing target
+created and the Binding made. ``reposync sync``, ``reposync handoff`` and
+``POST /bindings`` all bind here.
+
+A side may name a connection (``SyncRequest.source_connection``/``target_connection``):
+the credentials its provider opens it with (GitHub: ``github:installation:<id>``, an App
+installation). It is stored on the Binding (``a_connection_id``/``b_connection_id``), so
+every Run opens the side the same way on any worker. Who may name which connection is the
+entry point's question (``authorization.authorize_connections``), not this module's.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -17,6 +25,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from reposync.errors import (
+    ConnectionMismatch,
     NotAllowedNow,
     RecordNotFound,
     RepositoryNotFound,
@@ -48,17 +57,39 @@ class SyncRequest:
     conflict_policy: RefConflictPolicy | None = None
     #: The operator's yes to a standby more public than the authority (see visibility).
     confirm_visibility: bool = False
+    #: The connection each side is opened with; None: the configured credentials.
+    source_connection: str | None = None
+    target_connection: str | None = None
+    #: Whether a missing target is created (a member's request may not create one).
+    create_target: bool = True
+
+
+#: Called with both opened endpoints before anything is written (an entry point's last
+#: check: what the repositories turned out to be); raises to refuse.
+Admit = Callable[[EndpointInfo, EndpointInfo], None]
+
+
+def side_spec(locator: str, connection_id: str | None) -> EndpointSpec:
+    """A side as the request names it: its locator, and its connection in the provider's
+    canonical spelling (``InvalidConnection`` when the provider cannot read it)."""
+    spec = parse_locator(locator)
+    if connection_id is None:
+        return spec
+    normalized = provider_class(spec.provider).normalize_connection(connection_id)
+    return replace(spec, connection_id=normalized)
 
 
 def validate(
     request: SyncRequest, env: ProviderEnvironment | None = None
 ) -> tuple[EndpointSpec, EndpointSpec, bool]:
     """Check both locators without writing anything; returns (source, target, exists)."""
-    source = parse_locator(request.source)
-    target = parse_locator(request.target)
+    source = side_spec(request.source, request.source_connection)
+    target = side_spec(request.target, request.target_connection)
     if not provider_class(source.provider).exists(source, env):
         raise RepositoryNotFound(f"source {source.display} does not exist")
     target_exists = provider_class(target.provider).exists(target, env)
+    if not target_exists and not request.create_target:
+        raise RepositoryNotFound(f"target {target.display} does not exist")
     if not target_exists and request.dry_run:
         raise UsageError(
             f"target {target.display} does not exist; a dry run writes nothing, so it cannot "
@@ -77,8 +108,11 @@ def bind(ctx: ServiceContext, request: SyncRequest) -> Binding:
     return binding
 
 
-def bind_pair(ctx: ServiceContext, request: SyncRequest) -> tuple[Binding, bool]:
-    """``bind``, also saying whether the Binding is new."""
+def bind_pair(
+    ctx: ServiceContext, request: SyncRequest, admit: Admit | None = None
+) -> tuple[Binding, bool]:
+    """``bind``, also saying whether the Binding is new; ``admit`` sees both endpoints
+    before the Binding is written."""
     source_spec, target_spec, target_exists = validate(request, ctx.environment)
     ctx.db.ensure_current()
     env = ctx.environment
@@ -93,11 +127,14 @@ def bind_pair(ctx: ServiceContext, request: SyncRequest) -> tuple[Binding, bool]
         target.close()
     if source_info.repository_id == target_info.repository_id:
         raise UsageError("SOURCE and TARGET are the same repository")
+    if admit is not None:
+        admit(source_info, target_info)
     binding, created = get_or_create_binding(
         ctx,
         source_info,
         target_info,
         ref_conflict_policy=request.conflict_policy or RefConflictPolicy.KEEP_TARGET,
+        connections=(source_spec.connection_id, target_spec.connection_id),
     )
     if request.conflict_policy is not None:
         _set_policy(ctx, binding.id, request.conflict_policy)
@@ -133,10 +170,14 @@ def get_or_create_binding(
     target: EndpointInfo,
     *,
     ref_conflict_policy: RefConflictPolicy = RefConflictPolicy.KEEP_TARGET,
+    connections: tuple[str | None, str | None] = (None, None),
 ) -> tuple[Binding, bool]:
     """Reuse the pair's Binding (refreshing moved locators) or create it, source = authority.
 
-    Raises ``WrongDirection`` when the pair exists with ``source`` as its standby.
+    ``connections`` are the source's and the target's connection ids. Raises
+    ``WrongDirection`` when the pair exists with ``source`` as its standby, and
+    ``ConnectionMismatch`` when it exists and a named connection differs from the one it
+    stores (a side named without one keeps its own).
     """
     for _ in range(2):  # a concurrent creator may win the unique constraint once
         with ctx.db.transaction() as session:
@@ -148,6 +189,7 @@ def get_or_create_binding(
                         f"{source.display} is the standby of binding {binding.id}; normal "
                         "Runs copy its authority to it, not the other way"
                     )
+                _check_connections(binding, (source, target), connections)
                 _refresh_locators(binding, source, target)
                 return binding, False
             try:
@@ -159,6 +201,8 @@ def get_or_create_binding(
                         b_provider=target.provider,
                         b_repository_id=target.repository_id,
                         b_locator=target.locator,
+                        a_connection_id=connections[0],
+                        b_connection_id=connections[1],
                         authority_side=Side.A.value,
                         ref_conflict_policy=ref_conflict_policy.value,
                     )
@@ -168,6 +212,24 @@ def get_or_create_binding(
             except IntegrityError:
                 continue
     raise RuntimeError("binding creation raced twice")  # pragma: no cover
+
+
+def _check_connections(
+    binding: Binding,
+    infos: tuple[EndpointInfo, EndpointInfo],
+    connections: tuple[str | None, str | None],
+) -> None:
+    for info, named in zip(infos, connections, strict=True):
+        if named is None:
+            continue
+        ours = (binding.a_provider, binding.a_repository_id) == (info.provider, info.repository_id)
+        side = Side.A if ours else Side.B
+        stored = binding.side(side)[3]
+        if stored != named:
+            raise ConnectionMismatch(
+                f"binding {binding.id} opens {info.display} with "
+                f"{stored or 'the configured credentials'}, not {named}"
+            )
 
 
 def _refresh_locators(binding: Binding, *infos: EndpointInfo) -> None:

@@ -52,19 +52,14 @@ from reposync.providers.accounts import (
 )
 from reposync.providers.registry import account_connector
 from reposync.service.context import ServiceContext
+from reposync.service.queries import connection_id as connection_id  # web/github.py's
 
 log = logging.getLogger(__name__)
 
 FLOWS = ("authorize", "install")
-#: A Binding side's ``connection_id`` for a repository reached through an installation.
-CONNECTION_PREFIX = "github:installation:"
 #: How often a callback asks GitHub again while it waits for a new installation: often
 #: enough to answer soon after GitHub lists it, seldom enough to spend little quota.
 POLL_INTERVAL = 1.0
-
-
-def connection_id(installation_id: str) -> str:
-    return CONNECTION_PREFIX + installation_id
 
 
 def _digest(value: str) -> str:

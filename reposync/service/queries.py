@@ -28,6 +28,8 @@ from reposync.lifecycle import ACTIVE_RUN_STATUSES
 from reposync.models import (
     Binding,
     BranchWatch,
+    GitHubGrantRepository,
+    GitHubInstallationGrant,
     RepositoryGrant,
     Run,
     RunEvent,
@@ -94,6 +96,38 @@ def repository_visible(ctx: ServiceContext, user: User, provider: str, repositor
             )
         ).first()
     return found is not None
+
+
+#: A Binding side's ``connection_id`` for a repository reached through an installation
+#: (Connect GitHub's picker lists it; the GitHub provider reads it).
+CONNECTION_PREFIX = "github:installation:"
+
+
+def connection_id(installation_id: str) -> str:
+    return CONNECTION_PREFIX + installation_id
+
+
+def granted_connection(ctx: ServiceContext, user_id: int, connection: str) -> dict[str, str] | None:
+    """What the user's Connect GitHub grant of ``connection`` reaches: casefolded full
+    name -> GitHub repository id; None when the connection is not granted to them."""
+    if not connection.startswith(CONNECTION_PREFIX):
+        return None
+    installation = connection.removeprefix(CONNECTION_PREFIX)
+    with ctx.db.session() as session:
+        grant = session.execute(
+            select(GitHubInstallationGrant.id).where(
+                GitHubInstallationGrant.user_id == user_id,
+                GitHubInstallationGrant.installation_id == installation,
+            )
+        ).scalar_one_or_none()
+        if grant is None:
+            return None
+        rows = session.execute(
+            select(GitHubGrantRepository.full_name, GitHubGrantRepository.repository_id).where(
+                GitHubGrantRepository.grant_id == grant
+            )
+        ).all()
+    return {name.casefold(): repository_id for name, repository_id in rows}
 
 
 def _limit(limit: int | None, default: int = 50) -> int:

@@ -1,6 +1,8 @@
 """``/bindings``: create, list, show, change and delete Bindings; hand authority over.
 
-Reads show the Bindings the user may see; every change needs the admin role.
+Reads show the Bindings the user may see; every change needs the admin role, but for
+one: a member creates a Binding of repositories they reach through Connect GitHub, each
+side naming its connection (``authorization.authorize_connections``).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from flask import url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from reposync.service.authorization import authorize_binding
+from reposync.service.authorization import authorize_binding, authorize_connections
 from reposync.service.bindings import (
     SyncRequest,
     bind_pair,
@@ -22,6 +24,7 @@ from reposync.service.bindings import (
 from reposync.service.confinement import confine
 from reposync.service.handoff import start_handoff
 from reposync.service.queries import get_binding_for, list_bindings
+from reposync.service.users import grant
 from reposync.sync.vocabulary import RefConflictPolicy
 from reposync.web.auth import admin_only, current_user, load_user, service_context
 from reposync.web.errors import documents
@@ -54,28 +57,47 @@ class BindingsView(MethodView):
         rows = list_bindings(service_context(), current_user(), **args)
         return page(rows, args["limit"])
 
-    @admin_only
     @blueprint.arguments(BindingCreateSchema)
     @blueprint.response(201, BindingSchema, headers={"Location": {"schema": {"type": "string"}}})
     @blueprint.alt_response(200, schema=BindingSchema, description="The pair's existing Binding")
     @documents(blueprint, 400, 401, 403, 404, 409)
     def post(self, args: dict[str, Any]) -> Any:
         """Create the Binding of two repositories (200 with the pair's Binding when it
-        exists already); admin only.
+        exists already).
 
         ``source`` becomes the authority; a missing target repository is created. With
-        ``confirm_visibility`` the current visibilities are confirmed at once.
+        ``confirm_visibility`` the current visibilities are confirmed at once. A side's
+        ``*_connection_id`` (``GET /github/repositories`` lists one per repository) is the
+        GitHub App installation whose token opens it; omitted, the configured credentials.
+
+        An admin may name any connection. A member may create a Binding only when each
+        side names a connection Connect GitHub granted them that reaches its repository
+        (403 when a side names none, 404 ``connection_not_granted`` otherwise; no target
+        is created for a member); they are then granted both repositories, so they see
+        the Binding and may run it.
         """
         user, ctx = current_user(), service_context()
         policy = args["ref_conflict_policy"]
+        sides = (
+            (confine(args["source"], ctx.settings), args["source_connection_id"]),
+            (confine(args["target"], ctx.settings), args["target_connection_id"]),
+        )
+        admit = authorize_connections(ctx, user, sides)
         bound, created = bind_pair(
             ctx,
             SyncRequest(
-                confine(args["source"], ctx.settings),
-                confine(args["target"], ctx.settings),
+                sides[0][0],
+                sides[1][0],
                 conflict_policy=RefConflictPolicy(policy) if policy else None,
+                source_connection=sides[0][1],
+                target_connection=sides[1][1],
+                create_target=admit is None,
             ),
+            admit,
         )
+        if admit is not None:  # a member: they see (and may run) what they bound
+            grant(ctx, user.id, bound.a_provider, bound.a_repository_id)
+            grant(ctx, user.id, bound.b_provider, bound.b_repository_id)
         if args["confirm_visibility"]:
             confirm_visibility(ctx, bound.id)
         # bind() answers the row as it found it: read it back to show what was stored.

@@ -52,7 +52,7 @@ from reposync.providers.base import (
     VisibilityReporter,
     WikiRemoteSource,
 )
-from reposync.providers.github.auth import token_source
+from reposync.providers.github.auth import installation_of, token_source
 from reposync.providers.github.client import EtagCache, GitHubClient
 from reposync.providers.github.lfs import GitHubLfs
 from reposync.providers.github.reads import Inventory, read_many
@@ -77,11 +77,15 @@ from reposync.sync.vocabulary import ObjectType, Representation
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
 
 
-def _client(env: ProviderEnvironment | None) -> tuple[GitHubClient, Settings]:
+def _client(
+    env: ProviderEnvironment | None, connection_id: str | None = None
+) -> tuple[GitHubClient, Settings]:
+    """A REST client with the side's credentials: its connection's installation token,
+    or the configured defaults when the side names no connection."""
     env = env or ProviderEnvironment(settings=Settings.from_env())
     settings = env.settings
     session = env.http_session() if env.http_session else requests.Session()
-    tokens = token_source(settings, session, env.clock)
+    tokens = token_source(settings, session, env.clock, connection_id)
     cache_dir = settings.data_dir / "http-cache" / "github"
     client = GitHubClient(
         settings.github_api_url,
@@ -142,8 +146,13 @@ class GitHubProvider(
         return location
 
     @classmethod
+    def normalize_connection(cls, connection_id: str) -> str:
+        """``github:installation:<id>``: an installation of the configured GitHub App."""
+        return f"github:installation:{installation_of(connection_id)}"
+
+    @classmethod
     def exists(cls, spec: EndpointSpec, env: ProviderEnvironment | None = None) -> bool:
-        client, _ = _client(env)
+        client, _ = _client(env, spec.connection_id)
         try:
             client.get(f"/repos/{spec.locator}")
         except ObjectNotFound:
@@ -159,7 +168,7 @@ class GitHubProvider(
 
     @classmethod
     def open(cls, spec: EndpointSpec, env: ProviderEnvironment | None = None) -> GitHubProvider:
-        client, settings = _client(env)
+        client, settings = _client(env, spec.connection_id)
         try:
             data = client.get(f"/repos/{spec.locator}")
         except ObjectNotFound:

@@ -23,6 +23,13 @@ class EndpointSchema(Schema):
     repository_id = fields.String(required=True, metadata={"description": "immutable id"})
     locator = fields.String(required=True, metadata={"description": "follows renames"})
     visibility = fields.String(allow_none=True)
+    connection_id = fields.String(
+        allow_none=True,
+        metadata={
+            "description": "the credentials that open this side (github:installation:<id>); "
+            "null: the configured ones"
+        },
+    )
 
 
 _COLUMNS = (
@@ -43,12 +50,13 @@ _COLUMNS = (
 
 
 def _endpoint(binding: Binding, side: Side) -> dict[str, str | None]:
-    provider, repository_id, locator, _ = binding.side(side)
+    provider, repository_id, locator, connection_id = binding.side(side)
     return {
         "provider": provider,
         "repository_id": repository_id,
         "locator": locator,
         "visibility": binding.a_visibility if side is Side.A else binding.b_visibility,
+        "connection_id": connection_id,
     }
 
 
@@ -114,6 +122,22 @@ class BindingCreateSchema(Schema):
     confirm_visibility = fields.Boolean(
         load_default=False,
         metadata={"description": "confirm a standby more public than the authority"},
+    )
+    source_connection_id = text(
+        255,
+        load_default=None,
+        allow_none=True,
+        metadata={
+            "description": "the connection that opens the source (GET /github/repositories "
+            "lists it per repository); omitted: the configured credentials",
+            "example": "github:installation:42",
+        },
+    )
+    target_connection_id = text(
+        255,
+        load_default=None,
+        allow_none=True,
+        metadata={"description": "as source_connection_id, for the target"},
     )
 
 

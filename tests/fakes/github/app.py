@@ -416,6 +416,7 @@ class ApiApp:
                 secondary_limited=meta.secondary,
                 primary_limited=meta.primary,
                 fault=fault.kind if fault is not None else None,
+                quota=meta.rate_key,
             )
         )
 

@@ -89,6 +89,7 @@ class GitHttpApp:
         arrived = self.fake.state.now()
         fault = self.fake.faults.pick("git", method, path)
         owner: list[str | None] = [None]
+        quota: list[str | None] = [None]
 
         def log(status: int) -> None:
             self.fake.requests_log.add(
@@ -106,6 +107,7 @@ class GitHttpApp:
                     secondary_limited=False,
                     primary_limited=False,
                     fault=fault.kind if fault is not None else None,
+                    quota=quota[0],
                 )
             )
 
@@ -133,6 +135,7 @@ class GitHttpApp:
                 environ, unquote(found["owner"]), unquote(found["name"]), push
             )
             owner[0] = token.user.login if token is not None else None
+            quota[0] = token.rate_key if token is not None else None
         except Refusal as refusal:
             log(int(refusal.status.split()[0]))
             start_response(

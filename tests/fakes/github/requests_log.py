@@ -24,6 +24,9 @@ class RequestRecord:
     secondary_limited: bool  # refused by the secondary limit
     primary_limited: bool  # refused because the primary quota was exhausted
     fault: str | None = None  # kind of injected fault, if one fired
+    #: Whose quota the credential spends: "installation:<id>" for an installation token
+    #: (so a test tells which installation's token a request carried), "user:<login>".
+    quota: str | None = None
 
 
 @dataclass
