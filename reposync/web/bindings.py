@@ -78,11 +78,18 @@ class BindingsView(MethodView):
         """
         user, ctx = current_user(), service_context()
         policy = args["ref_conflict_policy"]
+        admit = authorize_connections(
+            ctx,
+            user,
+            (
+                (args["source"], args["source_connection_id"]),
+                (args["target"], args["target_connection_id"]),
+            ),
+        )
         sides = (
             (confine(args["source"], ctx.settings), args["source_connection_id"]),
             (confine(args["target"], ctx.settings), args["target_connection_id"]),
         )
-        admit = authorize_connections(ctx, user, sides)
         bound, created = bind_pair(
             ctx,
             SyncRequest(

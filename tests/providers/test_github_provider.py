@@ -12,13 +12,20 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
-from reposync.errors import PermissionDenied, RepositoryMismatch, RepositoryNotFound
+from reposync.errors import (
+    ConfigurationError,
+    InvalidConnection,
+    PermissionDenied,
+    RepositoryMismatch,
+    RepositoryNotFound,
+)
 from reposync.providers.base import (
     EndpointSpec,
     ProviderEnvironment,
@@ -192,6 +199,59 @@ def test_app_auth_with_a_key_github_does_not_know_is_permission_denied(fake, tmp
         connection.open()
     assert [r.status for r in exchanges(fake)] == [401]
     connection.assert_clean()
+
+
+def test_a_connection_opens_the_side_with_its_installation_cached_per_installation(fake, tmp_path):
+    """A side's connection_id selects the App installation whose token opens it (not the
+    configured one); the token is exchanged once per installation for the process, however
+    many times sides are opened, and each installation keeps its own."""
+    configured = fake.install_app("acme")
+    fake.state.create_repo("bob/tool", auto_init=True, private=True)
+    other = fake.add_installation(configured, "bob")
+    connection = app_connection(fake, tmp_path / "data", configured)
+    spec = EndpointSpec("github", "bob/tool", None, f"github:installation:{other.id}")
+
+    first = GitHubProvider.open(spec, connection.env)
+    again = GitHubProvider.open(spec, connection.env)
+    default = connection.open()
+    first.read(T.LABEL, "1")
+    again.read(T.LABEL, "1")
+
+    assert first.endpoint().locator == "bob/tool"
+    assert first.client.tokens.account == f"github:installation:{other.id}"
+    tool = fake.requests_log.matching("GET", r"^/repos/bob/tool")
+    assert tool and {r.quota for r in tool} == {f"installation:{other.id}"}
+    assert len(exchanges(fake)) == 2  # one per installation, not one per opened side
+    # The configured installation does not reach the private bob/tool: the connection does.
+    with pytest.raises(RepositoryNotFound):
+        connection.open("bob/tool")
+    for provider in (first, again, default):
+        provider.close()
+    connection.close()
+    connection.assert_clean()
+
+
+@pytest.mark.parametrize("connection_id", ["github:installation:", "github:token:1", "x"])
+def test_a_connection_github_cannot_read_is_invalid(connection_id):
+    with pytest.raises(InvalidConnection):
+        GitHubProvider.normalize_connection(connection_id)
+    assert GitHubProvider.normalize_connection(" github:installation:42 ") == (
+        "github:installation:42"
+    )
+
+
+def test_a_connection_needs_the_app_and_the_app_alone_opens_only_connections(fake, tmp_path):
+    install = fake.install_app("acme")
+    pat = pat_connection(fake, tmp_path / "data", fake.add_token("acme"))
+    spec = EndpointSpec("github", REPO, None, f"github:installation:{install.installation.id}")
+    with pytest.raises(ConfigurationError, match="REPOSYNC_GITHUB_APP_ID"):
+        GitHubProvider.open(spec, pat.env)
+    app_only = app_connection(fake, tmp_path / "data", install)
+    settings = replace(app_only.env.settings, github_installation_id="")
+    env = replace(app_only.env, settings=settings)
+    with pytest.raises(ConfigurationError, match="connection_id"):
+        GitHubProvider.open(EndpointSpec("github", REPO), env)
+    GitHubProvider.open(spec, env).close()
 
 
 # -- conditional reads --------------------------------------------------------------------

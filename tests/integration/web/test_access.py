@@ -21,7 +21,9 @@ class Endpoint:
     body: dict[str, Any] | None = None
     #: "read": anyone who can see it; "grant": admin or a grant; "admin": admin only;
     #: "repository": admin or a grant on the repository named in the body; "owner": its
-    #: owner or an admin; "state": no token, a valid one-time state (Connect GitHub).
+    #: owner or an admin; "state": no token, a valid one-time state (Connect GitHub);
+    #: "connection": admin, or a member naming on each side a connection Connect GitHub
+    #: granted them (403 naming none, 404 naming one not theirs).
     access: str = "read"
     query: dict[str, str] | None = None
 
@@ -38,7 +40,7 @@ SUBSCRIPTION = {
 ENDPOINTS = [
     Endpoint("GET", "/overview"),
     Endpoint("GET", "/bindings"),
-    Endpoint("POST", "/bindings", {"source": "local:/none", "target": "local:/n"}, "admin"),
+    Endpoint("POST", "/bindings", {"source": "local:/none", "target": "local:/n"}, "connection"),
     Endpoint("GET", "/bindings/{binding}"),
     Endpoint("PATCH", "/bindings/{binding}", {"sync_enabled": False}, "admin"),
     Endpoint("DELETE", "/bindings/{binding}", None, "admin"),
@@ -264,10 +266,27 @@ def test_listings_of_a_member_without_grants_are_empty(
     assert response.json[key] == []
 
 
+@pytest.mark.parametrize("endpoint", [e for e in ENDPOINTS if e.access == "connection"], ids=str)
+def test_a_member_creates_only_through_a_connection_granted_to_them(client, tokens, endpoint):
+    """Without a connection on each side a member is refused (403, as when creating
+    Bindings was admin-only); naming a connection not granted to them is not found."""
+    for token in (tokens.member, tokens.stranger):
+        body = assert_problem(call(client, endpoint, bearer(token)), 403, "forbidden")
+        assert body["suggested_action"]
+        named = {
+            **(endpoint.body or {}),
+            "source": "github:acme/app",
+            "target": "github:acme/mirror",
+            "source_connection_id": "github:installation:7",
+            "target_connection_id": "github:installation:7",
+        }
+        response = client.post(url(endpoint.path), headers=bearer(token), json=named)
+        assert_problem(response, 404, "connection_not_granted")
+
+
 def test_the_role_is_checked_before_the_body(client, tokens, binding):
     """A member sending an invalid body to an admin-only endpoint gets 403, not 422."""
     headers = bearer(tokens.member)
-    assert_problem(client.post(url("/bindings"), headers=headers, json={}), 403, "forbidden")
     response = client.patch(url(f"/bindings/{binding.id}"), headers=headers, json={"x": 1})
     assert_problem(response, 403, "forbidden")
 
