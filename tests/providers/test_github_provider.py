@@ -220,7 +220,8 @@ def test_a_connection_opens_the_side_with_its_installation_cached_per_installati
     assert first.endpoint().locator == "bob/tool"
     assert first.client.tokens.account == f"github:installation:{other.id}"
     tool = fake.requests_log.matching("GET", r"^/repos/bob/tool")
-    assert tool and {r.quota for r in tool} == {f"installation:{other.id}"}
+    assert tool
+    assert {r.quota for r in tool} == {f"installation:{other.id}"}
     assert len(exchanges(fake)) == 2  # one per installation, not one per opened side
     # The configured installation does not reach the private bob/tool: the connection does.
     with pytest.raises(RepositoryNotFound):

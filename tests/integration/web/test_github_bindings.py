@@ -172,7 +172,8 @@ def test_a_member_binds_and_runs_through_their_connection(world, fake):
 
     assert quotas(ran["requests"]) == {f"installation:{world.alice.id}"}
     pushes = [r for r in ran["requests"] if r.path.endswith("/git-receive-pack")]
-    assert pushes and {r.quota for r in pushes} == {f"installation:{world.alice.id}"}
+    assert pushes
+    assert {r.quota for r in pushes} == {f"installation:{world.alice.id}"}
     assert refs(Path(fake.state.git_dir("alice/mirror"))) == refs(
         Path(fake.state.git_dir("alice/app"))
     )
