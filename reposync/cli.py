@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reposync import __version__, logs
-from reposync.config import Settings
+from reposync.config import CREDENTIAL_URLS, Settings, read_env_file, url_has_password
 from reposync.errors import RecordNotFound, ReposyncError, UsageError
 from reposync.lifecycle import RunStatus
 from reposync.sync.vocabulary import RefConflictPolicy
@@ -180,10 +181,18 @@ def build_parser() -> argparse.ArgumentParser:
         "authoring API runs) that report each change to reposync",
     )
     install.add_argument("locator", metavar="local:PATH")
+    install.add_argument(
+        "--env-file",
+        type=Path,
+        help="a file of REPOSYNC_NAME=value lines (mode 600) the hook reads its settings "
+        "from, instead of carrying them; required when the database or broker URL holds "
+        "a password",
+    )
     notify = hook_commands.add_parser(
         "notify", help="report a change of the repository (what the installed hooks run)"
     )
     notify.add_argument("locator", metavar="local:PATH")
+    notify.add_argument("--env-file", type=Path, help="read REPOSYNC_* settings from this file")
     notify.add_argument(
         "event",
         choices=["push", "forge"],
@@ -254,6 +263,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logs.configure("text", level)
     try:
+        if args.command == "hooks" and args.hooks_command == "notify" and args.env_file:
+            os.environ.update(read_env_file(args.env_file))  # before the settings are read
         settings = Settings.from_env(data_dir=args.data_dir)
         logs.configure(settings.log_format, level)
         if args.command == "sync":
@@ -585,7 +596,6 @@ HOOK_SETTINGS = ("DATABASE_URL", "BROKER_URL", "WEBHOOK_DEBOUNCE_SECONDS", "LOCA
 
 
 def _hooks(settings: Settings, args: argparse.Namespace) -> int:
-    import os
 
     from reposync.models.db import Database
     from reposync.service import intake
@@ -594,13 +604,26 @@ def _hooks(settings: Settings, args: argparse.Namespace) -> int:
 
     if args.hooks_command == "install":
         environment = {"REPOSYNC_DATA_DIR": str(settings.data_dir)}
-        for name in HOOK_SETTINGS:
-            value = os.environ.get(f"REPOSYNC_{name}")
-            if value:
-                environment[f"REPOSYNC_{name}"] = value
+        command = [sys.executable, "-m", "reposync.cli", "hooks", "notify", args.locator]
+        if args.env_file:  # the hook reads the settings where the operator keeps them
+            env_file = args.env_file.resolve()
+            read_env_file(env_file)  # readable, owner-only and well-formed, or refused now
+            command += ["--env-file", str(env_file)]
+        else:
+            for name in HOOK_SETTINGS:
+                value = os.environ.get(f"REPOSYNC_{name}")
+                if value:
+                    environment[f"REPOSYNC_{name}"] = value
+            carrying = [n for n in CREDENTIAL_URLS if url_has_password(environment.get(n, ""))]
+            if carrying:
+                raise UsageError(
+                    f"{' and '.join(carrying)} hold a password, which the installed hook "
+                    "would carry in the repository's hooks directory; put the REPOSYNC_* "
+                    "settings in a file only the hook's user may read (mode 600) and pass "
+                    "--env-file FILE"
+                )
         if os.environ.get("PYTHONPATH"):  # a checkout run in place: the hook runs it too
             environment["PYTHONPATH"] = os.environ["PYTHONPATH"]
-        command = [sys.executable, "-m", "reposync.cli", "hooks", "notify", args.locator]
         ctx = ServiceContext(settings=settings, db=Database(settings.effective_database_url))
         try:
             written = intake.install_hooks(ctx, args.locator, command, environment)

@@ -477,3 +477,49 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "webhook_debounce_seconds": float,
     "webhook_delivery_retention_days": int,
 }
+
+
+#: Settings that may carry a credential (a password in the URL's user part).
+CREDENTIAL_URLS = ("REPOSYNC_DATABASE_URL", "REPOSYNC_BROKER_URL")
+
+
+def url_has_password(url: str) -> bool:
+    """Whether a database or broker URL carries a password."""
+    try:
+        return urlsplit(url).password is not None
+    except ValueError:  # a malformed URL is refused where it is used, with its own message
+        return False
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """``REPOSYNC_*`` settings from a file of ``NAME=value`` lines (``export`` allowed,
+    ``#`` comments, one level of quotes), the format of a systemd or compose env file.
+
+    What a hook needs to reach the database may hold a password: an installed hook names
+    this file instead of carrying the values, so it must be readable by its owner only.
+    """
+    try:
+        mode = path.stat().st_mode
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read the settings file {path}: {exc.strerror}") from exc
+    if mode & 0o077:
+        raise ConfigurationError(
+            f"{path} may be read by others (mode {mode & 0o777:o}): it holds the database's "
+            f"address, so only its owner may read it (chmod 600 {path})"
+        )
+    values: dict[str, str] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, sep, value = line.removeprefix("export ").partition("=")
+        name, value = name.strip(), value.strip()
+        if not sep or not re.fullmatch(r"REPOSYNC_[A-Z0-9_]+", name):
+            raise ConfigurationError(
+                f"{path}:{number}: expected REPOSYNC_NAME=value, got {raw.strip()[:60]!r}"
+            )
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        values[name] = value
+    return values

@@ -120,6 +120,58 @@ def test_install_keeps_a_hook_it_did_not_write_and_refuses_github(tmp_path, ctx)
         install_hooks(ctx, "github:acme/app", ["true"], {})
 
 
+def cli_failing(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "reposync.cli", *args],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_a_password_never_goes_into_a_hook_it_reads_an_env_file_instead(tmp_path, ctx, settings):
+    """A database URL with a password is refused for a hook (it would sit in the
+    repository's hooks directory) unless the settings come from an owner-only file the
+    hook names; with that file the hook carries no URL at all and still reports a push."""
+    source = generate(tmp_path / "src.git", commits=2, branches=0, tags=0)
+    bind(ctx, SyncRequest(f"local:{source}", f"local:{tmp_path / 'dst.git'}"))
+    env = {**os.environ, "REPOSYNC_DATA_DIR": str(settings.data_dir), "PYTHONPATH": str(ROOT)}
+    secret_url = "postgresql+psycopg://reposync:s3cret@db.example/reposync"
+
+    refused = cli_failing(
+        {**env, "REPOSYNC_DATABASE_URL": secret_url}, "hooks", "install", f"local:{source}"
+    )
+    assert refused.returncode == 2, refused.stderr
+    assert "--env-file" in refused.stderr
+    assert "REPOSYNC_DATABASE_URL" in refused.stderr
+    assert not (source / "hooks" / "reposync-notify").exists()
+
+    env_file = tmp_path / "hooks.env"
+    env_file.write_text(f"# the hook's settings\nexport REPOSYNC_DATABASE_URL='{ctx.db.url}'\n")
+    env_file.chmod(0o644)
+    readable = cli_failing(env, "hooks", "install", f"local:{source}", "--env-file", str(env_file))
+    assert readable.returncode == 2
+    assert "chmod 600" in readable.stderr
+    env_file.chmod(0o600)
+
+    cli(
+        {**env, "REPOSYNC_DATABASE_URL": secret_url},
+        "hooks",
+        "install",
+        f"local:{source}",
+        "--env-file",
+        str(env_file),
+    )
+    script = (source / "hooks" / "reposync-notify").read_text()
+    assert "s3cret" not in script
+    assert "DATABASE_URL" not in script
+    assert str(env_file) in script
+    git_push_commit(source, tmp_path / "work", "pushed")
+    assert [d.event for d in recorded(ctx)] == ["push"]
+
+
 @pytest.mark.postgres
 @pytest.mark.redis
 @pytest.mark.slow

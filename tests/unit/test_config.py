@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from reposync.config import Settings
+from reposync.config import Settings, read_env_file, url_has_password
 from reposync.errors import ConfigurationError
 
 
@@ -140,3 +141,61 @@ def test_connect_github_settings_come_together():
         Settings(github_oauth_url="github.com")
     with pytest.raises(ConfigurationError, match="CONNECT_STATE_TTL"):
         Settings(github_connect_state_ttl=0)
+
+
+# -- settings files (what an installed hook reads) -------------------------------------------
+
+
+def test_an_env_file_reads_reposync_settings_with_export_and_quotes(tmp_path):
+    """The format of a systemd or compose env file: comments, ``export``, one level of
+    quotes."""
+    path = tmp_path / "hooks.env"
+    path.write_text(
+        "# where the database is\n"
+        "export REPOSYNC_DATABASE_URL='postgresql://u:p@h/db'\n"
+        'REPOSYNC_BROKER_URL="redis://h:6379/0"\n'
+        "\n"
+        "REPOSYNC_WEBHOOK_DEBOUNCE_SECONDS=1\n"
+    )
+    path.chmod(0o600)
+
+    assert read_env_file(path) == {
+        "REPOSYNC_DATABASE_URL": "postgresql://u:p@h/db",
+        "REPOSYNC_BROKER_URL": "redis://h:6379/0",
+        "REPOSYNC_WEBHOOK_DEBOUNCE_SECONDS": "1",
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "mode", "message"),
+    [
+        ("REPOSYNC_X=1\n", 0o640, "chmod 600"),
+        ("REPOSYNC_X=1\nPATH=/tmp\n", 0o600, ":2: expected REPOSYNC_NAME=value"),
+        ("REPOSYNC_X 1\n", 0o600, ":1: expected"),
+    ],
+)
+def test_an_env_file_others_may_read_or_a_bad_line_is_refused(tmp_path, text, mode, message):
+    path = tmp_path / "hooks.env"
+    path.write_text(text)
+    path.chmod(mode)
+    with pytest.raises(ConfigurationError, match=re.escape(message)):
+        read_env_file(path)
+
+
+def test_a_missing_env_file_is_a_clear_error(tmp_path):
+    with pytest.raises(ConfigurationError, match="cannot read the settings file"):
+        read_env_file(tmp_path / "nowhere.env")
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("postgresql+psycopg://u:secret@h/db", True),
+        ("postgresql+psycopg://u@h/db", False),
+        ("redis://:secret@h:6379/0", True),
+        ("sqlite:////tmp/x.db", False),
+        ("", False),
+    ],
+)
+def test_which_urls_carry_a_password(url, expected):
+    assert url_has_password(url) is expected

@@ -8,7 +8,8 @@ else ``<git_dir>/hooks``):
   ``hooks notify``, which ends in the service's one intake function) with the settings
   it was installed with. ``reposync-notify push`` takes git's ``<old> <new> <ref>``
   lines on its standard input; ``reposync-notify forge TYPE...`` names the object
-  types an edit changed. It may hold the database's address: only its owner may read it.
+  types an edit changed. It may hold the database's address (never a password: the CLI
+  then has it name an owner-only settings file instead): only its owner may read it.
 * ``post-receive``: hands a push's lines to ``reposync-notify push``; the wiki
   (``<name>.wiki.git``), when it exists, gets one that reports to the same script.
 
