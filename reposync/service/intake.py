@@ -347,15 +347,35 @@ def _installation_wide(
     requested: list[int],
 ) -> None:
     """An installation's access changed and its payload names no repository: every
-    Binding side of the provider, when the installation is the configured one."""
+    Binding with a side opened through that installation. A side names its installation
+    by its connection id (``github:installation:<id>``, a Connect GitHub connection);
+    a side without one is opened through the configured installation, so it is
+    concerned only when the event is the configured installation's. A side on another
+    installation is not: its access did not change."""
     assert notification.installation_access is not None
     installation, access = notification.installation_access
-    if installation != ctx.settings.github_installation_id:
-        return
     provider = notification.provider
+    connection = f"github:installation:{installation}"
+    configured = bool(installation) and installation == ctx.settings.github_installation_id
+    sides = [
+        (Binding.a_provider, Binding.a_connection_id),
+        (Binding.b_provider, Binding.b_connection_id),
+    ]
     bindings = session.execute(
         select(Binding)
-        .where(or_(Binding.a_provider == provider, Binding.b_provider == provider))
+        .where(
+            or_(
+                *(
+                    and_(
+                        side_provider == provider,
+                        or_(side_connection == connection, side_connection.is_(None))
+                        if configured
+                        else side_connection == connection,
+                    )
+                    for side_provider, side_connection in sides
+                )
+            )
+        )
         .order_by(Binding.id)
         .with_for_update()
     ).scalars()

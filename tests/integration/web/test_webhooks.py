@@ -64,9 +64,15 @@ def add_binding(
     github_side: Side = Side.A,
     sync_enabled: bool = True,
     name: str = "acme/app",
+    connection_id: str | None = None,
 ) -> int:
     """A Binding between GitHub repository ``github_id`` and a new local one (rows only)."""
-    github = {"provider": "github", "repository_id": str(github_id), "locator": name}
+    github = {
+        "provider": "github",
+        "repository_id": str(github_id),
+        "locator": name,
+        "connection_id": connection_id,
+    }
     local_id = f"local-{next(_locals)}"
     local = {"provider": "local", "repository_id": local_id, "locator": f"/{local_id}.git"}
     sides = (github, local) if github_side is Side.A else (local, github)
@@ -514,6 +520,29 @@ def test_the_configured_installation_uninstalled_concerns_every_github_binding(a
     response = deliver(app.test_client(), "installation", body)
     assert response.json["bindings"] == {str(first): "access_lost", str(second): "access_lost"}
     assert "uninstalled" in (binding_row(ctx, second).access_notice or "")
+
+
+def test_an_installation_event_concerns_the_bindings_whose_side_names_it(app, ctx):
+    """A Connect GitHub Binding opens its GitHub side through its own installation
+    (``github:installation:<id>``): that installation's uninstall concerns it, though it
+    is not the configured one; the configured installation's concerns the sides without
+    a connection (and the one naming it), never a side on another installation."""
+    app.extensions["reposync.ctx"].settings = ctx.settings.with_overrides(
+        github_installation_id="99"
+    )
+    configured = add_binding(ctx, 7)
+    connected = add_binding(ctx, 8, github_side=Side.B, connection_id="github:installation:42")
+    named = add_binding(ctx, 9, connection_id="github:installation:99")
+    body = webhooks.payload("installation", "deleted")
+    body["installation"]["id"] = 42
+    response = deliver(app.test_client(), "installation", body)
+    assert response.json["bindings"] == {str(connected): "access_lost"}
+    assert "uninstalled" in (binding_row(ctx, connected).access_notice or "")
+    assert binding_row(ctx, configured).access_notice is None
+    body["installation"]["id"] = 99
+    response = deliver(app.test_client(), "installation", body)
+    assert response.json["bindings"] == {str(configured): "access_lost", str(named): "access_lost"}
+    assert "uninstalled" in (binding_row(ctx, connected).access_notice or "")
 
 
 def test_the_binding_shows_what_webhooks_left_on_it(client, ctx, tokens, binding):
