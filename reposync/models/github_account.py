@@ -26,7 +26,10 @@ class GitHubConnectState(Base):
     Only SHA-256 digests of the state and of the browser's flow cookie are stored, so a
     reader of the database cannot complete someone's flow. ``baseline`` holds the ids of
     the installations the user had authorized when the flow started: the callback waits
-    for one that is not among them.
+    for one that is not among them. ``origin`` is where the flow started: ``api`` (the
+    callback answers JSON) or ``page`` (it sends the browser back to the web page's
+    GitHub page with the outcome); the state, not a parameter of the callback URL, says
+    so, because GitHub's redirect carries only what GitHub appends.
     """
 
     __tablename__ = "github_connect_states"
@@ -38,6 +41,7 @@ class GitHubConnectState(Base):
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     flow: Mapped[str] = mapped_column(String(16))
     baseline: Mapped[Any] = mapped_column(JSONType, default=list)
+    origin: Mapped[str] = mapped_column(String(8), default="api", server_default="api")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     expires_at: Mapped[datetime]
 

@@ -57,6 +57,8 @@ from reposync.service.queries import connection_id as connection_id  # web/githu
 log = logging.getLogger(__name__)
 
 FLOWS = ("authorize", "install")
+#: Where a flow may start: the JSON API, or the web page (whose callback returns there).
+ORIGINS = ("api", "page")
 #: How often a callback asks GitHub again while it waits for a new installation: often
 #: enough to answer soon after GitHub lists it, seldom enough to spend little quota.
 POLL_INTERVAL = 1.0
@@ -84,10 +86,15 @@ class Started:
     expires_at: datetime
 
 
-def start(ctx: ServiceContext, user_id: int, flow: str, redirect_uri: str) -> Started:
-    """A new one-time state for ``user_id``'s ``flow`` (``authorize`` or ``install``)."""
+def start(
+    ctx: ServiceContext, user_id: int, flow: str, redirect_uri: str, *, origin: str = "api"
+) -> Started:
+    """A new one-time state for ``user_id``'s ``flow`` (``authorize`` or ``install``),
+    remembering its ``origin`` (``api`` or ``page``) for the callback's answer."""
     if flow not in FLOWS:
         raise ValueError(f"unknown Connect GitHub flow {flow!r}")
+    if origin not in ORIGINS:
+        raise ValueError(f"unknown Connect GitHub origin {origin!r}")
     connector = _connector(ctx)
     state, browser = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
     now = utcnow()
@@ -102,6 +109,7 @@ def start(ctx: ServiceContext, user_id: int, flow: str, redirect_uri: str) -> St
                 user_id=user_id,
                 flow=flow,
                 baseline=baseline,
+                origin=origin,
                 created_at=now,
                 expires_at=expires,
             )
@@ -125,6 +133,8 @@ class Connected:
     #: comes with the next authorization, or a later install callback).
     pending: bool
     waited_seconds: float
+    #: Where the flow started (``api`` or ``page``): how the callback answers.
+    origin: str = "api"
 
 
 @dataclass(slots=True)
@@ -166,7 +176,15 @@ def complete(
         len(new),
         ", the new installation still pending" if pending else "",
     )
-    return Connected(user_id, flow, new, pending, round(waited, 3))
+    return Connected(user_id, flow, new, pending, round(waited, 3), claimed.origin)
+
+
+def abandon(ctx: ServiceContext, *, state: str, browser_secret: str | None) -> str:
+    """GitHub came back without a code (the user declined, or GitHub refused the
+    redirect): consume the state as ``complete`` would, record nothing, and answer the
+    flow's origin so the callback can tell the page. The state is checked first, so a
+    forged refusal cannot learn or end someone else's flow."""
+    return _consume(ctx, state, browser_secret).origin
 
 
 def _consume(ctx: ServiceContext, state: str, browser_secret: str | None) -> GitHubConnectState:

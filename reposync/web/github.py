@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Response, current_app, jsonify, request, url_for
+from flask import Response, current_app, jsonify, redirect, request, url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint
+from werkzeug.wrappers.response import Response as BaseResponse
 
-from reposync.errors import RecordNotFound
+from reposync.errors import RecordNotFound, UsageError
 from reposync.service import github_connect
 from reposync.web.auth import current_user, load_user, service_context
 from reposync.web.errors import documents
@@ -42,15 +43,28 @@ def _authenticate() -> None:
         load_user()
 
 
-def _redirect_uri() -> str:
+#: Where a flow started on the web page comes back to (``web/pages``' GitHub page).
+PAGE_ENDPOINT = "pages.github"
+
+
+def redirect_uri() -> str:
+    """The callback URL GitHub sends the browser to (the settings' or this API's)."""
     configured: str = current_app.extensions["reposync.settings"].github_callback_url
     return configured or url_for(CALLBACK_ENDPOINT, _external=True)
 
 
 def _started(flow: str) -> Response:
     ctx = service_context()
-    started = github_connect.start(ctx, current_user().id, flow, _redirect_uri())
+    started = github_connect.start(ctx, current_user().id, flow, redirect_uri())
     response = jsonify(StartedSchema().dump(started))
+    set_flow_cookie(response, started)
+    return response
+
+
+def set_flow_cookie(response: BaseResponse, started: github_connect.Started) -> None:
+    """The browser's half of the flow, for the callback only (the page's start sets it
+    too: the same callback checks it)."""
+    ctx = service_context()
     response.set_cookie(
         FLOW_COOKIE,
         started.browser_secret,
@@ -60,7 +74,6 @@ def _started(flow: str) -> Response:
         httponly=True,
         samesite="Lax",
     )
-    return response
 
 
 @blueprint.route("/github/authorize/start")
@@ -94,16 +107,25 @@ class GitHubCallbackView(MethodView):
         browser's flow cookie authenticate it. Waits up to REPOSYNC_GITHUB_CONNECT_WAIT
         seconds for a new installation; GitHub's user token is not kept."""
         ctx = service_context()
+        browser_secret = request.cookies.get(FLOW_COOKIE)
+        if not args.get("code"):  # GitHub's refusal: the state says whom to tell
+            origin = github_connect.abandon(ctx, state=args["state"], browser_secret=browser_secret)
+            refusal = args.get("error") or "no code"
+            if origin == "page":
+                return _forget_flow(redirect(url_for(PAGE_ENDPOINT, outcome="refused")))
+            raise UsageError(f"GitHub sent the browser back without a code ({refusal})")
         done = github_connect.complete(
             ctx,
             state=args["state"],
-            browser_secret=request.cookies.get(FLOW_COOKIE),
+            browser_secret=browser_secret,
             code=args["code"],
-            redirect_uri=_redirect_uri(),
+            redirect_uri=redirect_uri(),
             installation_id=args.get("installation_id"),
         )
         account = github_connect.connection(ctx, done.user_id).account
         status = "installation_pending" if done.pending else "connected"
+        if done.origin == "page":  # started on the web page: back to it, with the outcome
+            return _forget_flow(redirect(url_for(PAGE_ENDPOINT, outcome=status)))
         message = (
             "GitHub has not listed the new installation yet; authorize again in a minute to add it"
             if done.pending
@@ -119,9 +141,12 @@ class GitHubCallbackView(MethodView):
                 "message": message,
             }
         )
-        response = jsonify(body)
-        response.delete_cookie(FLOW_COOKIE, path=url_for(CALLBACK_ENDPOINT))
-        return response
+        return _forget_flow(jsonify(body))
+
+
+def _forget_flow(response: BaseResponse) -> BaseResponse:
+    response.delete_cookie(FLOW_COOKIE, path=url_for(CALLBACK_ENDPOINT))
+    return response
 
 
 @blueprint.route("/github/installations")

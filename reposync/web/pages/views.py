@@ -29,6 +29,7 @@ from flask import (
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers.response import Response as BaseResponse
 
+from reposync.config import Settings
 from reposync.errors import (
     RecordNotFound,
     ReposyncError,
@@ -38,7 +39,13 @@ from reposync.errors import (
 )
 from reposync.lifecycle import AuditMode, RunMode, Stage
 from reposync.models import User
-from reposync.service.authorization import authorize_binding, authorize_run, require_admin
+from reposync.service import github_connect
+from reposync.service.authorization import (
+    authorize_binding,
+    authorize_connections,
+    authorize_run,
+    require_admin,
+)
 from reposync.service.bindings import (
     SyncRequest,
     bind_pair,
@@ -62,8 +69,9 @@ from reposync.service.queries import (
 )
 from reposync.service.recovery import recover_run
 from reposync.service.runs import enqueue_run, request_cancel, retry_run
-from reposync.service.users import issue_stream_token
+from reposync.service.users import grant, issue_stream_token
 from reposync.sync.vocabulary import RefConflictPolicy
+from reposync.web import github as github_api
 from reposync.web.pages import session
 from reposync.web.redaction import redact_paths
 
@@ -120,6 +128,11 @@ def _no_store(response: Response) -> Response:
     # Everything the page loads is reposync's own; no inline script runs, no other site
     # frames it or receives its forms.
     response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+    extra = g.get("form_action")
+    if extra:  # the GitHub page's forms end at GitHub (a redirect CSP also checks)
+        response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY.replace(
+            "form-action 'self'", f"form-action 'self' {extra}"
+        )
     nonce = g.get("new_signin_nonce")
     if nonce:
         session.set_cookie(response, session.SIGNIN_COOKIE, nonce, max_age=3600)
@@ -228,32 +241,122 @@ def signout() -> BaseResponse:
 @blueprint.route("/")
 def index() -> str:
     """Every Binding the user may see, with health, authority, schedule and Runs."""
-    entries = overview(session.service_context(), _user())
+    ctx, user = session.service_context(), _user()
+    entries = overview(ctx, user)
     return render_template(
-        "pages/overview.html", entries=entries, policies=[p.value for p in RefConflictPolicy]
+        "pages/overview.html",
+        entries=entries,
+        policies=[p.value for p in RefConflictPolicy],
+        picks=github_connect.repositories(ctx, user.id),
     )
+
+
+def _side(form_prefix: str) -> tuple[str, str | None]:
+    """A side of the New Binding form: a picked repository (``<connection id> <locator>``,
+    from the user's Connect GitHub grants) wins over the typed locator."""
+    picked = request.form.get(f"{form_prefix}_pick", "").strip()
+    if picked:
+        connection, _, locator = picked.partition(" ")
+        return locator.strip(), connection
+    return request.form.get(form_prefix, "").strip(), None
 
 
 @blueprint.route("/bindings", methods=["POST"])
 def create_binding() -> BaseResponse:
-    """Bind two repositories (admin), as ``POST /bindings`` does; then its page."""
-    require_admin(_user())
-    ctx = session.service_context()
-    source, target = request.form.get("source", "").strip(), request.form.get("target", "")
-    if not source or not target.strip():
-        raise UsageError("a Binding needs a source and a target locator")
+    """Bind two repositories as ``POST /bindings`` does; then its page. An admin binds
+    any locators; a member binds repositories picked from their Connect GitHub grants
+    (``authorize_connections``), and is granted both, as through the API."""
+    ctx, user = session.service_context(), _user()
+    (source, source_connection), (target, target_connection) = _side("source"), _side("target")
+    if not source or not target:
+        raise UsageError("a Binding needs a source and a target")
+    admit = authorize_connections(
+        ctx, user, ((source, source_connection), (target, target_connection))
+    )
     policy = request.form.get("ref_conflict_policy") or None
     bound, _ = bind_pair(
         ctx,
         SyncRequest(
             confine(source, ctx.settings),
-            confine(target.strip(), ctx.settings),
+            confine(target, ctx.settings),
             conflict_policy=RefConflictPolicy(policy) if policy else None,
+            source_connection=source_connection,
+            target_connection=target_connection,
+            create_target=admit is None,
         ),
+        admit,
     )
+    if admit is not None:  # a member: they see (and may run) what they bound
+        grant(ctx, user.id, bound.a_provider, bound.a_repository_id)
+        grant(ctx, user.id, bound.b_provider, bound.b_repository_id)
     if request.form.get("confirm_visibility"):
         confirm_visibility(ctx, bound.id)
     return redirect(url_for("pages.binding", binding_id=bound.id))
+
+
+# --- GitHub (Connect GitHub) -----------------------------------------------------------
+
+#: What the GitHub page says after the callback sent the browser back.
+OUTCOMES = {
+    "connected": "Connected: GitHub showed your installations and repositories.",
+    "installation_pending": (
+        "Installed, but GitHub has not listed the new installation yet: "
+        "Connect GitHub again in a minute to add it."
+    ),
+    "refused": "GitHub did not connect (the authorization was declined); nothing changed.",
+    "disconnected": "Disconnected: your GitHub identity and grants are forgotten here.",
+}
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+@blueprint.route("/github")
+def github() -> str:
+    """The user's GitHub identity, their installations (with GitHub's page to manage
+    each) and the repositories they may bind; the buttons that start Connect GitHub."""
+    ctx, user = session.service_context(), _user()
+    enabled = ctx.settings.github_connect_enabled
+    if enabled:
+        g.form_action = _origin(ctx.settings.github_oauth_url)
+    found = github_connect.connection(ctx, user.id)
+    return render_template(
+        "pages/github.html",
+        enabled=enabled,
+        account=found.account,
+        installations=found.installations,
+        repositories=github_connect.repositories(ctx, user.id),
+        connection_id=github_connect.connection_id,
+        outcome=OUTCOMES.get(request.args.get("outcome", "")),
+        outcome_key=request.args.get("outcome", ""),
+    )
+
+
+@blueprint.route("/github/start", methods=["POST"])
+def github_start() -> BaseResponse:
+    """Connect GitHub (``authorize``) or Install the App (``install``), as the API's
+    ``POST /github/*/start`` but remembered as started here: the callback sends the
+    browser back to this page. The browser goes to GitHub at once (303)."""
+    ctx, user = session.service_context(), _user()
+    flow = request.form.get("flow", "")
+    if flow not in github_connect.FLOWS:
+        raise UsageError(f"flow must be one of {', '.join(github_connect.FLOWS)}")
+    started = github_connect.start(ctx, user.id, flow, github_api.redirect_uri(), origin="page")
+    response = redirect(started.url, code=303)
+    github_api.set_flow_cookie(response, started)
+    return response
+
+
+@blueprint.route("/github/disconnect", methods=["POST"])
+def github_disconnect() -> BaseResponse:
+    """Disconnect, as ``DELETE /github/account``: the identity and grants are forgotten;
+    Bindings made through them keep working (the installation's token opens them)."""
+    ctx, user = session.service_context(), _user()
+    if not github_connect.disconnect(ctx, user.id):
+        raise RecordNotFound("you have not connected a GitHub account")
+    return redirect(url_for("pages.github", outcome="disconnected"))
 
 
 # --- Binding ------------------------------------------------------------------------------
@@ -398,7 +501,7 @@ def _live_context(run_id: int) -> dict[str, Any]:
         "unknown": unknown,
         "handoff": handoff_info,
         "reverse": reverse,
-        "grant_url": _grant_url(ctx.settings.github_git_url, run.binding_id),
+        "grant_url": _grant_url(ctx.settings, run.binding_id),
     }
 
 
@@ -411,13 +514,17 @@ def _suggested(code: str) -> str:
     return ReposyncError.suggested_action
 
 
-def _grant_url(github: str, binding_id: int) -> str | None:
-    """Where a GitHub App's access is granted (a permission problem's action); None for a
-    Binding without a GitHub side (an admin grants local access on the server)."""
+def _grant_url(settings: Settings, binding_id: int) -> str | None:
+    """Where a GitHub App's access is granted (a permission problem's action): this
+    page's GitHub page when Connect GitHub is configured (install, authorize, and each
+    installation's GitHub page from there), GitHub's installations page otherwise; None
+    for a Binding without a GitHub side (an admin grants local access on the server)."""
     binding = get_binding_for(session.service_context(), _user(), binding_id)
     if "github" not in (binding.a_provider, binding.b_provider):
         return None
-    return f"{github.rstrip('/')}/settings/installations"
+    if settings.github_connect_enabled:
+        return url_for("pages.github")
+    return f"{settings.github_git_url.rstrip('/')}/settings/installations"
 
 
 @blueprint.route("/runs/<int:run_id>")

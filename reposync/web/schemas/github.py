@@ -26,8 +26,10 @@ class CallbackArgsSchema(Schema):
     class Meta:
         unknown = EXCLUDE  # GitHub may add parameters
 
-    code = text(MAX_PARAMETER, required=True)
+    #: Absent when GitHub sends the browser back with ``error`` (the user declined).
+    code = text(MAX_PARAMETER)
     state = text(MAX_PARAMETER, required=True)
+    error = text(MAX_PARAMETER, metadata={"description": "GitHub's refusal (access_denied)"})
     installation_id = fields.String(
         validate=[validate.Regexp(r"^[1-9][0-9]{0,18}$"), no_nul],
         metadata={"description": "named by GitHub after an install; waited for"},
