@@ -10,14 +10,16 @@ reposync makes with GitHub is checked against GitHub's API description.
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from sqlalchemy import func, select
 
 from reposync.lifecycle import Stage
-from reposync.models import Binding, RepositoryGrant
+from reposync.models import Binding, RepositoryGrant, Run
 from reposync.models.db import Database
 from reposync.providers.base import ProviderEnvironment
 from reposync.service.budgets import DatabaseWriteBudget
@@ -33,6 +35,10 @@ from tests.github_env import checked_sessions, github_settings
 from tests.gitrepo import refs
 from tests.integration.web.conftest import TEST_SECRET_KEY, assert_problem, bearer, url
 from tests.integration.web.test_github_connect import CALLBACK, SLUG, Person
+from tests.integration.web.test_pages import csrf_of, sign_in
+
+#: The Overview's picker: ``<option value="<connection id> <locator>">name (connection id)``.
+PICK = re.compile(r'<option value="(github:installation:[^"]+)">([^<]+)</option>')
 
 
 @pytest.fixture
@@ -265,3 +271,61 @@ def test_disconnecting_keeps_existing_bindings_but_stops_new_ones(world, fake):
         alice.headers, "github:alice/app", "github:alice/other", connection, connection
     )
     assert_problem(again, 404, "connection_not_granted")
+
+
+def test_a_member_binds_a_pick_from_the_page_and_syncs_it(world, fake):
+    """The web page end to end: Connect GitHub from the GitHub page, the Overview's picker
+    of granted repositories, Create, Sync now; the Run opens both sides with the picked
+    connection's installation token."""
+    member = create_user(world.ctx, "al")
+    client = world.client.application.test_client()
+    sign_in(client, issue_token(world.ctx, member.id))
+    page = client.get("/github").get_data(as_text=True)
+    started = client.post("/github/start", data={"flow": "authorize", "csrf": csrf_of(page)})
+    assert started.status_code == 303
+    back = fake.oauth.browser("alice").get(started.headers["Location"], allow_redirects=False)
+    assert back.status_code == 302, back.text
+    returned = urlsplit(back.headers["Location"])
+    assert client.get(f"{returned.path}?{returned.query}").headers["Location"] == (
+        "/github?outcome=connected"
+    )
+
+    overview = client.get("/").get_data(as_text=True)
+    connection = f"github:installation:{world.alice.id}"
+    picks = dict(
+        (label, value) for value, label in PICK.findall(overview) if value.startswith(connection)
+    )
+    assert set(picks) >= {f"alice/app ({connection})", f"alice/mirror ({connection})"}
+    assert not any("bob/" in label for label in picks)  # only the member's grants
+    created = client.post(
+        "/bindings",
+        data={
+            "csrf": csrf_of(overview),
+            "source_pick": picks[f"alice/app ({connection})"],
+            "target_pick": picks[f"alice/mirror ({connection})"],
+        },
+    )
+    assert created.status_code == 302, created.get_data(as_text=True)
+    binding_id = int(created.headers["Location"].rsplit("/", 1)[1])
+    with world.ctx.db.session() as session:
+        stored = session.get(Binding, binding_id)
+        assert stored is not None
+        assert (stored.a_connection_id, stored.b_connection_id) == (connection, connection)
+    assert f'id="binding-{binding_id}"' in client.get("/").get_data(as_text=True)
+
+    binding_page = client.get(f"/bindings/{binding_id}").get_data(as_text=True)
+    before = len(fake.requests_log)
+    queued = client.post(
+        f"/bindings/{binding_id}/runs", data={"action": "sync", "csrf": csrf_of(binding_page)}
+    )
+    assert queued.status_code == 302, queued.get_data(as_text=True)
+    run_id = int(queued.headers["Location"].rsplit("/", 1)[1])
+    execute(world.ctx, Step(run_id, Stage.CHECKING_ACCESS, None), None)
+    with world.ctx.db.session() as session:
+        assert session.get(Run, run_id).status == "completed"
+    assert 's-completed">completed</span>' in client.get(f"/runs/{run_id}").get_data(as_text=True)
+    assert quotas(list(fake.requests_log)[before:]) == {f"installation:{world.alice.id}"}
+    assert refs(Path(fake.state.git_dir("alice/mirror"))) == refs(
+        Path(fake.state.git_dir("alice/app"))
+    )
+    assert world.exchanges(world.ops) == 0
