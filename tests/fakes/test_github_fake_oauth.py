@@ -4,13 +4,16 @@ the parts outside the extracted API description, checked against GitHub's docume
 
 from __future__ import annotations
 
+import html
 from collections.abc import Iterator
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
+import requests
 
 from tests.fakes.github import GitHubFake, ManualClock, generate_key_pair
 from tests.fakes.github.models import App
+from tests.fakes.github.oauth import SESSION_COOKIE, TEST_PASSWORD
 
 CALLBACK = "https://reposync.example/cb"
 
@@ -180,3 +183,69 @@ def test_install_comes_back_with_installation_and_code_then_lags(fake, app, cloc
         .endswith(f"/organizations/acme/settings/installations/{inst.id}")
     )
     fake.assert_clean()
+
+
+def _signed_in_by_form(fake, login: str, password: str, return_to: str):
+    """A browser without a session signs in on GitHub's form (``requests`` as the browser)."""
+    browser = requests.Session()
+    form = browser.get(f"{fake.git_url}/login", params={"return_to": return_to})
+    assert form.status_code == 200
+    assert 'name="password"' in form.text
+    assert f'name="return_to" value="{html.escape(return_to)}"' in form.text
+    answer = browser.post(
+        f"{fake.git_url}/session",
+        data={"login": login, "password": password, "return_to": return_to},
+        allow_redirects=False,
+    )
+    return browser, answer
+
+
+def test_the_sign_in_form_signs_in_and_returns(fake, app):
+    authorize = "/login/oauth/authorize?" + urlencode({"client_id": app.client_id, "state": "st"})
+    anonymous = requests.get(f"{fake.git_url}{authorize}", allow_redirects=False)
+    to_login = anonymous.headers["Location"]
+    assert _query(to_login)["return_to"] == authorize
+
+    refused_browser, refused = _signed_in_by_form(fake, "alice", "wrong", authorize)
+    assert refused.status_code == 200
+    assert "Incorrect username or password." in refused.text
+    assert SESSION_COOKIE not in refused_browser.cookies
+
+    browser, answer = _signed_in_by_form(fake, "alice", TEST_PASSWORD, authorize)
+    assert answer.status_code == 302
+    assert answer.headers["Location"] == f"{fake.git_url}{authorize}"
+    assert browser.cookies.get(SESSION_COOKIE)
+    # First authorization: GitHub's Authorize page, not a redirect yet.
+    page = browser.get(answer.headers["Location"], allow_redirects=False)
+    assert page.status_code == 200
+    assert f"Authorize {app.name}" in page.text
+    assert "Signed in as alice" in page.text
+
+    # Another site as return_to: GitHub stays on its own pages.
+    _, away = _signed_in_by_form(fake, "alice", TEST_PASSWORD, "//evil.example/x")
+    assert away.headers["Location"] == f"{fake.git_url}/"
+
+
+def test_the_authorize_page_authorizes_once_or_declines(fake, app):
+    browser, _ = _signed_in_by_form(fake, "alice", TEST_PASSWORD, "/")
+    params = {"client_id": app.client_id, "state": "st", "redirect_uri": CALLBACK + "/x"}
+    authorize = f"{fake.git_url}/login/oauth/authorize"
+
+    cancelled = browser.post(authorize, data={**params, "authorize": "0"}, allow_redirects=False)
+    assert cancelled.status_code == 302
+    assert _query(cancelled.headers["Location"])["error"] == "access_denied"
+    assert _query(cancelled.headers["Location"])["state"] == "st"
+    assert browser.get(authorize, params=params, allow_redirects=False).status_code == 200
+
+    accepted = browser.post(authorize, data={**params, "authorize": "1"}, allow_redirects=False)
+    assert accepted.status_code == 302
+    back = accepted.headers["Location"]
+    assert back.startswith(CALLBACK + "/x?")
+    assert _query(back)["state"] == "st"
+    assert _exchange(fake, app, _query(back)["code"]).json()["access_token"].startswith("ghu_")
+    # Authorized once: the next authorization goes straight back with a code.
+    again = browser.get(authorize, params=params, allow_redirects=False)
+    assert again.status_code == 302
+    assert "code" in _query(again.headers["Location"])
+    # A form post without a GitHub session is refused.
+    assert requests.post(authorize, data={**params, "authorize": "1"}).status_code == 422

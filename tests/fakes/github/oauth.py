@@ -5,12 +5,21 @@ implemented from GitHub's documentation ("Generating a user access token for a G
 App", "Authorizing OAuth apps", "Troubleshooting OAuth app access token request
 errors", "Differences between GitHub Apps and OAuth apps").
 
+* ``GET /login?return_to`` and ``POST /session`` (``login``, ``password``, ``return_to``):
+  GitHub's sign-in form, for a real browser. Any login signs in with ``TEST_PASSWORD``
+  (the user is created on first use); the ``user_session`` cookie is set and the browser
+  goes back to ``return_to`` (a path on this host). A wrong password shows the form again
+  with "Incorrect username or password." (HTTP 200, as GitHub).
 * ``GET /login/oauth/authorize?client_id&redirect_uri&state``: a browser that is not
   signed in is sent to ``/login``; a ``redirect_uri`` outside the App's registered
   callback URLs (same scheme, host and port; a path under the registered one) sends the
   browser to the registered one with ``error=redirect_uri_mismatch``; a user who declines
   comes back with ``error=access_denied``; otherwise with ``code`` (ten minutes, one use)
-  and ``state`` unchanged.
+  and ``state`` unchanged. A user's first authorization of an App shows GitHub's
+  "Authorize <App>" page instead: its Authorize button (``POST /login/oauth/authorize``
+  with the same parameters) records the authorization and redirects as above, its Cancel
+  button comes back with ``access_denied``. Browsers from ``browser()`` stand for users
+  who authorized before and are redirected at once.
 * ``GET /apps/<slug>/installations/new?state``: the user installs the App on an account
   (chosen on GitHub's page; here by ``choose_install``) and the browser comes back to the
   first callback URL with ``installation_id``, ``setup_action=install`` and, when the App
@@ -29,6 +38,7 @@ keeps the new installation out of ``GET /user/installations`` until then.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import secrets
@@ -54,11 +64,13 @@ if TYPE_CHECKING:
     from tests.fakes.github.server import AppInstall, GitHubFake
 
 SESSION_COOKIE = "user_session"
+#: The password every test user signs in with on the sign-in form.
+TEST_PASSWORD = "test-password"
 CODE_LIFETIME = timedelta(minutes=10)
 USER_TOKEN_LIFETIME = timedelta(hours=8)
 REFRESH_TOKEN_LIFETIME = timedelta(days=184)
 INSTALL_NEW = re.compile(r"^/apps/(?P<slug>[a-z0-9-]+)/installations/new$")
-PATHS = ("/login/oauth/authorize", "/login/oauth/access_token", "/login")
+PATHS = ("/login/oauth/authorize", "/login/oauth/access_token", "/login", "/session")
 TROUBLESHOOTING = (
     "https://docs.github.com/apps/managing-oauth-apps/"
     "troubleshooting-oauth-app-access-token-request-errors/"
@@ -96,6 +108,10 @@ class OAuthFlow:
     exchanges: list[str] = field(default_factory=list)
     #: Every user access token issued (tests revoke or inspect them).
     issued: list[str] = field(default_factory=list)
+    #: (App id, login casefolded) the user authorized on the Authorize page.
+    authorized: set[tuple[int, str]] = field(default_factory=set)
+    #: Logins that skip the Authorize page (``browser()``: they authorized before).
+    authorized_before: set[str] = field(default_factory=set)
 
     # -- test controls ------------------------------------------------------------------
 
@@ -113,6 +129,7 @@ class OAuthFlow:
         with self.fake.state.lock:
             self.fake.state.user(login)
             self.sessions[cookie] = login
+            self.authorized_before.add(login.casefold())
         session = requests.Session()
         session.cookies.set(SESSION_COOKIE, cookie, domain=urlsplit(self.fake.git_url).hostname)
         return session
@@ -152,10 +169,12 @@ class OAuthFlow:
         with self.fake.state.lock:
             if path == "/login/oauth/access_token" and request.method == "POST":
                 response = self._exchange(request)
-            elif path == "/login/oauth/authorize" and request.method == "GET":
+            elif path == "/login/oauth/authorize" and request.method in ("GET", "POST"):
                 response = self._authorize(request)
             elif path == "/login" and request.method == "GET":
-                response = _page(200, "Sign in to GitHub")
+                response = _sign_in_page(request.args.get("return_to", "/"))
+            elif path == "/session" and request.method == "POST":
+                response = self._sign_in(request)
             elif request.method == "GET" and (found := INSTALL_NEW.match(path)) is not None:
                 response = self._install(request, found["slug"])
             else:
@@ -171,16 +190,34 @@ class OAuthFlow:
         target = request.full_path.rstrip("?")
         return _redirect(f"{self.fake.git_url}/login?{urlencode({'return_to': target})}")
 
+    def _sign_in(self, request: Request) -> Response:
+        login = request.form.get("login", "").strip()
+        return_to = request.form.get("return_to", "/")
+        password = request.form.get("password", "")
+        if not login or not secrets.compare_digest(password.encode(), TEST_PASSWORD.encode()):
+            return _sign_in_page(return_to, "Incorrect username or password.")
+        user = self.fake.state.user(login)
+        cookie = secrets.token_urlsafe(24)
+        self.sessions[cookie] = user.login
+        if not return_to.startswith("/") or return_to.startswith("//"):
+            return_to = "/"  # GitHub goes back to its own pages only
+        response = _redirect(f"{self.fake.git_url}{return_to}")
+        response.set_cookie(SESSION_COOKIE, cookie, httponly=True, samesite="Lax", path="/")
+        return response
+
     def _authorize(self, request: Request) -> Response:
-        app = self._app(client_id=request.args.get("client_id", ""))
+        given = request.form if request.method == "POST" else request.args
+        app = self._app(client_id=given.get("client_id", ""))
         if app is None:
             return _page(404, "Not Found")
         user = self._signed_in(request)
         if user is None:
+            if request.method == "POST":
+                return _page(422, "Unprocessable Entity")
             return self._to_login(request)
-        state = request.args.get("state")
+        state = given.get("state")
         registered = app.callback_urls[0] if app.callback_urls else None
-        wanted = request.args.get("redirect_uri") or registered
+        wanted = given.get("redirect_uri") or registered
         if wanted is None:
             return _page(400, "The application has no callback URL")
         if not _allowed(wanted, app.callback_urls):
@@ -196,7 +233,13 @@ class OAuthFlow:
                     state=state,
                 )
             )
-        if user.login.casefold() in self.declines:
+        who = user.login.casefold()
+        asked = (app.id, who) not in self.authorized and who not in self.authorized_before
+        if request.method == "GET" and asked and who not in self.declines:
+            return _authorize_page(app, user, given)
+        if request.method == "POST" and given.get("authorize") == "1":
+            self.authorized.add((app.id, who))
+        if who in self.declines or (request.method == "POST" and given.get("authorize") != "1"):
             return _redirect(
                 _with(
                     wanted,
@@ -207,7 +250,7 @@ class OAuthFlow:
                     state=state,
                 )
             )
-        code = self._code(app, user, request.args.get("redirect_uri"))
+        code = self._code(app, user, given.get("redirect_uri"))
         return _redirect(_with(wanted, code=code, state=state))
 
     def _install(self, request: Request, slug: str) -> Response:
@@ -334,6 +377,47 @@ def _redirect(location: str) -> Response:
 def _page(status: int, title: str) -> Response:
     html = f"<!DOCTYPE html><html><head><title>{title}</title></head><body></body></html>"
     return Response(html, status=status, content_type="text/html; charset=utf-8")
+
+
+def _form_page(title: str, body: str) -> Response:
+    page = (
+        f"<!DOCTYPE html><html><head><title>{html.escape(title)}</title></head>"
+        f"<body><h1>{html.escape(title)}</h1>{body}</body></html>"
+    )
+    return Response(page, status=200, content_type="text/html; charset=utf-8")
+
+
+def _sign_in_page(return_to: str, error: str = "") -> Response:
+    """GitHub's sign-in form (``TEST_PASSWORD`` for every test user)."""
+    flash = f'<p id="js-flash-container" role="alert">{html.escape(error)}</p>' if error else ""
+    return _form_page(
+        "Sign in to GitHub",
+        f'{flash}<form action="/session" method="post" id="login">'
+        f'<input type="hidden" name="return_to" value="{html.escape(return_to)}">'
+        '<label for="login_field">Username or email address</label>'
+        '<input type="text" name="login" id="login_field" autocomplete="username">'
+        '<label for="password">Password</label>'
+        '<input type="password" name="password" id="password" autocomplete="current-password">'
+        '<input type="submit" name="commit" value="Sign in" id="sign-in"></form>',
+    )
+
+
+def _authorize_page(app: App, user: User, given: Any) -> Response:
+    """GitHub's "Authorize <App>" page on a user's first authorization of the App."""
+    hidden = "".join(
+        f'<input type="hidden" name="{name}" value="{html.escape(str(given[name]))}">'
+        for name in ("client_id", "redirect_uri", "state")
+        if given.get(name) is not None
+    )
+    return _form_page(
+        f"Authorize {app.name}",
+        f'<p id="signed-in-as">Signed in as {html.escape(user.login)}</p>'
+        f'<form action="/login/oauth/authorize" method="post" id="authorize-form">{hidden}'
+        '<button type="submit" name="authorize" value="0" id="js-oauth-authorize-cancel">'
+        "Cancel</button>"
+        '<button type="submit" name="authorize" value="1" id="js-oauth-authorize-btn">'
+        f"Authorize {html.escape(app.name)}</button></form>",
+    )
 
 
 def _answer(request: Request, body: dict[str, Any]) -> Response:
