@@ -249,3 +249,25 @@ def test_the_authorize_page_authorizes_once_or_declines(fake, app):
     assert "code" in _query(again.headers["Location"])
     # A form post without a GitHub session is refused.
     assert requests.post(authorize, data={**params, "authorize": "1"}).status_code == 422
+
+
+def test_the_install_page_installs_on_the_users_account(fake, app):
+    browser = fake.oauth.browser("alice")
+    install = f"{fake.git_url}/apps/{app.slug}/installations/new"
+    page = browser.get(install, params={"state": "st"}, allow_redirects=False)
+    assert page.status_code == 200
+    assert f"Install {app.name}" in page.text
+    assert 'name="state" value="st"' in page.text
+    assert not fake.state.installations  # nothing installed by looking
+
+    other = browser.post(install, data={"account": "bob", "state": "st"}, allow_redirects=False)
+    assert other.status_code == 422  # only her own account is offered
+    done = browser.post(install, data={"account": "alice", "state": "st"}, allow_redirects=False)
+    assert done.status_code == 302
+    back = _query(done.headers["Location"])
+    assert back["setup_action"] == "install"
+    assert back["state"] == "st"
+    [installed] = fake.state.installations.values()
+    assert back["installation_id"] == str(installed.id)
+    assert installed.account.login == "alice"
+    assert _exchange(fake, app, back["code"]).json()["access_token"].startswith("ghu_")

@@ -21,7 +21,8 @@ errors", "Differences between GitHub Apps and OAuth apps").
   button comes back with ``access_denied``. Browsers from ``browser()`` stand for users
   who authorized before and are redirected at once.
 * ``GET /apps/<slug>/installations/new?state``: the user installs the App on an account
-  (chosen on GitHub's page; here by ``choose_install``) and the browser comes back to the
+  (chosen on GitHub's page, ``POST`` with ``account`` (their own) and ``state``, or
+  beforehand by ``choose_install``) and the browser comes back to the
   first callback URL with ``installation_id``, ``setup_action=install`` and, when the App
   requests user authorization during installation, ``code`` and ``state``.
 * ``POST /login/oauth/access_token`` (``client_id``, ``client_secret``, ``code``,
@@ -175,7 +176,7 @@ class OAuthFlow:
                 response = _sign_in_page(request.args.get("return_to", "/"))
             elif path == "/session" and request.method == "POST":
                 response = self._sign_in(request)
-            elif request.method == "GET" and (found := INSTALL_NEW.match(path)) is not None:
+            elif request.method in ("GET", "POST") and (found := INSTALL_NEW.match(path)):
                 response = self._install(request, found["slug"])
             else:
                 response = _page(404, "Not Found")
@@ -260,9 +261,14 @@ class OAuthFlow:
         user = self._signed_in(request)
         if user is None:
             return self._to_login(request)
-        choice = self.choices.pop(user.login.casefold(), None)
+        if request.method == "POST":  # the Install button on GitHub's page
+            if request.form.get("account", "").casefold() != user.login.casefold():
+                return _page(422, "Unprocessable Entity")
+            choice: InstallChoice | None = InstallChoice(user.login)
+        else:
+            choice = self.choices.pop(user.login.casefold(), None)
         if choice is None:  # GitHub's page waits for the user to pick an account
-            return _page(200, f"Install {app.name}: where do you want to install it?")
+            return _install_page(app, user, request.args.get("state"))
         inst = self.fake.add_installation(
             app, choice.account, repositories=choice.repositories, sender=user.login
         )
@@ -274,7 +280,7 @@ class OAuthFlow:
         params: dict[str, Any] = {"installation_id": inst.id, "setup_action": "install"}
         if app.request_oauth_on_install:
             params["code"] = self._code(app, user, None)
-            params["state"] = request.args.get("state")
+            params["state"] = request.values.get("state")
         return _redirect(_with(app.callback_urls[0], **params))
 
     def _exchange(self, request: Request) -> Response:
@@ -417,6 +423,19 @@ def _authorize_page(app: App, user: User, given: Any) -> Response:
         "Cancel</button>"
         '<button type="submit" name="authorize" value="1" id="js-oauth-authorize-btn">'
         f"Authorize {html.escape(app.name)}</button></form>",
+    )
+
+
+def _install_page(app: App, user: User, state: str | None) -> Response:
+    """GitHub's "Install <App>" page: the user's own account, all repositories."""
+    hidden = f'<input type="hidden" name="state" value="{html.escape(state)}">' if state else ""
+    return _form_page(
+        f"Install {app.name}",
+        f"<p>Where do you want to install {html.escape(app.name)}?</p>"
+        f'<form action="/apps/{app.slug}/installations/new" method="post" id="install-form">'
+        f'{hidden}<label><input type="radio" name="account" value="{html.escape(user.login)}"'
+        f' id="account-{html.escape(user.login)}" checked> {html.escape(user.login)}</label>'
+        '<button type="submit" id="install">Install</button></form>',
     )
 
 

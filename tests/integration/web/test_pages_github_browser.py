@@ -60,50 +60,51 @@ def fake() -> Iterator[GitHubFake]:
         yield started
 
 
-def test_connect_github_pick_bind_and_sync_in_a_browser(
-    tmp_path: Path, dctx: ServiceContext, env, processes, browser, fake: GitHubFake
-):
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    keys = generate_key_pair(1024)
-    app = fake.state.register_app(
-        keys.public_pem,
-        slug=SLUG,
-        permissions={**DEFAULT_APP_PERMISSIONS, "administration": "write"},
-    )
-    fake.oauth.register(app, f"{base}{API_PREFIX}/github/install/callback")
-    key = tmp_path / "app-key.pem"
-    key.write_bytes(keys.private_pem)
-    fake.state.create_repo("alice/app", auto_init=True)
-    fake.state.create_repo("alice/mirror")
-    fake.state.create_repo("bob/tool", auto_init=True)
-    alices = fake.state.install_app(app, "alice")
-    bobs = fake.state.install_app(app, "bob")  # another user's: never shown to her
-    ops = fake.state.install_app(app, "ops")  # the configured one: not used by her side
-    env = env | {
-        "REPOSYNC_SECRET_KEY": TEST_SECRET_KEY,
-        "REPOSYNC_GITHUB_API_URL": fake.api_url,
-        "REPOSYNC_GITHUB_UPLOADS_URL": fake.uploads_url,
-        "REPOSYNC_GITHUB_GIT_URL": fake.git_url,
-        "REPOSYNC_GITHUB_APP_ID": str(app.id),
-        "REPOSYNC_GITHUB_APP_PRIVATE_KEY_PATH": str(key),
-        "REPOSYNC_GITHUB_INSTALLATION_ID": str(ops.id),
-        "REPOSYNC_GITHUB_OAUTH_URL": fake.git_url,
-        "REPOSYNC_GITHUB_CLIENT_ID": app.client_id,
-        "REPOSYNC_GITHUB_CLIENT_SECRET": app.client_secret,
-        "REPOSYNC_GITHUB_APP_SLUG": SLUG,
-        "REPOSYNC_GITHUB_CALLBACK_URL": f"{base}{API_PREFIX}/github/install/callback",
-        "REPOSYNC_GITHUB_CONNECT_WAIT": "3",
-        "REPOSYNC_GITHUB_WRITE_INTERVAL": "0",
-        "REPOSYNC_HTTP_TIMEOUT": "10",
-    }
-    processes.append(start_worker(env, tmp_path, "w1"))
-    processes.append(start_api(env, tmp_path, port))
-    member = create_user(dctx, "mel")
-    wait = WebDriverWait(browser, 60)
+class Site:
+    """reposync's API (and a worker) wired to GitHub's test server as github.com, with
+    the App (its private key in a file) and its callback on the API's port."""
 
-    # Sign in to reposync: nothing to bind yet, the Overview points to GitHub.
-    browser.get(base + "/signin")
+    def __init__(self, tmp_path: Path, env: dict[str, str], fake: GitHubFake) -> None:
+        port = free_port()
+        self.base = base = f"http://127.0.0.1:{port}"
+        keys = generate_key_pair(1024)
+        self.app = app = fake.state.register_app(
+            keys.public_pem,
+            slug=SLUG,
+            permissions={**DEFAULT_APP_PERMISSIONS, "administration": "write"},
+        )
+        callback = f"{base}{API_PREFIX}/github/install/callback"
+        fake.oauth.register(app, callback)
+        key = tmp_path / "app-key.pem"
+        key.write_bytes(keys.private_pem)
+        #: The configured installation: what a side without a connection uses.
+        self.ops = fake.state.install_app(app, "ops")
+        self.port = port
+        self.env = env | {
+            "REPOSYNC_SECRET_KEY": TEST_SECRET_KEY,
+            "REPOSYNC_GITHUB_API_URL": fake.api_url,
+            "REPOSYNC_GITHUB_UPLOADS_URL": fake.uploads_url,
+            "REPOSYNC_GITHUB_GIT_URL": fake.git_url,
+            "REPOSYNC_GITHUB_APP_ID": str(app.id),
+            "REPOSYNC_GITHUB_APP_PRIVATE_KEY_PATH": str(key),
+            "REPOSYNC_GITHUB_INSTALLATION_ID": str(self.ops.id),
+            "REPOSYNC_GITHUB_OAUTH_URL": fake.git_url,
+            "REPOSYNC_GITHUB_CLIENT_ID": app.client_id,
+            "REPOSYNC_GITHUB_CLIENT_SECRET": app.client_secret,
+            "REPOSYNC_GITHUB_APP_SLUG": SLUG,
+            "REPOSYNC_GITHUB_CALLBACK_URL": callback,
+            "REPOSYNC_GITHUB_CONNECT_WAIT": "3",
+            "REPOSYNC_GITHUB_WRITE_INTERVAL": "0",
+            "REPOSYNC_HTTP_TIMEOUT": "10",
+        }
+
+
+def sign_in(browser: WebDriver, site: Site, dctx: ServiceContext, login: str) -> None:
+    """Sign in to reposync as a new member: nothing to bind yet, the Overview points to
+    GitHub; then the GitHub page, not connected."""
+    member = create_user(dctx, login)
+    wait = WebDriverWait(browser, 60)
+    browser.get(site.base + "/signin")
     browser.find_element(By.ID, "token").send_keys(issue_token(dctx, member.id))
     browser.find_element(By.ID, "signin").click()
     wait.until(ec.presence_of_element_located((By.ID, "connect-hint")))
@@ -111,13 +112,34 @@ def test_connect_github_pick_bind_and_sync_in_a_browser(
     browser.find_element(By.CSS_SELECTOR, "#connect-hint a").click()
     wait.until(ec.presence_of_element_located((By.ID, "not-connected")))
 
-    # Connect GitHub: GitHub's sign-in form, then its Authorize page, then back here.
-    browser.find_element(By.ID, "connect-github").click()
-    wait.until(ec.presence_of_element_located((By.ID, "login_field")))
+
+def sign_in_to_github(browser: WebDriver, fake: GitHubFake, login: str) -> None:
+    """GitHub's sign-in form, where a browser without a GitHub session lands."""
+    WebDriverWait(browser, 60).until(ec.presence_of_element_located((By.ID, "login_field")))
     assert browser.current_url.startswith(fake.git_url + "/login?")
-    browser.find_element(By.ID, "login_field").send_keys("alice")
+    browser.find_element(By.ID, "login_field").send_keys(login)
     browser.find_element(By.ID, "password").send_keys(TEST_PASSWORD)
     browser.find_element(By.ID, "sign-in").click()
+
+
+def test_connect_github_pick_bind_and_sync_in_a_browser(
+    tmp_path: Path, dctx: ServiceContext, env, processes, browser, fake: GitHubFake
+):
+    site = Site(tmp_path, env, fake)
+    base, ops = site.base, site.ops
+    fake.state.create_repo("alice/app", auto_init=True)
+    fake.state.create_repo("alice/mirror")
+    fake.state.create_repo("bob/tool", auto_init=True)
+    alices = fake.state.install_app(site.app, "alice")
+    bobs = fake.state.install_app(site.app, "bob")  # another user's: never shown to her
+    processes.append(start_worker(site.env, tmp_path, "w1"))
+    processes.append(start_api(site.env, tmp_path, site.port))
+    wait = WebDriverWait(browser, 60)
+    sign_in(browser, site, dctx, "mel")
+
+    # Connect GitHub: GitHub's sign-in form, then its Authorize page, then back here.
+    browser.find_element(By.ID, "connect-github").click()
+    sign_in_to_github(browser, fake, "alice")
     authorize = wait.until(ec.element_to_be_clickable((By.ID, "js-oauth-authorize-btn")))
     assert browser.current_url.startswith(fake.git_url + "/login/oauth/authorize?")
     assert "Signed in as alice" in browser.find_element(By.ID, "signed-in-as").text
@@ -175,3 +197,35 @@ def test_connect_github_pick_bind_and_sync_in_a_browser(
     assert not fake.requests_log.matching(
         "POST", rf"^/app/installations/{ops.id}/access_tokens$", status=201
     )
+
+
+def test_install_the_app_from_the_page_in_a_browser(
+    tmp_path: Path, dctx: ServiceContext, env, processes, browser, fake: GitHubFake
+):
+    """Install the App: GitHub's install page (no separate Authorize page: installing
+    authorizes), back to the GitHub page with the new installation and its repository."""
+    site = Site(tmp_path, env, fake)
+    fake.state.create_repo("carol/site", auto_init=True)
+    processes.append(start_api(site.env, tmp_path, site.port))
+    wait = WebDriverWait(browser, 60)
+    sign_in(browser, site, dctx, "cal")
+
+    browser.find_element(By.ID, "install-app").click()
+    sign_in_to_github(browser, fake, "carol")
+    install = wait.until(ec.element_to_be_clickable((By.ID, "install")))
+    assert browser.current_url.startswith(f"{fake.git_url}/apps/{SLUG}/installations/new?")
+    assert not [i for i in fake.state.installations.values() if i.account.login == "carol"]
+    install.click()
+    wait.until(ec.url_to_be(f"{site.base}/github?outcome=connected"))
+    [installed] = [i for i in fake.state.installations.values() if i.account.login == "carol"]
+    assert browser.find_element(By.ID, "github-login").text == "carol"
+    assert browser.find_elements(By.ID, f"installation-{installed.id}")
+    assert not browser.find_elements(By.ID, f"installation-{site.ops.id}")
+    [repository] = browser.find_elements(By.CSS_SELECTOR, "#repositories li.repository")
+    assert repository.text.startswith("carol/site")
+    assert repository.get_attribute("data-connection") == f"github:installation:{installed.id}"
+    browser.get(site.base + "/")
+    picks = Select(wait.until(ec.presence_of_element_located((By.ID, "source-pick"))))
+    assert [o.text for o in picks.options if o.get_attribute("value")] == [
+        f"carol/site (github:installation:{installed.id})"
+    ]
