@@ -13,7 +13,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +25,8 @@ from reposync.lifecycle import RunStatus
 from reposync.sync.vocabulary import RefConflictPolicy
 
 if TYPE_CHECKING:
+    from marshmallow import Schema
+
     from reposync.models import User
     from reposync.models.db import Database
     from reposync.service.context import ServiceContext
@@ -407,7 +409,7 @@ def _handoff(settings: Settings, args: argparse.Namespace) -> int:
 
 def _runs(settings: Settings, args: argparse.Namespace) -> int:
     """``reposync runs``: the API's Run reads and cancel, as the command line's user."""
-    from reposync.console import RUN_COLUMNS, dump, render_run, render_table
+    from reposync.console import RUN_COLUMNS, dump, render_run
     from reposync.service import queries
     from reposync.service.runs import request_cancel
     from reposync.service.users import operator
@@ -428,12 +430,7 @@ def _runs(settings: Settings, args: argparse.Namespace) -> int:
                 after_id=args.after_id,
                 limit=args.limit,
             )
-            shown = dump(RunPageSchema(), page(rows, args.limit))
-            if args.json:
-                print(json.dumps(shown))
-            else:
-                print(render_table(RUN_COLUMNS, shown["items"]))
-                _more_after(shown["next_after_id"])
+            _print_page(RunPageSchema(), page(rows, args.limit), RUN_COLUMNS, args.json)
         elif command == "show":
             run = dump(RunSchema(), queries.get_run_for(ctx, user, args.run_id))
             if args.json:
@@ -495,7 +492,7 @@ def _events(ctx: ServiceContext, user: User, args: argparse.Namespace) -> int:
 
 def _bindings(settings: Settings, args: argparse.Namespace) -> int:
     """``reposync bindings``: the API's Binding reads, as the command line's user."""
-    from reposync.console import BINDING_COLUMNS, dump, render_binding, render_table
+    from reposync.console import BINDING_COLUMNS, dump, render_binding
     from reposync.service import queries
     from reposync.service.users import operator
     from reposync.web.pagination import page
@@ -514,12 +511,7 @@ def _bindings(settings: Settings, args: argparse.Namespace) -> int:
                 after_id=args.after_id,
                 limit=args.limit,
             )
-            shown = dump(BindingPageSchema(), page(rows, args.limit))
-            if args.json:
-                print(json.dumps(shown))
-            else:
-                print(render_table(BINDING_COLUMNS, shown["items"]))
-                _more_after(shown["next_after_id"])
+            _print_page(BindingPageSchema(), page(rows, args.limit), BINDING_COLUMNS, args.json)
         else:
             binding = _binding_dump(queries.get_binding_for(ctx, user, args.binding_id))
             if args.json:
@@ -545,9 +537,23 @@ def _check_page_size(limit: int) -> None:
         raise UsageError(f"--limit must be between 1 and {MAX_PAGE}, not {limit}")
 
 
-def _more_after(cursor: int | None) -> None:
-    if cursor is not None:
-        _more(f"--after-id {cursor}")
+def _print_page(
+    schema: Schema,
+    shown_page: dict[str, Any],
+    columns: Sequence[tuple[str, Callable[[Any], Any]]],
+    as_json: bool,
+) -> None:
+    """One page of a listing as the API shows it (``--json``) or as a table, and on
+    stderr how to get the next one."""
+    from reposync.console import dump, render_table
+
+    shown = dump(schema, shown_page)
+    if as_json:
+        print(json.dumps(shown))
+        return
+    print(render_table(columns, shown["items"]))
+    if shown["next_after_id"] is not None:
+        _more(f"--after-id {shown['next_after_id']}")
 
 
 def _more(option: str) -> None:

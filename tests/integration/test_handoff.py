@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import insert, select
+from sqlalchemy import select
 
 from reposync.errors import NotAllowedNow, ResultUnknownUnresolved
 from reposync.models import Binding, Run, RunItem
@@ -14,9 +14,9 @@ from reposync.service.embedded import sync
 from reposync.service.handoff import handoff
 from reposync.service.recovery import recover_run, redispatch_stalled
 from reposync.service.runs import create_run
-from reposync.sync.canonical import git_ref_hash
 from tests.gitrepo import commit_on, generate, refs, set_ref
 from tests.integration.test_forge_sync import WHEN, forge
+from tests.unknown_writes import plant_unknown
 
 
 @pytest.fixture
@@ -139,35 +139,6 @@ def test_a_lost_handoff_message_goes_back_to_the_handoff_task(ctx, pair):
 
     assert redispatch_stalled(ticking) == 1
     assert dispatcher.sent == [("handoff", run.id)]
-
-
-def plant_unknown(ctx, binding_id, target_ref: str, object_id: str) -> int:
-    """A finished Run with one write whose outcome nobody observed."""
-    run = create_run(ctx, binding_id)
-    with ctx.db.transaction() as session:
-        session.execute(
-            insert(RunItem).values(
-                run_id=run.id,
-                phase=0,
-                object_type="git_ref",
-                object_key="branch x",
-                action="update",
-                reason="changed",
-                state="blocked",
-                error_code="result_unknown",
-                source_identity=target_ref,
-                target_identity=target_ref,
-                source_revision=object_id,
-                desired_hash=git_ref_hash(object_id),
-                verify_hash=git_ref_hash(object_id),
-                intent={},
-                attempt_count=1,
-            )
-        )
-        stored = session.get(Run, run.id)
-        assert stored is not None
-        stored.status, stored.plan_complete = "blocked", True
-    return run.id
 
 
 def test_an_unknown_write_blocks_the_binding_until_recovery_proves_it(ctx, pair):

@@ -18,17 +18,16 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
-from sqlalchemy import insert, select
+from sqlalchemy import select
 
-from reposync.models import Binding, Run, RunItem
+from reposync.models import Binding, Run
 from reposync.service.bindings import SyncRequest, bind
 from reposync.service.context import ServiceContext
-from reposync.service.runs import create_run
 from reposync.service.users import create_user, grant, issue_token
-from reposync.sync.canonical import git_ref_hash
 from tests.browser import start_chromium
 from tests.gitrepo import generate, init_bare, refs
 from tests.servers import free_port
+from tests.unknown_writes import plant_unknown
 from tests.workers import WorkerProcess, start_api, start_worker, wait_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
@@ -72,37 +71,6 @@ def mark_document(browser: WebDriver) -> None:
 
 def text_of(browser: WebDriver, element_id: str) -> str:
     return browser.find_element(By.ID, element_id).text
-
-
-def plant_unknown(ctx: ServiceContext, binding_id: int, ref: str, object_id: str) -> int:
-    """A finished Run with one write whose outcome nobody observed (what a worker dying
-    between a push and its bookkeeping leaves; tests/integration/test_handoff.py does the
-    same), so the page's Recover has something real to prove by read-back."""
-    run = create_run(ctx, binding_id)
-    with ctx.db.transaction() as session:
-        session.execute(
-            insert(RunItem).values(
-                run_id=run.id,
-                phase=0,
-                object_type="git_ref",
-                object_key="branch main",
-                action="update",
-                reason="changed",
-                state="blocked",
-                error_code="result_unknown",
-                source_identity=ref,
-                target_identity=ref,
-                source_revision=object_id,
-                desired_hash=git_ref_hash(object_id),
-                verify_hash=git_ref_hash(object_id),
-                intent={},
-                attempt_count=1,
-            )
-        )
-        stored = session.get(Run, run.id)
-        assert stored is not None
-        stored.status, stored.stage, stored.plan_complete = "blocked", "completed", True
-    return run.id
 
 
 def test_sign_in_create_sync_watch_live_cancel_and_recover(
@@ -179,7 +147,7 @@ def test_sign_in_create_sync_watch_live_cancel_and_recover(
     with dctx.db.session() as session:
         binding_id = session.execute(select(Binding.id)).scalar_one()
     main = refs(target)["refs/heads/main"]
-    unknown_run = plant_unknown(dctx, binding_id, "refs/heads/main", main)
+    unknown_run = plant_unknown(dctx, binding_id, "refs/heads/main", main, object_key="branch main")
     browser.get(f"{base}/runs/{unknown_run}")
     problem = wait.until(
         ec.presence_of_element_located((By.CSS_SELECTOR, 'li[data-code="result_unknown"]'))
