@@ -31,7 +31,7 @@ def fake(clock) -> Iterator[GitHubFake]:
 
 @pytest.fixture
 def app(fake) -> App:
-    found = fake.state.register_app(generate_key_pair(1024).public_pem, slug="connect")
+    found = fake.state.register_app(generate_key_pair().public_pem, slug="connect")
     fake.oauth.register(found, CALLBACK)
     return found
 

@@ -52,7 +52,7 @@ class World:
     """The App (its private key in a file), its installations, reposync wired to them."""
 
     def __init__(self, fake: GitHubFake, tmp_path: Path, db: Database) -> None:
-        keys = generate_key_pair(1024)
+        keys = generate_key_pair()
         self.app: App = fake.state.register_app(
             keys.public_pem,
             slug=SLUG,

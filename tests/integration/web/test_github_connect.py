@@ -44,7 +44,7 @@ def fake() -> Iterator[GitHubFake]:
 
 @pytest.fixture
 def github_app(fake: GitHubFake) -> App:
-    app = fake.state.register_app(generate_key_pair(1024).public_pem, slug=SLUG)
+    app = fake.state.register_app(generate_key_pair().public_pem, slug=SLUG)
     fake.oauth.register(app, CALLBACK)
     return app
 

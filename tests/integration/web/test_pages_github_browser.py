@@ -67,7 +67,7 @@ class Site:
     def __init__(self, tmp_path: Path, env: dict[str, str], fake: GitHubFake) -> None:
         port = free_port()
         self.base = base = f"http://127.0.0.1:{port}"
-        keys = generate_key_pair(1024)
+        keys = generate_key_pair()
         self.app = app = fake.state.register_app(
             keys.public_pem,
             slug=SLUG,
