@@ -51,6 +51,10 @@ def scan_pointers(
                     "--objects",
                     "--no-object-names",
                     "--ignore-missing",
+                    # With a reachability bitmap (git gc writes one) the difference is
+                    # read from it instead of walking the trees of every known tip: a
+                    # one-commit change against 3,000 refs faulted in 175 MB of pack.
+                    "--use-bitmap-index",
                     "--stdin",
                 ],
                 stdin=subprocess.PIPE,

@@ -3,20 +3,33 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
+
+import pytest
 
 from reposync.git.lfs_scan import scan_pointers
 from tests.gitrepo import commit_on, generate, refs
 from tests.lfsrepo import commit_lfs
 
 
-def test_only_pointers_reachable_from_the_tips_and_not_from_known_are_found(tmp_path: Path):
+@pytest.mark.parametrize("bitmap", [False, True], ids=["walked", "from-a-bitmap"])
+def test_only_pointers_reachable_from_the_tips_and_not_from_known_are_found(
+    tmp_path: Path, bitmap: bool
+):
     """History the target has (``known``) is not walked; a known commit the repository
-    lacks is ignored; ordinary blobs, even small ones, are never taken for pointers."""
+    lacks is ignored; ordinary blobs, even small ones, are never taken for pointers. The
+    same when the repository has a reachability bitmap (``git gc`` writes one) and the
+    difference is read from it."""
     repo = generate(tmp_path / "r.git", commits=3, branches=0, tags=0)
     first, (a,) = commit_lfs(repo, "refs/heads/main", {"a.bin": b"a" * 100})
     commit_on(repo, "refs/heads/main", "plain text commit")
     second, (b,) = commit_lfs(repo, "refs/heads/main", {"b.bin": b"b" * 100})
+    if bitmap:
+        subprocess.run(
+            ["git", "--git-dir", str(repo), "repack", "-adq", "--write-bitmap-index"], check=True
+        )
+        assert list((repo / "objects" / "pack").glob("*.bitmap"))
 
     assert sorted(scan_pointers(repo, [second])) == sorted([a, b])
     assert list(scan_pointers(repo, [second], [first, "f" * 40])) == [b]
