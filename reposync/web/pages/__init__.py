@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from flask import Flask
 
-from reposync.web.pages.views import blueprint
+from reposync.web.pages import runs, views  # noqa: F401  (their routes, on the blueprint)
+from reposync.web.pages.common import blueprint
 
 
 def register(app: Flask) -> None:
