@@ -64,6 +64,12 @@ into this tree at one boundary each, never leaked.
         │   ├── LfsObjectCorrupt        lfs_object_corrupt
         │   └── LfsObjectTooLarge       lfs_object_too_large
         └── ProviderUnavailable         provider_unavailable     (retryable)
+
+Why one module of ~640 lines: the tree above is one public contract (its codes are in
+reports, JSON output and API answers), read and reviewed as a whole; almost every line
+is a class with its code, status and suggested action. Split by layer, a new error would
+need a decision where it lives, and the test that every code is unique and reads the same
+in reports (tests/unit/test_errors.py) would have to gather the pieces back.
 """
 
 from __future__ import annotations
