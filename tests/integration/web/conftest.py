@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,9 @@ from reposync.service.embedded import sync
 from reposync.service.runs import create_run
 from reposync.service.users import create_user, grant, issue_token
 from reposync.web.app import API_PREFIX, create_app
+from tests.browser import start_chromium
 from tests.gitrepo import generate
+from tests.workers import WorkerProcess
 
 PROBLEM_KEYS = {"type", "title", "status", "detail", "code"}
 #: Seals webhook secrets in the API tests (a Fernet key made for them, nothing else).
@@ -119,3 +122,20 @@ def finished_run(ctx: ServiceContext, binding: Binding, source_repo: Path, tmp_p
 @pytest.fixture
 def queued_run(ctx: ServiceContext, binding: Binding) -> Run:
     return create_run(ctx, binding.id)
+
+
+@pytest.fixture
+def processes() -> Iterator[list[WorkerProcess]]:
+    """Processes a test starts (API, workers): appended by the test, stopped after it."""
+    started: list[WorkerProcess] = []
+    yield started
+    for process in started:
+        process.stop()
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Any]:
+    """Headless chromium (Selenium's WebDriver), quit after the test."""
+    driver = start_chromium(tmp_path / "chromium-profile")
+    yield driver
+    driver.quit()

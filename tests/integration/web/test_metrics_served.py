@@ -17,7 +17,7 @@ from reposync.service.context import ServiceContext
 from reposync.service.users import create_user, issue_token
 from tests.gitrepo import generate
 from tests.servers import free_port
-from tests.workers import WorkerProcess, start_api, start_worker, wait_for
+from tests.workers import start_api, start_worker, wait_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 
@@ -33,14 +33,6 @@ PIPELINE = [
         Stage.FINALIZING,
     )
 ]
-
-
-@pytest.fixture
-def processes() -> list[WorkerProcess]:
-    started: list[WorkerProcess] = []
-    yield started
-    for process in started:
-        process.stop()
 
 
 def samples(text: str) -> dict[tuple[str, frozenset], float]:

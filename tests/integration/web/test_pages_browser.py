@@ -10,7 +10,6 @@ reload (a reload would make a new window object).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,30 +23,14 @@ from reposync.models import Binding, Run
 from reposync.service.bindings import SyncRequest, bind
 from reposync.service.context import ServiceContext
 from reposync.service.users import create_user, grant, issue_token
-from tests.browser import start_chromium
 from tests.gitrepo import generate, init_bare, refs
 from tests.servers import free_port
 from tests.unknown_writes import plant_unknown
-from tests.workers import WorkerProcess, start_api, start_worker, wait_for
+from tests.workers import start_api, start_worker, wait_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 
 SAME_DOCUMENT = "return window.__reposyncSameDocument === true"
-
-
-@pytest.fixture
-def processes() -> Iterator[list[WorkerProcess]]:
-    started: list[WorkerProcess] = []
-    yield started
-    for process in started:
-        process.stop()
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[WebDriver]:
-    driver = start_chromium(tmp_path / "chromium-profile")
-    yield driver
-    driver.quit()
 
 
 def install_gate_hook(target: Path, entered: Path, gate: Path) -> None:

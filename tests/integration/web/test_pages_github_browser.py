@@ -25,33 +25,17 @@ from reposync.models import Binding, Run
 from reposync.service.context import ServiceContext
 from reposync.service.users import create_user, issue_token
 from reposync.web.app import API_PREFIX
-from tests.browser import start_chromium
 from tests.fakes.github import GitHubFake, generate_key_pair
 from tests.fakes.github.oauth import TEST_PASSWORD
 from tests.fakes.github.state import DEFAULT_APP_PERMISSIONS
 from tests.gitrepo import refs
 from tests.integration.web.conftest import TEST_SECRET_KEY
 from tests.servers import free_port
-from tests.workers import WorkerProcess, start_api, start_worker
+from tests.workers import start_api, start_worker
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 
 SLUG = "reposync-connect"
-
-
-@pytest.fixture
-def processes() -> Iterator[list[WorkerProcess]]:
-    started: list[WorkerProcess] = []
-    yield started
-    for process in started:
-        process.stop()
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[WebDriver]:
-    driver = start_chromium(tmp_path / "chromium-profile")
-    yield driver
-    driver.quit()
 
 
 @pytest.fixture

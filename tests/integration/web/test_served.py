@@ -13,17 +13,9 @@ from reposync.service.context import ServiceContext
 from reposync.service.users import create_user, issue_token
 from tests.gitrepo import generate, refs
 from tests.servers import free_port
-from tests.workers import WorkerProcess, start_api, start_worker, wait_for
+from tests.workers import start_api, start_worker, wait_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
-
-
-@pytest.fixture
-def processes() -> list[WorkerProcess]:
-    started: list[WorkerProcess] = []
-    yield started
-    for process in started:
-        process.stop()
 
 
 def sse_events(response: requests.Response) -> list[tuple[str, dict]]:
