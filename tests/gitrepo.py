@@ -163,3 +163,21 @@ def reflog_lengths(path: Path) -> dict[str, int]:
 
 def _git_dir(path: Path) -> Path:
     return path / ".git" if (path / ".git").is_dir() else path
+
+
+def install_gate_hook(target: Path, entered: Path, gate: Path) -> None:
+    """A real pre-receive hook in ``target`` that holds the first push until ``gate``
+    exists (it touches ``entered`` when it starts waiting; at most 120 s); later pushes
+    pass straight through. A Run stays inside its push, with its task's message
+    delivered and not yet acknowledged, for as long as a test needs: to crash a broker,
+    to watch a page show the applying stage live."""
+    hook = target / "hooks" / "pre-receive"
+    hook.write_text(
+        "#!/bin/sh\n"
+        f'if [ ! -e "{entered}" ]; then\n'
+        f'  touch "{entered}"\n'
+        f'  i=0; while [ ! -e "{gate}" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done\n'
+        "fi\n"
+        "cat >/dev/null\n"
+    )
+    hook.chmod(0o755)

@@ -1,4 +1,5 @@
-"""Fixtures of the distributed tests: PostgreSQL, Redis, Celery dispatch, real workers."""
+"""Fixtures of the integration tests: PostgreSQL, Redis, Celery dispatch, real workers,
+and the command line's data directory."""
 
 from __future__ import annotations
 
@@ -83,3 +84,13 @@ def completed_transitions(ctx: ServiceContext, run_id: int) -> int:
             )
         ).scalars()
         return sum(int(counts.get("completed", 0)) for counts in events)
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The command line's data directory for one test (the embedded mode's database in
+    it: no REPOSYNC_DATABASE_URL from the environment)."""
+    directory = tmp_path / "data"
+    monkeypatch.setenv("REPOSYNC_DATA_DIR", str(directory))
+    monkeypatch.delenv("REPOSYNC_DATABASE_URL", raising=False)
+    return directory

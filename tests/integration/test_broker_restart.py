@@ -27,7 +27,7 @@ import pytest
 
 from reposync.service.bindings import SyncRequest, bind
 from reposync.service.runs import enqueue_run
-from tests.gitrepo import generate, init_bare, refs
+from tests.gitrepo import generate, init_bare, install_gate_hook, refs
 from tests.integration.conftest import TERMINAL, run_row
 from tests.servers import RedisServer
 from tests.workers import ROOT, WorkerProcess, wait_for
@@ -54,25 +54,6 @@ def broker_url(own_redis: RedisServer) -> str:
 
 def synced(path: Path) -> dict[str, str]:
     return {k: v for k, v in refs(path).items() if k.startswith(("refs/heads/", "refs/tags/"))}
-
-
-def install_gate_hook(target: Path, entered: Path, gate: Path) -> None:
-    """A real pre-receive hook that holds the first push until ``gate`` exists.
-
-    The worker is then busy in a way the test controls: inside a task, its message
-    delivered and not yet acknowledged (acks_late), for as long as the test needs to
-    crash and restart the broker. Later pushes pass straight through.
-    """
-    hook = target / "hooks" / "pre-receive"
-    hook.write_text(
-        "#!/bin/sh\n"
-        f'if [ ! -e "{entered}" ]; then\n'
-        f'  touch "{entered}"\n'
-        f'  i=0; while [ ! -e "{gate}" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done\n'
-        "fi\n"
-        "cat >/dev/null\n"
-    )
-    hook.chmod(0o755)
 
 
 def start_busy_capable_worker(env: dict[str, str], log_dir: Path) -> WorkerProcess:

@@ -14,14 +14,6 @@ from tests.servers import free_port
 
 
 @pytest.fixture
-def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    directory = tmp_path / "data"
-    monkeypatch.setenv("REPOSYNC_DATA_DIR", str(directory))
-    monkeypatch.delenv("REPOSYNC_DATABASE_URL", raising=False)
-    return directory
-
-
-@pytest.fixture
 def source(tmp_path: Path) -> Path:
     return generate(tmp_path / "src.git", commits=4, branches=2, tags=1)
 

@@ -31,14 +31,6 @@ SERVER_PATH = "/srv/reposync-data/git/binding-1.git"
 
 
 @pytest.fixture
-def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    directory = tmp_path / "data"
-    monkeypatch.setenv("REPOSYNC_DATA_DIR", str(directory))
-    monkeypatch.delenv("REPOSYNC_DATABASE_URL", raising=False)
-    return directory
-
-
-@pytest.fixture
 def pair(tmp_path: Path) -> tuple[str, str]:
     source = generate(tmp_path / "src.git", commits=4, branches=2, tags=1)
     return f"local:{source}", f"local:{tmp_path / 'dst.git'}"

@@ -23,7 +23,7 @@ from reposync.models import Binding, Run
 from reposync.service.bindings import SyncRequest, bind
 from reposync.service.context import ServiceContext
 from reposync.service.users import create_user, grant, issue_token
-from tests.gitrepo import generate, init_bare, refs
+from tests.gitrepo import generate, init_bare, install_gate_hook, refs
 from tests.servers import free_port
 from tests.unknown_writes import plant_unknown
 from tests.workers import start_api, start_worker, wait_for
@@ -31,21 +31,6 @@ from tests.workers import start_api, start_worker, wait_for
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 
 SAME_DOCUMENT = "return window.__reposyncSameDocument === true"
-
-
-def install_gate_hook(target: Path, entered: Path, gate: Path) -> None:
-    """A real pre-receive hook that holds the first push until ``gate`` exists: the Run
-    stays in its applying stage for as long as the test needs."""
-    hook = target / "hooks" / "pre-receive"
-    hook.write_text(
-        "#!/bin/sh\n"
-        f'if [ ! -e "{entered}" ]; then\n'
-        f'  touch "{entered}"\n'
-        f'  i=0; while [ ! -e "{gate}" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done\n'
-        "fi\n"
-        "cat >/dev/null\n"
-    )
-    hook.chmod(0o755)
 
 
 def mark_document(browser: WebDriver) -> None:
