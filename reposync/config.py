@@ -48,9 +48,11 @@ class Settings:
     #: Physical batch limits for the applying stage.
     batch_max_items: int = 500
     batch_max_bytes: int = 8 * 1024 * 1024
-    #: Git refs per push. A ref costs the forge nothing like an API object does, and one
-    #: push of thousands of refs packs the shared history once (an empty standby gets
-    #: everything in one bootstrap push); the batch limit for API objects stays above.
+    #: Git refs per applying batch and per push. A ref costs the forge nothing like an API
+    #: object does, and one push of thousands of refs packs the shared history once (an
+    #: empty standby gets everything in one bootstrap push); a target that takes fewer
+    #: per push (GitHub: 500) gets the batch in several atomic pushes. The batch limit for
+    #: API objects stays above.
     git_batch_max_items: int = 5000
     #: Largest pack one push may carry, in bytes (0: the target forge's own limit, GitHub's
     #: 2 GiB; a value > 0 lowers it, or sets one for a forge without). Pushes are split

@@ -18,6 +18,7 @@ import pytest
 
 from reposync.lifecycle import Stage
 from reposync.models.db import Database
+from reposync.providers.github.provider import GitHubProvider
 from reposync.service.bindings import SyncRequest, bind
 from reposync.service.embedded import sync
 from reposync.service.runs import create_run
@@ -167,6 +168,30 @@ def test_a_bootstrap_in_several_pushes_sends_the_newest_tips_first(tmp_path, git
         "refs/tags/v00003",  # lightweight, at commit 31, as branch-00009 is
     }
     assert run.report["io"]["git"]["pushes"] == 4  # 17 refs, 5 per push
+
+
+def test_one_batch_of_refs_is_pushed_in_groups_of_what_the_target_takes_per_push(
+    tmp_path, github_world, monkeypatch
+):
+    """A GitHub target taking five ref updates per push: the bootstrap's 17 refs are one
+    applying batch (one source read, one LFS scan, one read-back), pushed in four atomic
+    groups of at most five, newest tips first, each under its own leases."""
+    ctx, fake = github_world
+    monkeypatch.setattr(GitHubProvider, "max_ref_updates_per_push", 5)
+    source = generate(tmp_path / "src.git", commits=40, branches=12, tags=4)
+
+    run = sync(ctx, SyncRequest(f"local:{source}", f"github:{REPO}"))
+
+    assert run.status == "completed"
+    assert github_refs(fake) == synced_refs(source)
+    ref_batches = {i.batch_no for i in items_of(ctx, run.id) if i.object_type == "git_ref"}
+    assert len(ref_batches) == 1
+    pushes = fake.receive_pack_requests
+    assert [len(p) for p in pushes] == [5, 5, 5, 2]
+    assert "refs/heads/main" in {ref for _, _, ref in pushes[0]}
+    assert run.report["io"]["git"]["pushes"] == 4
+    read_backs = [r for r in fake.upload_pack_requests if r.command == "ls-refs"]
+    assert len(read_backs) == 2  # the target's inventory, then one read-back
 
 
 # -- leases: a target ref moved between planning and push ---------------------------------

@@ -356,6 +356,7 @@ class GitHttpApp:
         if commands is None or token is None:
             return
         with state.lock:
+            self.fake.receive_pack_requests.append(list(commands.updates))
             moved = [
                 (before, after, ref)
                 for before, after, ref in commands.updates

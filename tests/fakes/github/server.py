@@ -146,6 +146,9 @@ class GitHubFake:
         self.max_push_bytes = max_push_bytes
         #: Every fetch request's command and wants, in arrival order.
         self.upload_pack_requests: list[UploadPackRequest] = []
+        #: Every push to a repository (not a wiki), in arrival order: the ref updates it
+        #: asked for, ``(before, after, ref)`` each.
+        self.receive_pack_requests: list[list[tuple[str, str, str]]] = []
         self.validate_requests = validate_requests
         self.api_url = self.uploads_url = self.git_url = ""
         self.urls = Urls("", "", "")

@@ -76,7 +76,9 @@ def plan(ex: StageExecution) -> Stage:
     )
 
     settings = ex.ctx.settings
-    refs_per_push = settings.git_batch_max_items
+    # A batch of refs is one source read, one LFS scan and one read-back; the applier
+    # pushes it in groups of at most what the target takes per push.
+    refs_per_batch = refs_per_push = settings.git_batch_max_items
     forge_limit = provider_class(ex.spec("target").provider).max_ref_updates_per_push
     if forge_limit is not None:
         refs_per_push = min(refs_per_push, forge_limit)
@@ -84,7 +86,7 @@ def plan(ex: StageExecution) -> Stage:
     limits = BatchLimits(
         settings.batch_max_items,
         settings.batch_max_bytes,
-        per_type_items={t.value: refs_per_push for t in REF_TYPES},
+        per_type_items={t.value: refs_per_batch for t in REF_TYPES},
     )
     written = _write_items(ex, assign_batches(items, limits))
     actions: dict[str, int] = defaultdict(int)

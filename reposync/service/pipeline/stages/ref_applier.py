@@ -173,6 +173,7 @@ class GitRefApplier:
             max_pack_bytes=effective_limit(
                 type(target).max_push_pack_bytes, ex.ctx.settings.git_max_push_pack_bytes
             ),
+            max_refs_per_push=type(target).max_ref_updates_per_push,
         )
         if transfer is not None:  # what it fetched is in the target now (or not wanted)
             transport.discard_objects(transfer)
