@@ -1,5 +1,3 @@
-import sys
+from reposync.cli import run
 
-from reposync.cli import main
-
-sys.exit(main())
+run()

@@ -4,6 +4,7 @@ lives said once."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from reposync.cli import main
+from reposync.errors import RecordNotFound
 from tests.gitrepo import commit_on, generate, refs
 from tests.integration.test_cli import assert_refused, run_cli
 
@@ -101,6 +103,38 @@ def test_version(capsys, argv):
         main(argv)
     assert exit_status.value.code == 0
     assert capsys.readouterr().out == f"reposync {version}\n"
+
+
+def test_the_process_ends_with_mains_status_and_everything_it_printed(tmp_path, source):
+    """``reposync`` ends without the interpreter's teardown (``cli.run``): what it wrote
+    to a pipe still arrives whole, its status is the command's, and a reader that went
+    away makes it 120 without a traceback (it was a ``BrokenPipeError`` traceback and
+    status 1 when the output filled the pipe's buffer)."""
+    data = str(tmp_path / "data")
+    target = tmp_path / "dst.git"
+    done = reposync("--data-dir", data, "sync", f"local:{source}", f"local:{target}", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["status"] == "completed"
+
+    missing = reposync("--data-dir", data, "runs", "show", "999")
+    assert missing.returncode == RecordNotFound.exit_status
+    assert "[record_not_found]" in missing.stderr
+
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        gone = subprocess.run(
+            [sys.executable, "-m", "reposync", "--data-dir", data, "runs", "list", "--json"],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            timeout=120,
+        )
+    finally:
+        os.close(write)
+    assert gone.returncode == 120
+    assert b"Traceback" not in gone.stderr
 
 
 def test_verbose_logs_what_it_does(tmp_path, source):
