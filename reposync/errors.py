@@ -54,6 +54,7 @@ into this tree at one boundary each, never leaked.
         ├── Conflict                    conflict
         ├── PushTooLarge                push_too_large
         ├── WikiDisabled                wiki_disabled            (a rerun clears it once enabled)
+        ├── WikiNotInitialized          wiki_not_initialized     (a rerun clears it once created)
         ├── WriteRefused                write_refused            (item code in .refusal)
         ├── RepositoryMismatch          repository_mismatch
         ├── ContentUnavailable          source_content_unavailable
@@ -519,6 +520,21 @@ class WikiDisabled(ProviderError):
     suggested_action = (
         "enable the wiki on the target repository (GitHub: Settings > General > Features > "
         "Wikis), then run again"
+    )
+    clears_on_rerun = True
+
+
+class WikiNotInitialized(ProviderError):
+    """The target's wiki is on but has no Git repository yet, and the forge refused to
+    create it with the push (github.com answers "Repository not found" until a first
+    page is saved in the browser). Its wiki items fail with this code; the rest of the Run
+    goes on, and a rerun after the first page clears it."""
+
+    code = "wiki_not_initialized"
+    http_status = 409
+    suggested_action = (
+        "create the wiki's first page on the target (GitHub: the repository's Wiki tab > "
+        "Create the first page), then run again"
     )
     clears_on_rerun = True
 

@@ -184,8 +184,54 @@ def _push_group(
     env: Mapping[str, str] | None,
     receive_pack: str | None,
 ) -> None:
-    """One atomic ``git push`` of ``group``; what it said, per ref, into ``outcome``."""
-    outcome.groups += 1
+    """An atomic ``git push`` of ``group``; what it said, per ref, into ``outcome``.
+
+    An atomic push that git refuses for some refs (a lease that no longer holds, a
+    create whose name is taken) refuses the others with them ("atomic push failed", or
+    not a word about them). Those others are pushed again, atomically, without the refs
+    refused for their own reasons: one moved branch is a conflict, not the failure of
+    the 499 refs beside it. Each retry has fewer refs, so this ends.
+    """
+    remaining = list(group)
+    while remaining:
+        outcome.groups += 1
+        parsed, too_large = _push_once(workspace, target_url, remaining, env, receive_pack)
+        held_back: list[RefUpdate] = []
+        for update in remaining:
+            ok, summary = parsed.get(update.name, (False, ""))
+            if ok:
+                outcome.accepted.add(update.name)
+            elif too_large is not None:
+                outcome.too_large[update.name] = (
+                    f"the target refused the push of {len(remaining)} ref(s) as too large "
+                    f"({too_large})"
+                )
+            elif not summary or ATOMIC_SIBLING in summary:
+                held_back.append(update)
+            else:
+                outcome.rejected[update.name] = summary
+        if len(held_back) == len(remaining):  # none refused for its own sake: no retry
+            for update in held_back:
+                outcome.rejected[update.name] = parsed.get(update.name, (False, ""))[1] or (
+                    "the target refused the push without a word about this ref"
+                )
+            return
+        remaining = held_back
+
+
+#: What git says of the refs of an atomic push that were refused only with the others.
+ATOMIC_SIBLING = "atomic push failed"
+
+
+def _push_once(
+    workspace: PushWorkspace,
+    target_url: str,
+    group: Sequence[RefUpdate],
+    env: Mapping[str, str] | None,
+    receive_pack: str | None,
+) -> tuple[dict[str, tuple[bool, str]], str | None]:
+    """One ``git push --atomic`` of ``group``: its porcelain lines per ref, and the
+    target's "pack too large" refusal when that is why it failed."""
     workspace.stage({u.name: u.new for u in group if u.new is not None})
     leases = [u.argv()[0] for u in group if u.expected_old is not None]
     deletes = [f":{u.name}" for u in group if u.new is None]
@@ -218,15 +264,7 @@ def _push_group(
     too_large = next(
         (line.strip() for line in result.stderr.splitlines() if PACK_TOO_LARGE in line), None
     )
-    for name, (ok, summary) in parsed.items():
-        if ok:
-            outcome.accepted.add(name)
-        elif too_large is not None:
-            outcome.too_large[name] = (
-                f"the target refused the push of {len(group)} ref(s) as too large ({too_large})"
-            )
-        else:
-            outcome.rejected[name] = summary
+    return parsed, too_large
 
 
 def fetch_refs(

@@ -199,7 +199,12 @@ def select_candidates(
         link = links.get(key)
         if link is None:
             baseline = mode is PlanMode.BASELINE and not _archive_only(entry.object_type)
-            target_identity = entry.unique_key if baseline else None
+            # A new ref is looked for by its name on the target in every mode but an
+            # empty target's: a ref someone made there meanwhile then meets the conflict
+            # policy, as on a baseline, instead of a create that git can only refuse.
+            # One ref listing answers for all of them.
+            new_ref = entry.object_type in REF_TYPES and mode is not PlanMode.EMPTY_TARGET
+            target_identity = entry.unique_key if baseline or new_ref else None
             result.candidates.append(
                 Candidate(entry.object_type, entry, None, Reason.NEW, target_identity)
             )

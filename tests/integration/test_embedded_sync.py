@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from reposync.service.embedded import sync
 from reposync.service.pipeline.runner import execute_step
 from reposync.service.pipeline.stages import applying
 from reposync.service.runs import create_run, request_cancel
+from reposync.sync.vocabulary import RefConflictPolicy
 from tests.gitrepo import commit_on, delete_refs, generate, refs, set_ref
 
 
@@ -78,11 +80,39 @@ def test_bootstrap_then_checkpoint_then_exactly_the_changed_refs(tmp_path, ctx):
     assert third.counters["deleted"] == 2
     assert third.counters["created"] == 3
     assert third.counters["checkpoint_skipped"] == 601 - 6 - 2
-    # Target reads: the 8 linked candidates before the write, 11 read-backs after.
-    assert third.report["io"]["target"]["object_reads"] == 8 + 11
+    # Target reads: the 8 linked candidates and the 3 new tags (looked for by name:
+    # someone may have made them there meanwhile) before the write, 11 read-backs after.
+    assert third.report["io"]["target"]["object_reads"] == 8 + 3 + 11
     with ctx.db.session() as session:
         links = session.execute(select(ObjectLink.a_identity)).scalars().all()
     assert set(links) == set(synced_refs(source))
+
+
+def test_a_ref_made_on_the_target_since_the_last_run_meets_the_conflict_policy(tmp_path, ctx):
+    """A new source branch whose name someone used on the target after the first Run:
+    a checkpoint looks for it by name, so keep_target reports the conflict without a
+    push and use_source overwrites it. Before, it was planned as a blind create that git
+    refused, a conflict even under use_source (whose suggested action was use_source)."""
+    source = generate(tmp_path / "src.git", commits=5, branches=2, tags=1)
+    target = tmp_path / "dst.git"
+    request = SyncRequest(f"local:{source}", f"local:{target}")
+    assert sync(ctx, request).status == "completed"
+    main = refs(source)["refs/heads/main"]
+    set_ref(source, "refs/heads/feature", main)
+    authority = commit_on(source, "refs/heads/feature", "the authority's feature")
+    set_ref(target, "refs/heads/feature", main)
+    standby = commit_on(target, "refs/heads/feature", "the standby's own feature")
+
+    kept = sync(ctx, request)
+    assert (kept.status, kept.plan_mode) == ("requires_attention", "checkpoint")
+    [item] = items_of(ctx, kept.id)
+    assert (item.target_identity, item.error_code) == ("refs/heads/feature", "conflict")
+    assert "git" not in kept.report["io"]  # settled at planning: nothing was pushed
+    assert refs(target)["refs/heads/feature"] == standby
+
+    over = sync(ctx, replace(request, conflict_policy=RefConflictPolicy.USE_SOURCE))
+    assert over.status == "completed", over.report["problems"]
+    assert refs(target)["refs/heads/feature"] == authority
 
 
 def test_dry_run_plans_and_reports_but_writes_nothing(tmp_path, ctx):

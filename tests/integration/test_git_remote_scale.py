@@ -24,7 +24,7 @@ from reposync.service.embedded import sync
 from reposync.service.runs import create_run
 from tests.fakes.github import GitHubFake
 from tests.github_env import github_context
-from tests.gitrepo import commit_blob, commit_on, delete_refs, generate, refs
+from tests.gitrepo import commit_blob, commit_on, delete_refs, generate, refs, set_ref
 from tests.integration.test_embedded_sync import (
     finish,
     items_of,
@@ -234,6 +234,57 @@ def test_github_target_moved_between_planning_and_push_is_a_conflict(tmp_path, g
         assert "stale info" in (items[name].error_message or "")
     assert github_refs(fake)["refs/heads/branch-00001"] == moved
     assert github_refs(fake)["refs/heads/branch-00002"] == kept
+
+
+def assert_a_refused_lease_holds_back_nothing_else(
+    ctx: Any, source: Path, request: SyncRequest, target: Path
+) -> None:
+    """One ref of an atomic push moved on the target after planning: it is a conflict and
+    keeps the target's commit, while the refs pushed beside it (a new branch, an update)
+    still land in the same Run."""
+    assert sync(ctx, request).status == "completed"
+    commit_on(source, "refs/heads/branch-00001", "authority work")
+    commit_on(source, "refs/heads/branch-00003", "more authority work")
+    set_ref(source, "refs/heads/fresh", refs(source)["refs/heads/main"])
+    fresh = commit_on(source, "refs/heads/fresh", "a new branch")
+
+    run = create_run(ctx, bind(ctx, request).id)
+    step = run_steps_until(ctx, run.id, Stage.APPLYING)
+    moved = commit_on(target, "refs/heads/branch-00001", "pushed to the standby meanwhile")
+    finish(ctx, step)
+
+    done = load_run(ctx, run.id)
+    items = by_ref(ctx, run.id)
+    assert (items["refs/heads/branch-00001"].error_code, done.counters["conflicts"]) == (
+        "conflict",
+        1,
+    )
+    assert {items[n].state for n in ("refs/heads/branch-00003", "refs/heads/fresh")} == {
+        "completed"
+    }
+    assert refs(target)["refs/heads/branch-00001"] == moved
+    assert refs(target)["refs/heads/fresh"] == fresh
+    assert refs(target)["refs/heads/branch-00003"] == refs(source)["refs/heads/branch-00003"]
+
+
+def test_a_refused_lease_on_github_holds_back_nothing_else(tmp_path, github_world):
+    """Before, the whole atomic group failed with the moved ref: the others read back
+    missing and failed as "verify_mismatch"."""
+    ctx, fake = github_world
+    source = generate(tmp_path / "src.git", commits=10, branches=4, tags=1)
+    request = SyncRequest(f"local:{source}", f"github:{REPO}")
+    assert_a_refused_lease_holds_back_nothing_else(
+        ctx, source, request, Path(fake.state.git_dir(REPO))
+    )
+
+
+def test_a_refused_lease_on_a_local_target_holds_back_nothing_else(tmp_path, ctx):
+    """Before, git reported the others "[rejected] (atomic push failed)" and they failed
+    as conflicts they were not."""
+    source = generate(tmp_path / "src.git", commits=10, branches=4, tags=1)
+    target = tmp_path / "dst.git"
+    request = SyncRequest(f"local:{source}", f"local:{target}")
+    assert_a_refused_lease_holds_back_nothing_else(ctx, source, request, target)
 
 
 def test_local_target_delete_moved_between_planning_and_push_is_a_conflict(tmp_path, ctx):

@@ -8,6 +8,7 @@ leases, read back and reported like the repository's own refs.
 from __future__ import annotations
 
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from reposync.service.bindings import SyncRequest, bind
 from reposync.service.embedded import sync
 from reposync.service.handoff import handoff
 from reposync.service.runs import create_run
+from reposync.sync.vocabulary import RefConflictPolicy
 from tests.fakes.github import GitHubFake
 from tests.github_env import embedded_world
 from tests.gitrepo import commit_on, delete_refs, generate, refs, set_ref
@@ -259,4 +261,40 @@ def test_a_disabled_github_wiki_is_a_problem_in_the_report_and_the_rest_syncs(tm
     fake.state.repo(REPO).has_wiki = True
     enabled = sync(ctx, SyncRequest(f"local:{source}", f"github:{REPO}"))
     assert enabled.status == "completed", enabled.report["problems"]
+    assert synced_refs(fake.state.wiki_dir(REPO)) == synced_refs(wiki_of(source))
+
+
+def test_a_github_wiki_without_a_first_page_is_a_problem_and_the_rest_syncs(tmp_path, github):
+    """github.com keeps no wiki repository until a first page is saved in the browser and
+    answers a push to it "Repository not found": every wiki item fails with
+    wiki_not_initialized and the report says what to do (it was a git_transport_failed
+    stage error, retried until the Run failed with nothing of the wiki explained); the
+    repository's refs arrive. Once the first page exists it is the standby's own: the
+    default keeps it (a conflict), a run that lets the authority win brings the wiki."""
+    ctx, fake = github
+    fake.wiki_created_by_push = False
+    fake.state.create_repo(REPO, private=True)
+    source = with_wiki(tmp_path / "src.git")
+    request = SyncRequest(f"local:{source}", f"github:{REPO}")
+
+    run = sync(ctx, request)
+
+    assert run.status == "failed"
+    problems = {p["error_code"]: p for p in run.report["problems"]}
+    assert set(problems) == {"wiki_not_initialized"}
+    missing = problems["wiki_not_initialized"]
+    assert (missing["object_type"], missing["count"], missing["retryable"]) == ("wiki_ref", 4, True)
+    assert "first page" in missing["suggested_action"]
+    assert "wiki.git/' not found" in missing["message"]
+    assert synced_refs(fake.state.git_dir(REPO)) == synced_refs(source)
+    assert not fake.state.wiki_dir(REPO).exists()
+
+    fake.state.create_wiki_page(REPO)
+    kept = sync(ctx, request)  # the page is the standby's own: a conflict, kept
+    assert kept.status == "requires_attention"
+    assert {p["error_code"] for p in kept.report["problems"]} == {"conflict"}
+    assert synced_refs(fake.state.wiki_dir(REPO)) != synced_refs(wiki_of(source))
+    over = replace(request, conflict_policy=RefConflictPolicy.USE_SOURCE)
+    created = sync(ctx, over)
+    assert created.status == "completed", created.report["problems"]
     assert synced_refs(fake.state.wiki_dir(REPO)) == synced_refs(wiki_of(source))

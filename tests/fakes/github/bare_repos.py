@@ -40,6 +40,21 @@ def init_wiki(path: Path) -> None:
     config["http.receivepack"] = True
 
 
+def first_wiki_page(path: Path, title: str, body: str, when: datetime) -> str:
+    """A wiki created the way github.com creates one: its first page saved in the
+    browser (``<title>.md`` committed on ``master``). The commit's id."""
+    init_wiki(path)
+    repo = _open(path)
+    sig = _signature(BOT_SIGNATURE, when)
+    builder = repo.TreeBuilder()
+    builder.insert(f"{title}.md", repo.create_blob(body.encode()), pygit2.enums.FileMode.BLOB)
+    return str(
+        repo.create_commit(
+            "refs/heads/master", sig, sig, f"Created {title} (markdown)", builder.write(), []
+        )
+    )
+
+
 def _signature(who: tuple[str, str], when: datetime) -> pygit2.Signature:
     return pygit2.Signature(who[0], who[1], int(when.timestamp()), 0)
 

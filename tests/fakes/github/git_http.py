@@ -181,13 +181,15 @@ class GitHttpApp:
 
     def _wiki_dir(self, repo: Repo, push: bool) -> Path:
         """The wiki served for ``<name>.wiki.git``: created by the first push while the
-        wiki is enabled, "not found" before that and whenever the wiki is disabled."""
+        wiki is enabled (unless ``wiki_created_by_push`` is off: then only a first page
+        creates it, ``State.create_wiki_page``), "not found" before that and whenever
+        the wiki is disabled."""
         state = self.fake.state
         with state.lock:
             if not repo.has_wiki:
                 raise Refusal("404 Not Found", "Repository not found.\n")
             if not (repo.wiki_dir / "HEAD").exists():
-                if not push:
+                if not push or not self.fake.wiki_created_by_push:
                     raise Refusal("404 Not Found", "Repository not found.\n")
                 bare_repos.init_wiki(repo.wiki_dir)
         return repo.wiki_dir

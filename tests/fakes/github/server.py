@@ -123,6 +123,7 @@ class GitHubFake:
         validate_requests: bool = True,
         layout: str = "github.com",
         max_push_bytes: int = 2 * 1024**3,
+        wiki_created_by_push: bool = True,
     ) -> None:
         if layout not in LAYOUTS:
             raise ValueError(f"layout must be one of {LAYOUTS}, not {layout!r}")
@@ -144,6 +145,9 @@ class GitHubFake:
         self.validate_responses = validate_responses
         #: Largest pack one push may carry (GitHub's 2 GiB); tests lower it.
         self.max_push_bytes = max_push_bytes
+        #: Whether the first push to an enabled wiki creates its repository; False is
+        #: github.com's way ("Repository not found" until a first page is saved).
+        self.wiki_created_by_push = wiki_created_by_push
         #: Every fetch request's command and wants, in arrival order.
         self.upload_pack_requests: list[UploadPackRequest] = []
         #: Every push to a repository (not a wiki), in arrival order: the ref updates it

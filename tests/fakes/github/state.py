@@ -190,6 +190,13 @@ class State:
         """Where the repository's wiki is (or will be, once a push creates it)."""
         return self.repo(ref).wiki_dir
 
+    def create_wiki_page(self, ref: RepoRef, title: str = "Home", body: str = "Welcome") -> str:
+        """A human saves the wiki's first page in the browser: the wiki's repository
+        exists from then on. The commit's id."""
+        with self.lock:
+            repo = self.repo(ref)
+            return bare_repos.first_wiki_page(repo.wiki_dir, title, body, self.now())
+
     # -- labels and milestones ----------------------------------------------------------
 
     def add_label(

@@ -52,8 +52,10 @@ def test_creates_never_overwrite_what_the_target_has(pair):
     assert refs(target)[tag] == src[tag]
 
 
-def test_a_stale_lease_rejects_the_whole_atomic_group(pair):
-    """One ref moved on the target: the group is refused and nothing moves."""
+def test_a_stale_lease_refuses_its_ref_and_the_rest_lands_in_a_second_atomic_push(pair):
+    """One ref moved on the target: git refuses the atomic group; the moved ref is
+    rejected for its stale lease and the ref refused only with it is pushed again, alone
+    (it was rejected with the group)."""
     source, target = pair
     src = refs(source)
     push(str(source), str(target), [RefUpdate(n, o, None) for n, o in src.items()])
@@ -68,10 +70,26 @@ def test_a_stale_lease_rejects_the_whole_atomic_group(pair):
             RefUpdate("refs/heads/branch-00002", moved2, src["refs/heads/branch-00002"]),
         ],
     )
-    assert set(outcome.rejected) == {"refs/heads/branch-00001", "refs/heads/branch-00002"}
+    assert set(outcome.rejected) == {"refs/heads/branch-00001"}
     assert "stale info" in outcome.rejected["refs/heads/branch-00001"]
+    assert (outcome.accepted, outcome.groups) == ({"refs/heads/branch-00002"}, 2)
     assert refs(target)["refs/heads/branch-00001"] == human
-    assert refs(target)["refs/heads/branch-00002"] == src["refs/heads/branch-00002"]
+    assert refs(target)["refs/heads/branch-00002"] == moved2
+
+
+def test_a_target_that_refuses_every_ref_is_asked_once(pair):
+    """A refusal of every ref for its own reason (a declining pre-receive hook) is no
+    reason to push again: each ref is rejected with the target's word, in one push."""
+    source, target = pair
+    hook = target / "hooks" / "pre-receive"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text("#!/bin/sh\necho 'frozen for maintenance' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    src = refs(source)
+    outcome = push(str(source), str(target), [RefUpdate(n, o, None) for n, o in src.items()])
+    assert set(outcome.rejected) == set(src)
+    assert {"pre-receive hook declined" in why for why in outcome.rejected.values()} == {True}
+    assert (outcome.accepted, outcome.groups, refs(target)) == (set(), 1, {})
 
 
 def test_delete_with_lease(pair):

@@ -204,11 +204,29 @@ def test_checkpoint_reason_precedence_unreliable_then_mapper_dirty_then_changed(
     )
 
 
-def test_checkpoint_new_source_entry_needs_no_target_read():
-    """Checkpoint: an unlinked source entry is NEW and its target is not read."""
+def test_checkpoint_new_ref_is_looked_for_by_name_on_the_target():
+    """Checkpoint: an unlinked ref is NEW and read on the target by its name (someone may
+    have made it there since the last Run: the conflict policy then decides; it was a
+    blind create git could only refuse)."""
     fresh = branch("new", "c1")
     candidate = only_candidate(PlanMode.CHECKPOINT, [fresh], {})
-    assert candidate == Candidate(GIT, fresh, None, Reason.NEW, None)
+    assert candidate == Candidate(GIT, fresh, None, Reason.NEW, "refs/heads/new")
+    assert candidate.needs_target_read
+
+
+def test_checkpoint_new_issue_needs_no_target_read():
+    """Checkpoint: a new API object is created without a look (its number on the target
+    is not its identity there); only refs are named alike on both sides."""
+    issue = IndexEntry(ObjectType.ISSUE, "7", "issue 7", "7", "r1", "h1", 10, "7", 7)
+    candidate = only_candidate(PlanMode.CHECKPOINT, [issue], {})
+    assert candidate == Candidate(ObjectType.ISSUE, issue, None, Reason.NEW, None)
+    assert not candidate.needs_target_read
+
+
+def test_an_empty_target_reads_nothing_for_new_refs():
+    """On a target confirmed empty there is nothing to look for."""
+    fresh = branch("new", "c1")
+    candidate = only_candidate(PlanMode.EMPTY_TARGET, [fresh], {})
     assert not candidate.needs_target_read
 
 

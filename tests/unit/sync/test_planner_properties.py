@@ -109,13 +109,17 @@ def test_checkpoint_candidate_reasons_follow_the_spec(source, links):
 
 @FAST
 @given(source=ref_maps, links=link_maps())
-def test_checkpoint_reads_targets_only_for_linked_candidates(source, links):
-    """Checkpoint: a target read is requested exactly for candidates that have a link."""
+def test_checkpoint_reads_targets_only_for_candidates(source, links):
+    """Checkpoint: every candidate ref is read on the target, a linked one where its link
+    says, a new one by its name; the refs no candidate names are never read."""
     selected = select_candidates(PlanMode.CHECKPOINT, entries(source), links)
     for candidate in selected.candidates:
-        assert candidate.needs_target_read == (candidate.link is not None)
+        assert candidate.needs_target_read
         if candidate.link is not None:
             assert candidate.target_identity == candidate.link.target_identity
+        else:
+            assert candidate.source is not None
+            assert candidate.target_identity == candidate.source.unique_key
 
 
 @FAST

@@ -13,7 +13,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from reposync.errors import Conflict, ProviderError, PushTooLarge, WikiDisabled
+from reposync.errors import (
+    Conflict,
+    GitTransportError,
+    ProviderError,
+    PushTooLarge,
+    WikiDisabled,
+    WikiNotInitialized,
+)
 from reposync.git import transport
 from reposync.git.locks import remove_stale_locks
 from reposync.git.packsize import effective_limit
@@ -50,6 +57,22 @@ def _wiki_remote(provider: Provider, write: bool) -> GitRemote:
     return provider.wiki_remote(write=write)
 
 
+def _no_refusal(error: GitTransportError, target: str) -> ProviderError | None:
+    return None
+
+
+def _wiki_missing(error: GitTransportError, target: str) -> ProviderError | None:
+    """A wiki push answered "not found": the forge keeps no wiki repository yet and did
+    not create one for the push (github.com, until a first page is saved; the wiki being
+    off is refused before git starts, ``WikiDisabled``)."""
+    if "not found" not in error.message.lower():
+        return None
+    return WikiNotInitialized(
+        f"{target}: the wiki has no repository yet and the push did not create one "
+        f"({error.message})"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class RefRepository:
     """Which Git repository of each side a ref applier moves refs between: the main one,
@@ -62,6 +85,10 @@ class RefRepository:
     #: Whether its pushes carry LFS objects first (the repository's LFS store is the main
     #: repository's; a wiki has none on GitHub, so its pointers stay plain blobs).
     lfs: bool
+    #: What a push that git could not complete means for this repository's items, when
+    #: it is their problem rather than the transport's (None: the error stands).
+    #: Called with the error and the target's display name.
+    refusal: Callable[[GitTransportError, str], ProviderError | None] = _no_refusal
 
     def workspace(self, ex: StageExecution, objects_dir: str) -> PushWorkspace:
         """The Binding's scratch repository for this repository's pushes, borrowing
@@ -71,7 +98,9 @@ class RefRepository:
 
 
 MAIN_REPOSITORY = RefRepository(ObjectType.GIT_REF, "", _git_remote, lfs=True)
-WIKI_REPOSITORY = RefRepository(ObjectType.WIKI_REF, "-wiki", _wiki_remote, lfs=False)
+WIKI_REPOSITORY = RefRepository(
+    ObjectType.WIKI_REF, "-wiki", _wiki_remote, lfs=False, refusal=_wiki_missing
+)
 REF_REPOSITORIES = (MAIN_REPOSITORY, WIKI_REPOSITORY)
 
 
@@ -164,17 +193,27 @@ class GitRefApplier:
             )
             for item in items
         ]
-        pushed = transport.push(
-            workspace,
-            target_remote.url,
-            updates,
-            env=dict(target_remote.env),
-            receive_pack=target_remote.receive_pack,
-            max_pack_bytes=effective_limit(
-                type(target).max_push_pack_bytes, ex.ctx.settings.git_max_push_pack_bytes
-            ),
-            max_refs_per_push=type(target).max_ref_updates_per_push,
-        )
+        try:
+            pushed = transport.push(
+                workspace,
+                target_remote.url,
+                updates,
+                env=dict(target_remote.env),
+                receive_pack=target_remote.receive_pack,
+                max_pack_bytes=effective_limit(
+                    type(target).max_push_pack_bytes, ex.ctx.settings.git_max_push_pack_bytes
+                ),
+                max_refs_per_push=type(target).max_ref_updates_per_push,
+            )
+        except GitTransportError as error:
+            refusal = self.repository.refusal(error, ex.spec("target").display)
+            if refusal is None:
+                raise
+            failed = ItemError.of(refusal)
+            return WriteReport(
+                identities={i.id: i.target_identity or "" for i in items},
+                refused={**held_back, **{i.id: failed for i in items}},
+            )
         if transfer is not None:  # what it fetched is in the target now (or not wanted)
             transport.discard_objects(transfer)
         ex.count_io("pushes", pushed.groups)
