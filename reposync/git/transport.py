@@ -123,6 +123,7 @@ def push(
     receive_pack: str | None = None,
     max_pack_bytes: int | None = None,
     max_refs_per_push: int | None = None,
+    on_push: Callable[[int, int], None] | None = None,
 ) -> PushOutcome:
     """Push ``updates`` to ``target_url`` from a staged workspace, in atomic groups.
 
@@ -145,6 +146,9 @@ def push(
     larger is split by history (``reposync.git.packsize``); a ref whose own pack is larger
     is not pushed and lands in ``too_large``, as do the refs of a group the target refused
     for its size all the same.
+
+    ``on_push`` is told, after each group, how many of the refs have been pushed (or
+    refused) and how many there are: a batch of several pushes says how far it is.
 
     Raises ``GitTransportError`` when git cannot talk to the target at all; refused refs
     are reported, not raised.
@@ -173,6 +177,9 @@ def push(
             _push_group(workspace, target_url, group, outcome, env, receive_pack)
             if limit is not None and target_has is not None:
                 target_has.update(u.new for u in group if u.new and u.name in outcome.accepted)
+            if on_push is not None:
+                settled = len(outcome.accepted) + len(outcome.rejected) + len(outcome.too_large)
+                on_push(settled, len(updates))
     return outcome
 
 

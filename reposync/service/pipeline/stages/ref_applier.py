@@ -204,6 +204,7 @@ class GitRefApplier:
                     type(target).max_push_pack_bytes, ex.ctx.settings.git_max_push_pack_bytes
                 ),
                 max_refs_per_push=type(target).max_ref_updates_per_push,
+                on_push=_push_progress(ex, len(updates), type(target).max_ref_updates_per_push),
             )
         except GitTransportError as error:
             refusal = self.repository.refusal(error, ex.spec("target").display)
@@ -256,6 +257,22 @@ class GitRefApplier:
                 )
             )
         return outcomes
+
+
+def _push_progress(
+    ex: StageExecution, total: int, per_push: int | None
+) -> Callable[[int, int], None] | None:
+    """A batch that takes several pushes says after each how far it is (a ``git_pushed``
+    event: the API's event stream, ``reposync runs events -f`` and the Run page show it),
+    so a bootstrap's minutes of pushes are not one silent step."""
+    if per_push is None or total <= per_push:
+        return None
+
+    def pushed(done: int, of: int) -> None:
+        with ex.fenced() as session:
+            ex.event(session, "git_pushed", f"{done} of {of} refs pushed", done=done, total=of)
+
+    return pushed
 
 
 def _clear_stale_locks(
