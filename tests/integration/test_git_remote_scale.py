@@ -282,8 +282,9 @@ def assert_a_refused_lease_holds_back_nothing_else(
 
 
 def test_a_refused_lease_on_github_holds_back_nothing_else(tmp_path, github_world):
-    """Before, the whole atomic group failed with the moved ref: the others read back
-    missing and failed as "verify_mismatch"."""
+    """Before, the whole atomic group failed with the moved ref: the others failed as
+    conflicts they were not (and, when git refused a create before sending anything,
+    read back missing as "verify_mismatch")."""
     ctx, fake = github_world
     source = generate(tmp_path / "src.git", commits=10, branches=4, tags=1)
     request = SyncRequest(f"local:{source}", f"github:{REPO}")
