@@ -66,7 +66,7 @@ into this tree at one boundary each, never leaked.
         │   └── LfsObjectTooLarge       lfs_object_too_large
         └── ProviderUnavailable         provider_unavailable     (retryable)
 
-Why one module of ~640 lines: the tree above is one public contract (its codes are in
+Why one module of ~670 lines: the tree above is one public contract (its codes are in
 reports, JSON output and API answers), read and reviewed as a whole; almost every line
 is a class with its code, status and suggested action. Split by layer, a new error would
 need a decision where it lives, and the test that every code is unique and reads the same

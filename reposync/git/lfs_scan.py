@@ -4,8 +4,9 @@
 tips but not from what the target already has (the same walk ``git lfs pre-push``
 does), filtered by git to the blobs small enough to be pointers and piped straight into
 ``git cat-file --batch-check``, so only their sizes reach Python; they are then read
-one by one through ``git cat-file --batch``. Everything streams: memory holds one pointer at a time,
-whatever the history's size (rev-list lists each object once, so no set is kept here).
+one by one through ``git cat-file --batch``. Everything streams: memory holds one
+pointer at a time, whatever the history's size (rev-list lists each object once, so no
+set is kept here).
 """
 
 from __future__ import annotations

@@ -218,10 +218,10 @@ def _push_group(
             else:
                 outcome.rejected[update.name] = summary
         if len(held_back) == len(remaining):  # none refused for its own sake: no retry
-            for update in held_back:
-                outcome.rejected[update.name] = parsed.get(update.name, (False, ""))[1] or (
-                    "the target refused the push without a word about this ref"
-                )
+            # What git said stands; a ref it said nothing about is read-back's to judge.
+            outcome.rejected.update(
+                (u.name, parsed[u.name][1]) for u in held_back if u.name in parsed
+            )
             return
         remaining = held_back
 

@@ -21,13 +21,7 @@ def init(path: Path, default_branch: str, *, auto_init: bool, when: datetime) ->
     config["http.receivepack"] = True
     config["uploadpack.allowReachableSHA1InWant"] = True
     if auto_init:
-        sig = _signature(BOT_SIGNATURE, when)
-        builder = repo.TreeBuilder()
-        blob = repo.create_blob(f"# {path.stem}\n".encode())
-        builder.insert("README.md", blob, pygit2.enums.FileMode.BLOB)
-        repo.create_commit(
-            f"refs/heads/{default_branch}", sig, sig, "Initial commit", builder.write(), []
-        )
+        _first_commit(repo, default_branch, "README.md", f"# {path.stem}\n", "Initial commit", when)
 
 
 def init_wiki(path: Path) -> None:
@@ -44,15 +38,19 @@ def first_wiki_page(path: Path, title: str, body: str, when: datetime) -> str:
     """A wiki created the way github.com creates one: its first page saved in the
     browser (``<title>.md`` committed on ``master``). The commit's id."""
     init_wiki(path)
-    repo = _open(path)
+    return _first_commit(
+        _open(path), "master", f"{title}.md", body, f"Created {title} (markdown)", when
+    )
+
+
+def _first_commit(
+    repo: pygit2.Repository, branch: str, name: str, content: str, message: str, when: datetime
+) -> str:
+    """A root commit of one file on ``branch``, by GitHub's bot; its id."""
     sig = _signature(BOT_SIGNATURE, when)
     builder = repo.TreeBuilder()
-    builder.insert(f"{title}.md", repo.create_blob(body.encode()), pygit2.enums.FileMode.BLOB)
-    return str(
-        repo.create_commit(
-            "refs/heads/master", sig, sig, f"Created {title} (markdown)", builder.write(), []
-        )
-    )
+    builder.insert(name, repo.create_blob(content.encode()), pygit2.enums.FileMode.BLOB)
+    return str(repo.create_commit(f"refs/heads/{branch}", sig, sig, message, builder.write(), []))
 
 
 def _signature(who: tuple[str, str], when: datetime) -> pygit2.Signature:
