@@ -40,3 +40,15 @@ ensure_venv() {
     # PYTHONDONTWRITEBYTECODE never cache them: every command would compile ~100 modules.
     "$VENV/bin/python" -m compileall -q "$ROOT/reposync" >/dev/null
 }
+
+# The JavaScript packages some tests run (tests/node/package.json, pinned by its lock
+# file): real GitHub clients and verifiers other people wrote. Installed with npm ci
+# again whenever the lock file is newer than the last install.
+ensure_node_modules() {
+    { command -v node >/dev/null && command -v npm >/dev/null; } || need_apt nodejs npm
+    local dir="$ROOT/tests/node" stamp="$ROOT/tests/node/node_modules/.installed"
+    if [ ! -f "$stamp" ] || [ "$dir/package-lock.json" -nt "$stamp" ]; then
+        npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error >/dev/null
+        touch "$stamp"
+    fi
+}
