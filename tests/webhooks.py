@@ -1,5 +1,5 @@
-"""GitHub webhook deliveries for the tests and the bench, valid against the published
-schema and signed as GitHub signs them.
+"""GitHub webhook deliveries for the tests and the bench, valid against GitHub's published
+schema (octokit's, ``tests/fakes/webhook_schema.py``) and signed as GitHub signs them.
 
 Until the GitHub test server delivers webhooks itself, the tests build payloads here: a
 minimal instance of the event's definition is generated from the schema (every required
@@ -17,15 +17,15 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from reposync.service import github_events
 from reposync.service.signatures import sign
+from tests.fakes import webhook_schema
 
 DATE = "2026-12-05T10:00:00Z"
 
 
 def _resolve(node: dict[str, Any]) -> dict[str, Any]:
     while "$ref" in node:
-        node = github_events.schema()["definitions"][node["$ref"].rsplit("/", 1)[-1]]
+        node = webhook_schema.schema()["definitions"][node["$ref"].rsplit("/", 1)[-1]]
     return node
 
 
@@ -102,13 +102,22 @@ def repository(
     return repo
 
 
+def definition_name(event: str, action: str | None) -> str:
+    """The narrowest definition of a payload: its action's (``issues$opened``), else its
+    event's."""
+    if action is not None and f"{event}${action}" in webhook_schema.schema()["definitions"]:
+        return f"{event}${action}"
+    return webhook_schema.definition_name(event)
+
+
 def payload(event: str, action: str | None = None, **fields: Any) -> dict[str, Any]:
     """A valid payload of ``event`` (and ``action``) with ``fields`` set at the top level."""
-    body = skeleton(github_events.definition_name(event, action))
+    body = skeleton(definition_name(event, action))
     if action is not None:
         body["action"] = action
     body.update(fields)
-    github_events.validate(event, body)  # never send what GitHub would not
+    problems = webhook_schema.payload_problems(event, body)
+    assert not problems, problems  # never send what GitHub would not
     return body
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import CheckConstraint, String, UniqueConstraint
+from sqlalchemy import CheckConstraint, Index, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from reposync.lifecycle import Side
@@ -22,6 +22,8 @@ class Binding(Base):
             "b_repository_id",
             name="uq_bindings_endpoints",
         ),
+        # A webhook names a repository: side a's lookup rides the index above, side b's this.
+        Index("ix_bindings_b_repository", "b_provider", "b_repository_id"),
         CheckConstraint("authority_side IN ('a', 'b')", name="authority_side"),
         CheckConstraint("lease_generation >= 0", name="lease_generation"),
     )

@@ -1,11 +1,8 @@
-"""GitHub webhook deliveries: validated against GitHub's schema, normalized into changes.
+"""GitHub webhook deliveries, read tolerantly and normalized into changes.
 
-A delivery's payload is checked against its own event's definition in the published
-schema (``reposync/contracts/github-webhooks-schema.json``, octokit's): the action's own
-definition where the schema has one (``issues$opened``), else the event's
-(``push$event``); never against the union of all 53 events, which would cost a
-validation per event and answer with a vague message. Validators are built once per
-definition and kept.
+A delivery's payload is read by ``github_payloads``: what reposync reads of its event
+must be there and in range; nothing else is looked at, so the properties GitHub adds,
+leaves out or sends only for some accounts never refuse a delivery.
 
 Events that may change synced content ask for a Run of the Bindings whose authority is
 the repository; ``repository`` events move locators (renamed, transferred) and
@@ -16,17 +13,14 @@ Any other event is recorded as ignored.
 
 from __future__ import annotations
 
-import functools
 import json
 from dataclasses import replace
-from datetime import UTC, datetime
-from importlib import resources
+from datetime import datetime
 from typing import Any
 
-from jsonschema import Draft7Validator
-from jsonschema.exceptions import best_match
-
-from reposync.errors import WebhookMalformed, WebhookPayloadInvalid
+from reposync.errors import InvalidLocator, WebhookMalformed
+from reposync.providers.registry import provider_class
+from reposync.service import github_payloads
 from reposync.service.changes import (
     AccessChange,
     Notification,
@@ -37,7 +31,6 @@ from reposync.service.changes import (
 from reposync.sync.vocabulary import ObjectType
 
 PROVIDER = "github"
-SCHEMA_FILE = "github-webhooks-schema.json"
 #: A delivery that asserts the all-zero id as ``before``/``after`` created/deleted the ref.
 NULL_SHA = "0" * 40
 
@@ -55,12 +48,10 @@ CONTENT_EVENTS: dict[str, tuple[ObjectType, ...]] = {
     "pull_request_review_comment": (ObjectType.REVIEW_COMMENT,),
     "release": (ObjectType.RELEASE, ObjectType.RELEASE_ASSET),
 }
-#: Every event reposync acts on; the schema definition of each is ``DEFINITIONS[event]``.
+#: Every event reposync acts on; what it reads of each is ``github_payloads.SCHEMAS``.
 HANDLED_EVENTS = frozenset(
     {*CONTENT_EVENTS, "repository", "installation", "installation_repositories", "ping"}
 )
-#: Where the schema names an event's definition ``<event>$event`` rather than ``_event``.
-_DOLLAR_EVENTS = frozenset({"push", "create", "delete", "ping"})
 
 #: Access lost or regained, by installation action (notice None: access is back).
 _INSTALLATION_ACCESS: dict[str, str | None] = {
@@ -78,43 +69,6 @@ _REPOSITORY_ACCESS: dict[str, str | None] = {
 }
 
 
-@functools.cache
-def schema() -> dict[str, Any]:
-    """The published payload schema (package data), loaded once."""
-    text = resources.files("reposync").joinpath("contracts", SCHEMA_FILE).read_text("utf-8")
-    loaded: dict[str, Any] = json.loads(text)
-    return loaded
-
-
-def definition_name(event: str, action: object) -> str:
-    """The narrowest definition of a delivery: its action's, else its event's."""
-    base = f"{event}$event" if event in _DOLLAR_EVENTS else f"{event}_event"
-    if isinstance(action, str) and f"{event}${action}" in schema()["definitions"]:
-        return f"{event}${action}"
-    return base
-
-
-@functools.cache
-def _validator(name: str) -> Draft7Validator:
-    definitions = schema()["definitions"]
-    # The definition's own refs ("#/definitions/...") resolve against this document.
-    return Draft7Validator({"definitions": definitions, "$ref": f"#/definitions/{name}"})
-
-
-def validate(event: str, payload: object) -> None:
-    """Raise ``WebhookPayloadInvalid`` naming where and why ``payload`` breaks its schema."""
-    action = payload.get("action") if isinstance(payload, dict) else None
-    name = definition_name(event, action)
-    error = best_match(_validator(name).iter_errors(payload))
-    if error is None:
-        return
-    where = error.json_path
-    message = error.message if len(error.message) <= 300 else error.message[:297] + "..."
-    raise WebhookPayloadInvalid(
-        f"the {event} payload does not match GitHub's schema ({name}) at {where}: {message}"
-    )
-
-
 def parse_body(body: bytes) -> Any:
     """The JSON value of a delivery body (``WebhookMalformed`` when it is none)."""
     try:
@@ -126,11 +80,10 @@ def parse_body(body: bytes) -> Any:
 
 
 def notification(event: str, delivery_id: str, body: bytes) -> Notification:
-    """Validate and normalize one delivery (``event`` is ``X-GitHub-Event``)."""
+    """Read and normalize one delivery (``event`` is ``X-GitHub-Event``)."""
     if event not in HANDLED_EVENTS:
         return Notification(PROVIDER, delivery_id, event, None, Outcome.IGNORED)
-    payload = parse_body(body)
-    validate(event, payload)
+    payload = github_payloads.read(event, parse_body(body))
     action = payload.get("action")
     if event == "ping":
         return Notification(PROVIDER, delivery_id, event, None, Outcome.PONG)
@@ -146,7 +99,7 @@ def notification(event: str, delivery_id: str, body: bytes) -> Notification:
         occurred_at=_occurred_at(event, repository),
     )
     if event == "repository":
-        change = _repository(change, action, repository)
+        change = _repository(change, payload["action"], repository)
     else:
         change = _content(change, event, payload)
     return Notification(PROVIDER, delivery_id, event, action, Outcome.ACCEPTED, (change,))
@@ -159,13 +112,14 @@ def _content(change: RepositoryChange, event: str, payload: dict[str, Any]) -> R
         refs = (
             RefMove(
                 payload["ref"],
-                None if payload["created"] or before == NULL_SHA else before,
-                None if payload["deleted"] or after == NULL_SHA else after,
+                None if payload.get("created") or _null(before) else before,
+                None if payload.get("deleted") or _null(after) else after,
             ),
         )
     elif event in ("create", "delete"):
-        prefix = "refs/heads/" if payload["ref_type"] == "branch" else "refs/tags/"
-        refs = (RefMove(prefix + payload["ref"], None, None),)
+        prefix = {"branch": "refs/heads/", "tag": "refs/tags/"}.get(payload["ref_type"])
+        if prefix is not None:  # another kind of ref says nothing a hint could use
+            refs = (RefMove(prefix + payload["ref"], None, None),)
     return replace(
         change,
         refs=refs,
@@ -174,16 +128,23 @@ def _content(change: RepositoryChange, event: str, payload: dict[str, Any]) -> R
     )
 
 
+def _null(object_id: str) -> bool:
+    return not object_id.strip("0")
+
+
 def _repository(
     change: RepositoryChange, action: str, repository: dict[str, Any]
 ) -> RepositoryChange:
     if action in ("renamed", "transferred"):
-        return replace(change, new_locator=repository["full_name"])
-    if action in ("publicized", "privatized"):
-        visibility = repository.get("visibility") or (
-            "private" if action == "privatized" else "public"
-        )
-        return replace(change, visibility=visibility)
+        return replace(change, new_locator=_locator(action, repository["full_name"]))
+    if action == "publicized":
+        return replace(change, visibility="public")
+    if action == "privatized":
+        # The action says what happened; ``visibility`` only tells an enterprise's
+        # ``internal`` from ``private``. GitHub's own examples carry a privatized
+        # repository whose ``visibility`` still says "public" (``private`` is true).
+        internal = repository.get("visibility") == "internal"
+        return replace(change, visibility="internal" if internal else "private")
     if action in _REPOSITORY_ACCESS:
         return replace(change, access=AccessChange(_REPOSITORY_ACCESS[action]))
     if action == "edited":  # the default branch (synced) may have changed
@@ -191,6 +152,20 @@ def _repository(
             change, content_changed=True, object_types=(ObjectType.DEFAULT_BRANCH.value,)
         )
     return change
+
+
+def _locator(action: str, full_name: str) -> str:
+    """A renamed or transferred repository's new ``owner/name``, held to the grammar of
+    GitHub's locators before a Binding's side takes it."""
+    try:
+        return provider_class(PROVIDER).normalize_locator(full_name)
+    except InvalidLocator:
+        raise github_payloads.refuse(
+            "repository",
+            "$.repository.full_name",
+            f"{full_name[:120]!r} is not a GitHub OWNER/NAME, so no Binding takes it as "
+            f"its new locator ({action})",
+        ) from None
 
 
 def _installation(event: str, delivery_id: str, payload: dict[str, Any]) -> Notification:
@@ -250,16 +225,11 @@ def _access_change(
 
 
 def _occurred_at(event: str, repository: dict[str, Any]) -> datetime | None:
-    """The repository's own clock: ``updated_at`` for its own events, ``pushed_at`` else."""
+    """The repository's own clock: ``updated_at`` for its own events, ``pushed_at`` else
+    (both in range: the reader checked them)."""
     value = repository.get("updated_at") if event == "repository" else repository.get("pushed_at")
     if isinstance(value, int):
-        return datetime.fromtimestamp(value, UTC)
+        return github_payloads.epoch_time(value)
     if isinstance(value, str):
-        try:
-            parsed = datetime.fromisoformat(value)
-        except ValueError:
-            return None
-        if parsed.tzinfo is None:
-            return None
-        return parsed
+        return github_payloads.parse_time(value)
     return None

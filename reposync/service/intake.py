@@ -1,19 +1,22 @@
 """Webhooks in: a forge says a repository changed; reposync records it once and acts.
 
 Two doors, one room. ``receive_github`` takes a GitHub delivery whose signature the
-entry point verified (``signatures``), validates and normalizes it (``github_events``);
+entry point verified (``signatures``), reads and normalizes it (``github_events``);
 ``receive_local`` takes what a local repository's hooks report (a push's refs, the local
-forge's authoring API). Both end in ``receive``, which in one transaction
+forge's authoring API). Both end in ``receive``, which
 
-1. records the delivery under its unique key (provider, delivery id): a redelivery, or
-   a concurrent copy, fails the constraint and changes nothing (answered as a
-   duplicate);
-2. locks the Bindings with a side on the repository (by immutable id, in id order) and
-   applies the change to each: a renamed repository's locator follows, a visibility
-   change is judged by the access stage's own rule (``visibility.observe``), a notice
-   about access is kept; content changes owe a Run to the Bindings whose *authority* is
-   the repository and whose sync is enabled (``event_runs``: coalesced, debounced);
-3. after the commit, dispatches the due task of each Binding a Run was newly owed to, and
+1. looks up the Bindings with a side on each repository the delivery names (by
+   immutable id), without locks;
+2. applies the changes in transactions of at most ``APPLY_CHUNK`` Bindings, each locking
+   its Bindings in id order: a renamed repository's locator follows, a visibility change
+   is judged by the access stage's own rule (``visibility.observe``), a notice about
+   access is kept; content changes owe a Run to the Bindings whose *authority* is the
+   repository and whose sync is enabled (``event_runs``: coalesced, debounced);
+3. records the delivery under its unique key (provider, delivery id) in the last of those
+   transactions: a redelivery, or a concurrent copy, fails the constraint and changes
+   nothing more (answered as a duplicate); every effect is idempotent, so a delivery
+   whose last transaction never committed is applied whole by its redelivery;
+4. after the commit, dispatches the due task of each Binding a Run was newly owed to, and
    the outbox rows (``branch.moved``) its ref moves wrote through the branch watches.
 
 A delivery that arrives out of order (an older rename or visibility change after a newer
@@ -60,6 +63,13 @@ log = logging.getLogger(__name__)
 
 #: Owed Runs the recovery tick looks at per tick (the due task normally got there first).
 TICK_BATCH = 100
+#: Bindings one transaction of a delivery's effects locks and changes at most.
+APPLY_CHUNK = 200
+#: The most repository ids one lookup of the Bindings a delivery concerns names (beyond
+#: it, the provider's Bindings are read instead).
+LOOKUP_CHUNK = 1000
+#: How many repository ids a delivery record keeps of a delivery that lists many.
+RECORDED_REPOSITORIES = 100
 #: Actions whose effect an older delivery must not undo, by what they set.
 _ORDERED = {
     "locator": ("renamed", "transferred"),
@@ -129,11 +139,25 @@ def receive_local(
 
 
 def receive(ctx: ServiceContext, notification: Notification) -> Receipt:
-    """The one intake function: record ``notification`` once and apply its changes."""
-    requested: list[int] = []
+    """The one intake function: record ``notification`` once and apply its changes.
+
+    The Bindings it concerns are looked up first, in reads of ``LOOKUP_CHUNK``
+    repositories. Its effects are then applied in transactions of at most
+    ``APPLY_CHUNK`` Bindings, the last of which records the delivery: an uninstalled App
+    listing 100,000 repositories holds no lock for longer than one chunk. Every effect
+    is idempotent (a locator set, a notice kept, an owed Run coalesced), so a delivery
+    whose last transaction never committed is applied whole by its redelivery, and a
+    concurrent copy that loses the race on the record changed nothing the first did not.
+    """
     effects: dict[int, str] = {}
+    requested: list[int] = []
     outbox_rows: list[int] = []
+    work = _concerned(ctx, notification) if notification.outcome is Outcome.ACCEPTED else []
+    chunks = [work[i : i + APPLY_CHUNK] for i in range(0, len(work), APPLY_CHUNK)] or [[]]
     only = notification.changes[0] if len(notification.changes) == 1 else None
+    for chunk in chunks[:-1]:
+        with ctx.db.transaction() as session:
+            _apply_chunk(ctx, session, None, chunk, database_now(session), effects, requested)
     try:
         with ctx.db.transaction() as session:
             now = database_now(session)
@@ -154,12 +178,9 @@ def receive(ctx: ServiceContext, notification: Notification) -> Receipt:
                 session.flush()
             except IntegrityError:
                 raise _Duplicate from None
-            if notification.outcome is Outcome.ACCEPTED:
-                for change in notification.changes:
-                    _apply(ctx, session, delivery, change, now, effects, requested)
-                    _observe_refs(session, change, now)
-                if notification.installation_access is not None:
-                    _installation_wide(ctx, session, notification, now, effects, requested)
+            _apply_chunk(ctx, session, delivery, chunks[-1], now, effects, requested)
+            if only is not None and notification.outcome is Outcome.ACCEPTED:
+                _observe_refs(session, only, now)
             delivery.bindings = {str(k): v for k, v in sorted(effects.items())}
             # branch.moved of the watches the delivery moved (outbox rows, this transaction)
             outbox_rows = written_in(session)
@@ -170,7 +191,7 @@ def receive(ctx: ServiceContext, notification: Notification) -> Receipt:
         )
     record_webhook("inbound", notification.outcome.value)
     dispatch_deliveries(ctx, outbox_rows)
-    for binding_id in requested:
+    for binding_id in dict.fromkeys(requested):
         ctx.dispatcher.dispatch_event_run(binding_id, ctx.settings.webhook_debounce_seconds)
     return Receipt(
         notification.delivery_id,
@@ -181,11 +202,26 @@ def receive(ctx: ServiceContext, notification: Notification) -> Receipt:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Effect:
+    """One Binding a delivery concerns, and why: one of its repository changes, or (None)
+    its installation-wide access change."""
+
+    binding_id: int
+    change: RepositoryChange | None
+    #: The installation-wide change (when ``change`` is None): provider and access.
+    installation: tuple[str, AccessChange] | None = None
+
+
 def _hints(notification: Notification) -> dict[str, object]:
     if len(notification.changes) == 1:
         return notification.changes[0].hints
     if notification.changes:
-        return {"repositories": [c.repository_id for c in notification.changes]}
+        listed = [c.repository_id for c in notification.changes]
+        return {
+            "repositories": listed[:RECORDED_REPOSITORIES],
+            "repository_count": len(listed),
+        }
     return {}
 
 
@@ -202,23 +238,67 @@ def _known(ctx: ServiceContext, provider: str, delivery_id: str) -> bool:
         )
 
 
-def _bindings_of(session: Session, provider: str, repository_id: str) -> list[Binding]:
-    """The Bindings with a side on this repository, locked, in id order (no deadlock
-    between two deliveries that lock several)."""
-    return list(
-        session.execute(
-            select(Binding)
-            .where(
-                or_(
-                    and_(Binding.a_provider == provider, Binding.a_repository_id == repository_id),
-                    and_(Binding.b_provider == provider, Binding.b_repository_id == repository_id),
+def _concerned(ctx: ServiceContext, notification: Notification) -> list[_Effect]:
+    """Every (Binding, change) the notification concerns, in the order of its changes;
+    read without locks (the transactions that apply them lock and look again)."""
+    effects: list[_Effect] = []
+    with ctx.db.session() as session:
+        by_repository = _bindings_by_repository(
+            session,
+            notification.provider,
+            list(dict.fromkeys(c.repository_id for c in notification.changes)),
+        )
+        for change in notification.changes:
+            effects.extend(_Effect(b, change) for b in by_repository.get(change.repository_id, ()))
+        if notification.installation_access is not None:
+            installation = (notification.provider, notification.installation_access[1])
+            effects.extend(
+                _Effect(b, None, installation)
+                for b in _installation_bindings(ctx, session, notification)
+            )
+    return effects
+
+
+def _bindings_by_repository(
+    session: Session, provider: str, repository_ids: Sequence[str]
+) -> dict[str, list[int]]:
+    """Repository id -> the Bindings with a side on it, in id order. A delivery naming a
+    few repositories asks the sides' indexes for them; one listing more than
+    ``LOOKUP_CHUNK`` (an installation's every repository) reads the provider's Bindings
+    once instead, so the cost is the smaller of the two lists, never a query per chunk
+    of a list of 100,000."""
+    found: dict[str, set[int]] = {}
+    sides = [
+        (Binding.a_provider, Binding.a_repository_id),
+        (Binding.b_provider, Binding.b_repository_id),
+    ]
+    if len(repository_ids) > LOOKUP_CHUNK:
+        wanted = set(repository_ids)
+        for side_provider, side_repository in sides:
+            rows = session.execute(
+                select(Binding.id, side_repository)
+                .where(side_provider == provider)
+                .execution_options(yield_per=LOOKUP_CHUNK)
+            )
+            for binding_id, repository_id in rows:
+                if repository_id in wanted:
+                    found.setdefault(repository_id, set()).add(binding_id)
+    else:
+        for side_provider, side_repository in sides:
+            rows = session.execute(
+                select(Binding.id, side_repository).where(
+                    side_provider == provider, side_repository.in_(repository_ids)
                 )
             )
-            .order_by(Binding.id)
-            .with_for_update()
-        )
-        .scalars()
-        .all()
+            for binding_id, repository_id in rows:
+                found.setdefault(repository_id, set()).add(binding_id)
+    return {repository: sorted(ids) for repository, ids in found.items()}
+
+
+def _has_side(binding: Binding, provider: str, repository_id: str) -> bool:
+    return (provider, repository_id) in (
+        (binding.a_provider, binding.a_repository_id),
+        (binding.b_provider, binding.b_repository_id),
     )
 
 
@@ -228,48 +308,86 @@ def _side_of(binding: Binding, provider: str, repository_id: str) -> Side:
     return Side.B
 
 
-def _apply(
+def _apply_chunk(
     ctx: ServiceContext,
     session: Session,
-    delivery: IncomingWebhook,
-    change: RepositoryChange,
+    delivery: IncomingWebhook | None,
+    chunk: Sequence[_Effect],
     now: datetime,
     effects: dict[int, str],
     requested: list[int],
 ) -> None:
-    bindings = _bindings_of(session, change.provider, change.repository_id)
-    if not bindings:
+    """Lock the chunk's Bindings (in id order: no deadlock between two deliveries) and
+    apply each effect to its Binding, if it still has the side the change is about."""
+    if not chunk:
         return
-    stale = {
-        what: _superseded(session, delivery, change, actions)
-        for what, actions in _ORDERED.items()
-        if change.action in actions
+    ids = sorted({e.binding_id for e in chunk})
+    locked = {
+        b.id: b
+        for b in session.execute(
+            select(Binding).where(Binding.id.in_(ids)).order_by(Binding.id).with_for_update()
+        ).scalars()
     }
-    for binding in bindings:
-        side = _side_of(binding, change.provider, change.repository_id)
-        done: list[str] = []
-        if change.new_locator is not None:
-            if stale.get("locator"):
-                done.append("stale_rename_ignored")
-            elif binding.side(side)[2] != change.new_locator:
-                setattr(binding, f"{side.value}_locator", change.new_locator)
-                done.append("locator_updated")
-        if change.visibility is not None:
-            if stale.get("visibility"):
-                done.append("stale_visibility_ignored")
-            else:
-                done.append(_visibility(session, binding, side, change.visibility))
-        if change.access is not None:
-            binding.access_notice = _notice(change.access, now)
-            done.append("access_lost" if change.access.notice else "access_restored")
-        if change.content_changed and side is binding.authority and binding.sync_enabled:
-            request = event_runs.request_run(
-                session, binding, now, ctx.settings.webhook_debounce_seconds
+    stale: dict[int, set[str]] = {}  # per change: what a later delivery already set
+    for effect in chunk:
+        binding = locked.get(effect.binding_id)
+        if binding is None:  # deleted since the lookup
+            continue
+        change = effect.change
+        if change is None:
+            assert effect.installation is not None
+            provider, access = effect.installation
+            effects[binding.id] = _installation_access(
+                ctx, session, binding, provider, access, now, requested
             )
-            if request is event_runs.Request.REQUESTED:
-                requested.append(binding.id)
-            done.append(request.value)
-        effects[binding.id] = ",".join(done) or "nothing_to_do"
+            continue
+        if not _has_side(binding, change.provider, change.repository_id):
+            continue
+        if id(change) not in stale:
+            stale[id(change)] = {
+                what
+                for what, actions in _ORDERED.items()
+                if change.action in actions and _superseded(session, delivery, change, actions)
+            }
+        effects[binding.id] = _apply(
+            ctx, session, binding, change, stale[id(change)], now, requested
+        )
+
+
+def _apply(
+    ctx: ServiceContext,
+    session: Session,
+    binding: Binding,
+    change: RepositoryChange,
+    stale: set[str],
+    now: datetime,
+    requested: list[int],
+) -> str:
+    """One change to one Binding; what it did (``locator_updated``, ``run_requested``...)."""
+    side = _side_of(binding, change.provider, change.repository_id)
+    done: list[str] = []
+    if change.new_locator is not None:
+        if "locator" in stale:
+            done.append("stale_rename_ignored")
+        elif binding.side(side)[2] != change.new_locator:
+            setattr(binding, f"{side.value}_locator", change.new_locator)
+            done.append("locator_updated")
+    if change.visibility is not None:
+        if "visibility" in stale:
+            done.append("stale_visibility_ignored")
+        else:
+            done.append(_visibility(session, binding, side, change.visibility))
+    if change.access is not None:
+        binding.access_notice = _notice(change.access, now)
+        done.append("access_lost" if change.access.notice else "access_restored")
+    if change.content_changed and side is binding.authority and binding.sync_enabled:
+        request = event_runs.request_run(
+            session, binding, now, ctx.settings.webhook_debounce_seconds
+        )
+        if request is event_runs.Request.REQUESTED:
+            requested.append(binding.id)
+        done.append(request.value)
+    return ",".join(done) or "nothing_to_do"
 
 
 def _observe_refs(session: Session, change: RepositoryChange, now: datetime) -> None:
@@ -289,23 +407,24 @@ def _observe_refs(session: Session, change: RepositoryChange, now: datetime) -> 
 
 
 def _superseded(
-    session: Session, delivery: IncomingWebhook, change: RepositoryChange, actions: Sequence[str]
+    session: Session,
+    delivery: IncomingWebhook | None,
+    change: RepositoryChange,
+    actions: Sequence[str],
 ) -> bool:
     """Whether a delivery of the same kind that happened later is already recorded."""
     if change.occurred_at is None:
         return False
-    newer = session.execute(
-        select(IncomingWebhook.id)
-        .where(
-            IncomingWebhook.provider == change.provider,
-            IncomingWebhook.repository_id == change.repository_id,
-            IncomingWebhook.event == change.event,
-            IncomingWebhook.action.in_(actions),
-            IncomingWebhook.occurred_at > change.occurred_at,
-            IncomingWebhook.id != delivery.id,
-        )
-        .limit(1)
-    ).first()
+    query = select(IncomingWebhook.id).where(
+        IncomingWebhook.provider == change.provider,
+        IncomingWebhook.repository_id == change.repository_id,
+        IncomingWebhook.event == change.event,
+        IncomingWebhook.action.in_(actions),
+        IncomingWebhook.occurred_at > change.occurred_at,
+    )
+    if delivery is not None:
+        query = query.where(IncomingWebhook.id != delivery.id)
+    newer = session.execute(query.limit(1)).first()
     return newer is not None
 
 
@@ -338,14 +457,9 @@ def _notice(access: AccessChange, now: datetime) -> str | None:
     return f"{access.notice} ({now:%Y-%m-%d %H:%M} UTC)"[:500]
 
 
-def _installation_wide(
-    ctx: ServiceContext,
-    session: Session,
-    notification: Notification,
-    now: datetime,
-    effects: dict[int, str],
-    requested: list[int],
-) -> None:
+def _installation_bindings(
+    ctx: ServiceContext, session: Session, notification: Notification
+) -> list[int]:
     """An installation's access changed and its payload names no repository: every
     Binding with a side opened through that installation. A side names its installation
     by its connection id (``github:installation:<id>``, a Connect GitHub connection);
@@ -353,7 +467,7 @@ def _installation_wide(
     concerned only when the event is the configured installation's. A side on another
     installation is not: its access did not change."""
     assert notification.installation_access is not None
-    installation, access = notification.installation_access
+    installation, _ = notification.installation_access
     provider = notification.provider
     connection = f"github:installation:{installation}"
     configured = bool(installation) and installation == ctx.settings.github_installation_id
@@ -361,36 +475,49 @@ def _installation_wide(
         (Binding.a_provider, Binding.a_connection_id),
         (Binding.b_provider, Binding.b_connection_id),
     ]
-    bindings = session.execute(
-        select(Binding)
-        .where(
-            or_(
-                *(
-                    and_(
-                        side_provider == provider,
-                        or_(side_connection == connection, side_connection.is_(None))
-                        if configured
-                        else side_connection == connection,
+    return list(
+        session.execute(
+            select(Binding.id)
+            .where(
+                or_(
+                    *(
+                        and_(
+                            side_provider == provider,
+                            or_(side_connection == connection, side_connection.is_(None))
+                            if configured
+                            else side_connection == connection,
+                        )
+                        for side_provider, side_connection in sides
                     )
-                    for side_provider, side_connection in sides
                 )
             )
+            .order_by(Binding.id)
+        ).scalars()
+    )
+
+
+def _installation_access(
+    ctx: ServiceContext,
+    session: Session,
+    binding: Binding,
+    provider: str,
+    access: AccessChange,
+    now: datetime,
+    requested: list[int],
+) -> str:
+    """An installation-wide access change to one of its Bindings: the notice, and the
+    Run owed once access is back."""
+    binding.access_notice = _notice(access, now)
+    done = "access_lost" if access.notice else "access_restored"
+    authority = binding.side(binding.authority)
+    if access.notice is None and authority[0] == provider and binding.sync_enabled:
+        request = event_runs.request_run(
+            session, binding, now, ctx.settings.webhook_debounce_seconds
         )
-        .order_by(Binding.id)
-        .with_for_update()
-    ).scalars()
-    for binding in bindings:
-        binding.access_notice = _notice(access, now)
-        done = "access_lost" if access.notice else "access_restored"
-        authority = binding.side(binding.authority)
-        if access.notice is None and authority[0] == provider and binding.sync_enabled:
-            request = event_runs.request_run(
-                session, binding, now, ctx.settings.webhook_debounce_seconds
-            )
-            if request is event_runs.Request.REQUESTED:
-                requested.append(binding.id)
-            done += "," + request.value
-        effects[binding.id] = done
+        if request is event_runs.Request.REQUESTED:
+            requested.append(binding.id)
+        done += "," + request.value
+    return done
 
 
 # -- the owed Runs ------------------------------------------------------------------------

@@ -1,12 +1,14 @@
 """Check webhook payloads against GitHub's webhook JSON Schema (octokit's, draft-07).
 
-The schema is the copy reposync itself validates deliveries with,
-``reposync/contracts/github-webhooks-schema.json`` (``../shared/contracts/``'s,
-unchanged; see its README). Each event has its own definition: most are
-``<event>_event`` (a ``oneOf`` of its actions), a few are ``<event>$event`` (``push``,
-``create``, ``delete``, ``ping``...). A payload is checked against its event's
-definition with formats (``date-time``...) checked too, so the GitHub test server's
-deliveries and anything a test builds by hand face the same contract.
+The schema is ``tests/contracts/github-webhooks-schema.json`` (``../shared/contracts/``'s,
+unchanged; see the README beside it). reposync itself reads deliveries tolerantly
+(``reposync/service/github_payloads.py``); this is what the GitHub test server and the
+tests' own payloads are held to, so they never send what GitHub's schema rules out.
+Each event has its own definition: most are ``<event>_event`` (a ``oneOf`` of its
+actions), a few are ``<event>$event`` (``push``, ``create``, ``delete``, ``ping``...).
+A payload is checked against its event's definition with formats (``date-time``...)
+checked too, so the GitHub test server's deliveries and anything a test builds by hand
+face the same contract.
 """
 
 from __future__ import annotations
@@ -19,9 +21,7 @@ from typing import Any
 from jsonschema import Draft7Validator
 from jsonschema.exceptions import ValidationError, best_match
 
-SCHEMA_PATH = (
-    Path(__file__).resolve().parents[2] / "reposync" / "contracts" / "github-webhooks-schema.json"
-)
+SCHEMA_PATH = Path(__file__).resolve().parents[1] / "contracts" / "github-webhooks-schema.json"
 MAX_LISTED_ERRORS = 5
 
 

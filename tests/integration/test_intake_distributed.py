@@ -299,8 +299,8 @@ def test_rename_and_visibility_events_through_the_api(world, tmp_path):
     """A rename moves the locator (a late, older rename does not); a GitHub standby made
     public turns its Binding's sync off."""
     renamed = world.fake.state.rename_repo(REPO, "renamed")
-    newer = webhooks.renamed(world.repository_id, "acme/renamed", "app", at="2026-12-05T11:00Z")
-    older = webhooks.renamed(world.repository_id, "acme/app-1", "app", at="2026-12-05T10:00Z")
+    newer = webhooks.renamed(world.repository_id, "acme/renamed", "app", at="2026-12-05T11:00:00Z")
+    older = webhooks.renamed(world.repository_id, "acme/app-1", "app", at="2026-12-05T10:00:00Z")
     assert world.deliver("repository", newer).json()["bindings"] == {
         str(world.binding_id): "locator_updated"
     }

@@ -22,6 +22,7 @@ import pytest
 from reposync.errors import (
     ConfigurationError,
     InvalidConnection,
+    InvalidLocator,
     PermissionDenied,
     RepositoryMismatch,
     RepositoryNotFound,
@@ -547,3 +548,28 @@ def test_open_without_any_credential_is_refused_before_any_request(fake, tmp_pat
         GitHubProvider.open(EndpointSpec("github", REPO), env)
     assert len(fake.requests_log) == 0
     recorder.assert_clean()
+
+
+@pytest.mark.parametrize(
+    ("location", "expected"),
+    [
+        ("octo-org/app", "octo-org/app"),
+        ("octo-org/app.git", "octo-org/app"),
+        ("/octo-org/app.v2_x/", "octo-org/app.v2_x"),
+        ("o/...", "o/..."),
+        ("octo-org/..", None),
+        ("octo-org/.", None),
+        ("octo-org/app/../../x", None),
+        ("evil/<script>", None),
+        ("-octo/app", None),
+        ("a" * 40 + "/app", None),
+        ("octo/" + "a" * 101, None),
+    ],
+)
+def test_a_locator_is_held_to_githubs_grammar_of_owner_and_name(location, expected):
+    """Owner: 1-39 letters, digits, hyphens; name: 1-100 of [A-Za-z0-9._-], not . or .."""
+    if expected is None:
+        with pytest.raises(InvalidLocator, match="is not OWNER/NAME"):
+            GitHubProvider.normalize_locator(location)
+    else:
+        assert GitHubProvider.normalize_locator(location) == expected

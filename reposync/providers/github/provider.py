@@ -74,7 +74,10 @@ from reposync.sync.canonical import (
 from reposync.sync.lfs import LfsPointer
 from reposync.sync.vocabulary import ObjectType, Representation
 
-_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
+#: GitHub's grammar of ``owner/name``: an owner of 1-39 letters, digits and hyphens
+#: (not first), a name of 1-100 letters, digits, ``.``, ``-``, ``_`` that is not ``.`` or
+#: ``..`` (a webhook's renamed repository is held to it before it becomes a locator).
+_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/(?!\.\.?$)[A-Za-z0-9._-]{1,100}$")
 
 
 def _client(

@@ -1,7 +1,7 @@
 """Webhook payloads as GitHub sends them, shaped to the webhooks' JSON Schema.
 
 The records are the REST API's (``render``), but a webhook's objects are not the REST
-API's: the schema (``reposync/contracts/github-webhooks-schema.json``, octokit's, with
+API's: the schema (``tests/contracts/github-webhooks-schema.json``, octokit's, with
 ``additionalProperties: false`` everywhere) lists other fields. So each builder here takes
 the REST shape and fits it: a webhook ``user`` has no ``user_view_type``, a webhook
 ``repository`` always carries ``custom_properties``, a review's ``state`` is lower case,

@@ -8,46 +8,27 @@ the API asked for.
 from __future__ import annotations
 
 import io
-import itertools
 import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote_plus
 
 import pytest
-from sqlalchemy import func, select, update
+from sqlalchemy import event, func, select, update
 from werkzeug.test import EnvironBuilder, run_wsgi_app
 
 from reposync.lifecycle import RunMode, Side, Stage
 from reposync.models import Binding, IncomingWebhook, Run
+from reposync.service import intake
 from reposync.service.context import ServiceContext, Step
 from reposync.service.intake import start_due_run, tick
 from reposync.service.pipeline.stages.visibility import confirmation_hash
 from reposync.service.runs import create_run
+from reposync.web.app import create_app
 from reposync.web.limits import WEBHOOK_MAX_BODY_BYTES
 from tests import webhooks
 from tests.integration.web.conftest import WEBHOOK_SECRET, assert_problem, url
-
-PATH = url("/webhooks/github")
-_locals = itertools.count()
-SHA_A, SHA_B = "a" * 40, "b" * 40
-
-
-class Recorder:
-    """A dispatcher that remembers instead of sending."""
-
-    def __init__(self) -> None:
-        self.steps: list[Step] = []
-        self.event_runs: list[tuple[int, float]] = []
-
-    def dispatch(self, step: Step) -> None:
-        self.steps.append(step)
-
-    def dispatch_handoff(self, binding_id: int, run_id: int) -> None:
-        raise AssertionError("no handoff here")
-
-    def dispatch_event_run(self, binding_id: int, countdown: float) -> None:
-        self.event_runs.append((binding_id, countdown))
+from tests.integration.web.intake import PATH, Recorder, add_binding, deliver
 
 
 @pytest.fixture
@@ -57,42 +38,7 @@ def recorder(ctx: ServiceContext) -> Recorder:
     return recorder
 
 
-def add_binding(
-    ctx: ServiceContext,
-    github_id: int,
-    *,
-    github_side: Side = Side.A,
-    sync_enabled: bool = True,
-    name: str = "acme/app",
-    connection_id: str | None = None,
-) -> int:
-    """A Binding between GitHub repository ``github_id`` and a new local one (rows only)."""
-    github = {
-        "provider": "github",
-        "repository_id": str(github_id),
-        "locator": name,
-        "connection_id": connection_id,
-    }
-    local_id = f"local-{next(_locals)}"
-    local = {"provider": "local", "repository_id": local_id, "locator": f"/{local_id}.git"}
-    sides = (github, local) if github_side is Side.A else (local, github)
-    with ctx.db.transaction() as session:
-        binding = Binding(
-            **{f"a_{k}": v for k, v in sides[0].items()},
-            **{f"b_{k}": v for k, v in sides[1].items()},
-            authority_side="a",
-            sync_enabled=sync_enabled,
-        )
-        session.add(binding)
-        session.flush()
-        return binding.id
-
-
-def deliver(client, event: str, body: Any, *, secret: str | None = WEBHOOK_SECRET, **kw):
-    raw = body if isinstance(body, bytes) else webhooks.encode(body)
-    headers = webhooks.headers(event, raw, secret, kw.pop("delivery_id", None))
-    headers.update(kw.pop("headers", {}))
-    return client.post(PATH, data=raw, headers=headers, **kw)
+SHA_A, SHA_B = "a" * 40, "b" * 40
 
 
 def binding_row(ctx: ServiceContext, binding_id: int) -> Binding:
@@ -578,3 +524,158 @@ def test_a_push_delivery_moves_a_branch_watch_once(client, ctx):
         row = session.get(BranchWatch, watch.id)
         assert row is not None
         assert (row.before, row.after, row.movements) == (SHA_A, SHA_B, 1)
+
+
+# -- values out of range, names outside the grammar -------------------------------------
+
+
+@pytest.mark.parametrize("pushed_at", [253_402_300_800, 10**20, -(10**15)])
+def test_a_time_out_of_range_is_422_not_500_and_records_nothing(client, ctx, recorder, pushed_at):
+    """A signed push whose pushed_at no datetime holds: a precise refusal, nothing kept."""
+    binding_id = add_binding(ctx, 7)
+    problem = assert_problem(
+        deliver(client, "push", push(pushed_at=pushed_at)), 422, "webhook_payload_invalid"
+    )
+    assert "$.repository.pushed_at" in problem["detail"]
+    assert "out of range" in problem["detail"]
+    assert deliveries(ctx) == 0
+    assert binding_row(ctx, binding_id).event_run_due_at is None
+
+
+@pytest.mark.parametrize("full_name", ["acme/app/../../x", "evil/<script>", "acme/.."])
+def test_a_rename_to_a_name_github_cannot_have_leaves_the_locator_alone(client, ctx, full_name):
+    """The new owner/name is held to GitHub's grammar before any Binding takes it."""
+    binding_id = add_binding(ctx, 7, name="acme/app")
+    body = webhooks.renamed(7, "acme/new", "app")
+    body["repository"]["full_name"] = full_name
+    problem = assert_problem(deliver(client, "repository", body), 422, "webhook_payload_invalid")
+    assert "$.repository.full_name" in problem["detail"]
+    assert binding_row(ctx, binding_id).a_locator == "acme/app"
+    assert deliveries(ctx) == 0
+
+
+# -- large deliveries ---------------------------------------------------------------------
+
+
+def listed(count: int, start: int = 1_000) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": start + i,
+            "node_id": f"R{i}",
+            "name": f"r{i}",
+            "full_name": f"big/r{i}",
+            "private": True,
+        }
+        for i in range(count)
+    ]
+
+
+def bind_many(ctx: ServiceContext, github_ids: list[int]) -> list[int]:
+    """Bindings on these GitHub repositories (alternately as side a and side b)."""
+    ids = [
+        add_binding(ctx, github_id, github_side=Side.A if n % 2 else Side.B)
+        for n, github_id in enumerate(github_ids)
+    ]
+    return ids
+
+
+class WriteTransactions:
+    """How many Binding rows each write transaction changed."""
+
+    def __init__(self, ctx: ServiceContext) -> None:
+        self.current = 0
+        self.sizes: list[int] = []
+        self.engine = ctx.db.engine
+        event.listen(self.engine, "after_cursor_execute", self._statement)
+        event.listen(self.engine, "commit", self._end)
+
+    def _statement(self, conn, cursor, statement, parameters, context, executemany) -> None:
+        if statement.lstrip().upper().startswith("UPDATE BINDINGS"):
+            self.current += max(cursor.rowcount, 1)
+
+    def _end(self, conn) -> None:
+        if self.current:
+            self.sizes.append(self.current)
+        self.current = 0
+
+    def close(self) -> None:
+        event.remove(self.engine, "after_cursor_execute", self._statement)
+        event.remove(self.engine, "commit", self._end)
+
+
+@pytest.mark.parametrize("count", [50, 5_000], ids=["few-looked-up", "many-scanned"])
+def test_an_uninstall_listing_many_repositories_is_applied_in_bounded_transactions(
+    client, ctx, recorder, count
+):
+    """Every bound repository of the list gets its notice; no write transaction changes
+    more than APPLY_CHUNK Bindings; the delivery record keeps a bounded sample."""
+    bound_ids = [1_000 + i for i in range(0, count, count // 25)][:25]
+    if count > intake.LOOKUP_CHUNK:
+        bound_ids += [1_000 + i for i in range(1, count, 11)][: intake.APPLY_CHUNK * 2]
+    bindings = bind_many(ctx, bound_ids)
+    unrelated = add_binding(ctx, 999_999)
+    body = webhooks.payload("installation", "deleted", repositories=listed(count))
+    writes = WriteTransactions(ctx)
+    try:
+        response = deliver(client, "installation", body)
+    finally:
+        writes.close()
+    assert response.status_code == 202
+    assert response.json["bindings"] == {str(b): "access_lost" for b in bindings}
+    assert all("uninstalled" in (binding_row(ctx, b).access_notice or "") for b in bindings)
+    assert binding_row(ctx, unrelated).access_notice is None
+    assert max(writes.sizes) <= intake.APPLY_CHUNK
+    assert sum(writes.sizes) >= len(bindings)
+    if len(bindings) > intake.APPLY_CHUNK:
+        assert len(writes.sizes) > 1
+    with ctx.db.session() as session:
+        (record,) = session.execute(select(IncomingWebhook)).scalars()
+        assert record.hints["repository_count"] == count
+        assert len(record.hints["repositories"]) == min(count, intake.RECORDED_REPOSITORIES)
+
+
+def test_a_large_delivery_cut_short_is_applied_whole_by_its_redelivery(
+    client, ctx, recorder, monkeypatch
+):
+    """The process dies after a first chunk: nothing is recorded, so GitHub's redelivery
+    (same id) is no duplicate and applies every chunk."""
+    bindings = bind_many(ctx, [1_000 + i for i in range(intake.APPLY_CHUNK + 5)])
+    body = webhooks.payload("installation", "deleted", repositories=listed(300))
+    applied = intake._apply_chunk
+    calls = []
+
+    def dies_on_the_second(*args: Any, **kwargs: Any) -> None:
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("the worker died")
+        applied(*args, **kwargs)
+
+    monkeypatch.setattr(intake, "_apply_chunk", dies_on_the_second)
+    assert deliver(client, "installation", body, delivery_id="cut-short").status_code == 500
+    assert deliveries(ctx) == 0
+    noticed = [b for b in bindings if binding_row(ctx, b).access_notice]
+    assert 0 < len(noticed) < len(bindings)
+    monkeypatch.setattr(intake, "_apply_chunk", applied)
+    again = deliver(client, "installation", body, delivery_id="cut-short")
+    assert again.status_code == 202
+    assert again.json["outcome"] == "accepted"
+    assert all(binding_row(ctx, b).access_notice for b in bindings)
+    assert deliveries(ctx) == 1
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("count", [10, 3_000], ids=["few-looked-up", "many-scanned"])
+def test_installation_lists_find_their_bindings_on_postgresql(pg_ctx, count):
+    """Both lookups (indexed IN, and the scan past LOOKUP_CHUNK) on PostgreSQL, either side."""
+    pg_ctx.settings = pg_ctx.settings.with_overrides(github_webhook_secret=WEBHOOK_SECRET)
+    pg_ctx.dispatcher = Recorder()
+    client = create_app(pg_ctx.settings, ctx=pg_ctx).test_client()
+    bindings = bind_many(pg_ctx, [1_000, 1_000 + count - 1])
+    add_binding(pg_ctx, 1_000 + count)  # not listed
+    body = webhooks.payload("installation_repositories", "added", repositories_added=listed(count))
+    response = deliver(client, "installation_repositories", body)
+    standby, authority = bindings  # GitHub is side b of the first, the authority of the second
+    assert response.json["bindings"] == {
+        str(standby): "access_restored",
+        str(authority): "access_restored,run_requested",
+    }
