@@ -9,8 +9,9 @@ One attempt is:
    SQLite writers are serialized (``BEGIN IMMEDIATE``), so two workers never both win,
    without ``SKIP LOCKED`` (which SQLite lacks). The claim commits before anything is
    sent.
-2. **Send** (``webhook_transport.post``), bounded as a whole by ``webhook_timeout``, so
-   it ends well inside the lease.
+2. **Sign** (``signed_request``: reposync's own signature and the Standard Webhooks
+   one) and **send** (``webhook_transport.post``), bounded as a whole by
+   ``webhook_timeout``, so it ends well inside the lease.
 3. **Record** the outcome, fenced by the lease owner: 2xx delivered; 429, 5xx and no
    answer retry after ``unit * 2^attempt`` s (at most ``webhook_backoff_max``, longer
    when a 429 says ``Retry-After``), then ``failed`` once the attempts are spent; any
@@ -19,7 +20,7 @@ One attempt is:
 A worker killed anywhere in between loses nothing: the row stays pending, its lease
 runs out, and the recovery tick dispatches it again. The receiver may then see the same
 delivery twice (it was sent, its outcome not recorded): both carry the same
-``X-Reposync-Delivery``, which is how receivers deduplicate.
+``X-Reposync-Delivery`` and ``webhook-id``, which is how receivers deduplicate.
 """
 
 from __future__ import annotations
@@ -46,10 +47,14 @@ from reposync.service.webhook_transport import (
     EVENT_HEADER,
     SIGNATURE_HEADER,
     TIMESTAMP_HEADER,
+    WEBHOOK_ID_HEADER,
+    WEBHOOK_SIGNATURE_HEADER,
+    WEBHOOK_TIMESTAMP_HEADER,
     Answer,
     Resolver,
     post,
     sign,
+    standard_signature,
     system_resolver,
 )
 
@@ -177,17 +182,31 @@ def deliver(
     return _record(ctx, claimed, owner, answer, permanent=False)
 
 
-def _send(settings: Settings, claimed: Claimed, resolve: Resolver) -> Answer:
-    secret = unseal(settings, claimed.secret_sealed)
+def signed_request(secret: str, claimed: Claimed, timestamp: int) -> tuple[bytes, dict[str, str]]:
+    """The body and headers of one attempt, signed at ``timestamp`` (Unix seconds).
+
+    Two signatures of the same secret and timestamp: reposync's own, and the Standard
+    Webhooks one, whose ``webhook-id`` is the delivery's id (the same on every attempt
+    and redelivery, as the specification asks of it) while the timestamp is the
+    attempt's own."""
     body = claimed.body.encode("utf-8")
-    timestamp = str(int(time.time()))
+    signed_at = str(timestamp)
     headers = {
-        SIGNATURE_HEADER: sign(secret, timestamp, body),
-        TIMESTAMP_HEADER: timestamp,
+        SIGNATURE_HEADER: sign(secret, signed_at, body),
+        TIMESTAMP_HEADER: signed_at,
         DELIVERY_HEADER: claimed.guid,
         EVENT_HEADER: claimed.event,
         ATTEMPT_HEADER: str(claimed.attempt),
+        WEBHOOK_ID_HEADER: claimed.guid,
+        WEBHOOK_TIMESTAMP_HEADER: signed_at,
+        WEBHOOK_SIGNATURE_HEADER: standard_signature(secret, claimed.guid, signed_at, body),
     }
+    return body, headers
+
+
+def _send(settings: Settings, claimed: Claimed, resolve: Resolver) -> Answer:
+    secret = unseal(settings, claimed.secret_sealed)
+    body, headers = signed_request(secret, claimed, int(time.time()))
     return post(
         claimed.url,
         body,

@@ -4,7 +4,9 @@ Operations take no user (the entry point authorized the caller through
 ``service.authorization`` first): a subscription's owner is an id given by the caller.
 A target URL is checked against the request-forgery guard when it is saved, so a bad
 one is a 422 now rather than a dead letter later; the secret is sealed before it is
-stored and never read back out through here.
+stored and never read back out through here. A secret in the Standard Webhooks form
+(``whsec_<base64>``) must be one its receiver's library reads as meant, or deliveries
+would be signed with a key nobody holds.
 """
 
 from __future__ import annotations
@@ -26,7 +28,12 @@ from reposync.models import (
 from reposync.service.context import ServiceContext
 from reposync.service.outbox import EVENTS, dispatch_deliveries
 from reposync.service.sealing import seal
-from reposync.service.webhook_transport import Resolver, check_target, system_resolver
+from reposync.service.webhook_transport import (
+    Resolver,
+    check_target,
+    standard_secret_problem,
+    system_resolver,
+)
 
 #: What PATCH may change (``secret`` is sealed on its way in).
 CHANGEABLE = ("url", "events", "binding_id", "branch", "secret", "active", "description")
@@ -51,6 +58,13 @@ def _branch(branch: str | None) -> str | None:
     return branch
 
 
+def _sealed_secret(ctx: ServiceContext, secret: str) -> str:
+    problem = standard_secret_problem(secret)
+    if problem is not None:
+        raise UsageError(problem)
+    return seal(ctx.settings, secret)
+
+
 def create_subscription(
     ctx: ServiceContext,
     owner_id: int,
@@ -72,7 +86,7 @@ def create_subscription(
         events=_events(events),
         binding_id=binding_id,
         branch=_branch(branch),
-        secret_sealed=seal(ctx.settings, secret),
+        secret_sealed=_sealed_secret(ctx, secret),
         active=active,
         description=description,
     )
@@ -105,7 +119,7 @@ def update_subscription(
     if "branch" in values:
         values["branch"] = _branch(values["branch"])
     if "secret" in values:
-        values["secret_sealed"] = seal(ctx.settings, values.pop("secret"))
+        values["secret_sealed"] = _sealed_secret(ctx, values.pop("secret"))
     with ctx.db.transaction() as session:
         subscription = _get(session, subscription_id)
         binding_id = values.get("binding_id")

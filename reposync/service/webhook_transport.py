@@ -11,10 +11,18 @@ second lookup's answer. Redirects are never followed (a 3xx is the target's answ
 
 Every send is bounded as a whole (``timeout``: connection, request and response
 together), so a delivery's claim, which lasts longer, never expires while it is sent.
+
+A delivery is signed twice with the subscription's one secret: reposync's own
+``X-Reposync-Signature-256`` (kept for the receivers written against it) and the
+Standard Webhooks scheme (``webhook-id``, ``webhook-timestamp``, ``webhook-signature``;
+https://www.standardwebhooks.com), which receivers verify with that project's libraries
+instead of code of their own.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import hmac
 import http.client
@@ -38,6 +46,14 @@ TIMESTAMP_HEADER = "X-Reposync-Timestamp"
 DELIVERY_HEADER = "X-Reposync-Delivery"
 EVENT_HEADER = "X-Reposync-Event"
 ATTEMPT_HEADER = "X-Reposync-Attempt"
+#: The Standard Webhooks headers, spelled as the specification spells them.
+WEBHOOK_ID_HEADER = "webhook-id"
+WEBHOOK_TIMESTAMP_HEADER = "webhook-timestamp"
+WEBHOOK_SIGNATURE_HEADER = "webhook-signature"
+#: How the specification serializes a symmetric key: this prefix, then the key in base64.
+STANDARD_SECRET_PREFIX = "whsec_"
+#: The key sizes the specification allows for HMAC-SHA256 (192 to 512 bits).
+STANDARD_KEY_BYTES = (24, 64)
 USER_AGENT = "reposync-webhooks/1"
 MAX_URL_LENGTH = 2048
 
@@ -61,6 +77,71 @@ def sign(secret: str, timestamp: str, body: bytes) -> str:
 def verify(secret: str, timestamp: str, body: bytes, signature: str) -> bool:
     """What a receiver does: recompute and compare in constant time."""
     return hmac.compare_digest(sign(secret, timestamp, body), signature)
+
+
+def _standard_key(secret: str) -> bytes | None:
+    """The key a ``whsec_<base64>`` secret serializes, or None when ``secret`` is not one.
+
+    Only padded, canonical standard base64 counts: it is what every library of the
+    specification decodes to the same bytes (the JavaScript one refuses what Python's
+    lenient decoder would quietly skip)."""
+    if not secret.startswith(STANDARD_SECRET_PREFIX):
+        return None
+    encoded = secret[len(STANDARD_SECRET_PREFIX) :]
+    try:
+        key = base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    if not key or base64.b64encode(key).decode("ascii") != encoded:
+        return None
+    return key
+
+
+def signing_key(secret: str) -> bytes:
+    """The Standard Webhooks HMAC key of a subscription secret.
+
+    A ``whsec_<base64>`` secret is the key its base64 holds, as the specification
+    serializes keys; any other secret is its own UTF-8 bytes, so a secret chosen before
+    reposync spoke the scheme keeps working: its receiver gives a library
+    ``"whsec_" + base64(secret)``. (A ``whsec_`` secret that is not valid base64 is
+    refused when saved; one stored before that rule signs as its UTF-8 bytes.)
+    """
+    key = _standard_key(secret)
+    return key if key is not None else secret.encode("utf-8")
+
+
+def standard_secret_problem(secret: str) -> str | None:
+    """Why ``secret`` may not be saved as a Standard Webhooks secret (None: it may).
+
+    Only secrets that claim the ``whsec_`` form are judged here: such a secret must be
+    one the specification's libraries read as its author meant, a key of the sizes it
+    allows."""
+    if not secret.startswith(STANDARD_SECRET_PREFIX):
+        return None
+    key = _standard_key(secret)
+    low, high = STANDARD_KEY_BYTES
+    if key is None:
+        return (
+            "a secret starting with whsec_ must continue in padded standard base64 "
+            "(A-Z, a-z, 0-9, +, /, =), the Standard Webhooks serialization of a key"
+        )
+    if not low <= len(key) <= high:
+        return (
+            f"a whsec_ secret must hold a key of {low} to {high} bytes (Standard "
+            f"Webhooks); this one holds {len(key)}"
+        )
+    return None
+
+
+def standard_signature(secret: str, message_id: str, timestamp: str, body: bytes) -> str:
+    """``v1,<base64>``: HMAC-SHA256 with ``signing_key(secret)`` over ``id.timestamp.body``.
+
+    The id is the delivery's UUID and the timestamp its decimal seconds: neither holds a
+    ``.``, which the specification requires so that no two (id, timestamp, body) sign the
+    same bytes."""
+    message = f"{message_id}.{timestamp}.".encode() + body
+    digest = hmac.digest(signing_key(secret), message, "sha256")
+    return "v1," + base64.b64encode(digest).decode("ascii")
 
 
 def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:

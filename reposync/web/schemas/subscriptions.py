@@ -8,10 +8,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from marshmallow import Schema, fields, pre_dump, validate
+from marshmallow import Schema, ValidationError, fields, pre_dump, validate
 
 from reposync.models import DeliveryStatus, WebhookDelivery
 from reposync.service.outbox import EVENTS
+from reposync.service.webhook_transport import standard_secret_problem
 from reposync.web.pagination import PageArgsSchema
 from reposync.web.schemas.common import MAX_ID, no_nul, one_of, record_id, text
 
@@ -29,13 +30,21 @@ def _events(**kwargs: Any) -> fields.List[Any]:
     )
 
 
+def _standard_secret(secret: str) -> None:
+    problem = standard_secret_problem(secret)
+    if problem is not None:
+        raise ValidationError(problem)
+
+
 def _secret(**kwargs: Any) -> fields.String:
     return fields.String(
         load_only=True,
-        validate=[validate.Length(min=MIN_SECRET, max=255), no_nul],
+        validate=[validate.Length(min=MIN_SECRET, max=255), no_nul, _standard_secret],
         metadata={
-            "description": "the HMAC key of X-Reposync-Signature-256; stored sealed, never "
-            "shown again"
+            "description": "the HMAC key of X-Reposync-Signature-256 (its UTF-8 bytes) and "
+            "of the Standard Webhooks webhook-signature: a whsec_<base64> secret (24 to 64 "
+            "bytes) is the key it encodes, any other secret its UTF-8 bytes; stored sealed, "
+            "never shown again",
         },
         **kwargs,
     )
@@ -129,7 +138,10 @@ class DeliverySchema(Schema):
     subscription_id = fields.Integer(required=True)
     guid = fields.String(
         required=True,
-        metadata={"description": "X-Reposync-Delivery: the same on retries and redeliveries"},
+        metadata={
+            "description": "X-Reposync-Delivery and webhook-id: the same on retries and "
+            "redeliveries"
+        },
     )
     event = fields.String(required=True)
     binding_id = fields.Integer(allow_none=True)
@@ -175,9 +187,12 @@ class DeliveryPageSchema(Schema):
 class WebhookEnvelopeSchema(Schema):
     """The body of every delivery (compact JSON, keys sorted; the same bytes on every
     attempt). Signed: ``X-Reposync-Signature-256: sha256=HMAC-SHA256(secret,
-    X-Reposync-Timestamp + "." + body)``."""
+    X-Reposync-Timestamp + "." + body)``, and per Standard Webhooks: ``webhook-signature:
+    v1,base64(HMAC-SHA256(key, webhook-id + "." + webhook-timestamp + "." + body))``."""
 
-    id = fields.String(required=True, metadata={"description": "= X-Reposync-Delivery"})
+    id = fields.String(
+        required=True, metadata={"description": "= X-Reposync-Delivery = webhook-id"}
+    )
     event = one_of(EVENT_NAMES, required=True)
     occurred_at = fields.DateTime(required=True)
     binding_id = fields.Integer(required=True, allow_none=True)

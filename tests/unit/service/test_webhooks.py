@@ -1,12 +1,21 @@
-"""Webhooks out, the parts without a database: signature, backoff, the request-forgery
+"""Webhooks out, the parts without a database: signatures (reposync's and Standard
+Webhooks', the latter checked with that project's library), backoff, the request-forgery
 guard (tricky addresses included), sealing secrets, and one POST to a real loopback server."""
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import ipaddress
+import json
+import os
+import time
+import uuid
+from datetime import UTC, datetime
 
 import pytest
 from cryptography.fernet import Fernet
+from standardwebhooks import Webhook, WebhookVerificationError
 
 from reposync.config import Settings
 from reposync.errors import (
@@ -15,7 +24,14 @@ from reposync.errors import (
     SecretUnreadable,
     WebhookTargetRefused,
 )
-from reposync.service.deliveries import backoff, lease_seconds, retry_delay, retryable
+from reposync.service.deliveries import (
+    Claimed,
+    backoff,
+    lease_seconds,
+    retry_delay,
+    retryable,
+    signed_request,
+)
 from reposync.service.outbox import branch_matches, envelope
 from reposync.service.sealing import seal, unseal
 from reposync.service.webhook_transport import (
@@ -26,6 +42,9 @@ from reposync.service.webhook_transport import (
     post,
     refusal,
     sign,
+    signing_key,
+    standard_secret_problem,
+    standard_signature,
     verify,
 )
 from tests.webhook_receiver import HANG, receiver
@@ -52,6 +71,133 @@ def test_verify_refuses_a_changed_body_timestamp_or_secret():
     assert not verify("s3cret-s3cret-s3cret", "101", body, signature)  # replayed later
     assert not verify("s3cret-s3cret-s3cret", "100", body + b" ", signature)
     assert not verify("another-secret-here", "100", body, signature)
+
+
+# -- Standard Webhooks -----------------------------------------------------------------
+
+#: The specification's published example (its libraries' tests use it): a 24-byte key.
+VECTOR_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+#: A secret in the form reposync took before: not base64, not ASCII either.
+PLAIN_SECRET = "a plain sécret, ünicode"
+
+
+def whsec(key: bytes) -> str:
+    return "whsec_" + base64.b64encode(key).decode()
+
+
+def claimed(attempt: int = 1) -> Claimed:
+    """An outbox row as ``claim`` hands it over (the secret is given to ``signed_request``
+    directly, so the sealed one is never opened)."""
+    guid = str(uuid.uuid4())
+    at = datetime(2026, 12, 5, 9, 0, tzinfo=UTC)
+    body = envelope(guid, "run.failed", {"ü": "é"}, occurred_at=at, binding_id=3, branch=None)
+    return Claimed(1, guid, "run.failed", body, attempt, "http://127.0.0.1:9/h", "unopened")
+
+
+def receivers(secret: str) -> list[Webhook]:
+    """How docs/webhooks.md tells a Python receiver to build the library's verifier."""
+    if secret.startswith("whsec_"):
+        return [Webhook(secret)]
+    return [Webhook(whsec(secret.encode())), Webhook(secret.encode())]
+
+
+def test_the_standard_signature_reproduces_the_specifications_published_example():
+    """An id, timestamp, body and key from the specification's examples, not from us."""
+    signature = standard_signature(
+        VECTOR_SECRET, "msg_p5jXN8AQM9LWM0D4loKWxJek", "1614265330", b'{"test": 2432232314}'
+    )
+    assert signature == "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+
+
+def test_a_whsec_secret_is_its_decoded_key_and_any_other_its_utf8_bytes():
+    """The spec's serialization for whsec_ secrets; the old secrets key with their bytes."""
+    key = os.urandom(32)
+    assert signing_key(whsec(key)) == key
+    assert signing_key(PLAIN_SECRET) == PLAIN_SECRET.encode("utf-8")
+    # Stored before whsec_ secrets were checked, a malformed one is not half-decoded.
+    assert signing_key("whsec_not base64 at all") == b"whsec_not base64 at all"
+    assert signing_key("whsec_" + base64.urlsafe_b64encode(b"\xfb" * 24).decode()) == (
+        b"whsec_" + base64.urlsafe_b64encode(b"\xfb" * 24)
+    )
+
+
+@pytest.mark.parametrize("secret", [VECTOR_SECRET, PLAIN_SECRET], ids=["whsec", "plain"])
+def test_what_an_attempt_sends_verifies_with_the_standard_webhooks_library(secret):
+    """The body and headers ``_send`` posts pass the PyPI library's ``verify`` (for a plain
+    secret both documented ways to key it), and reposync's own signature still holds."""
+    row = claimed(attempt=2)
+    now = int(time.time())
+    body, headers = signed_request(secret, row, now)
+    assert body == row.body.encode("utf-8")
+    assert headers["webhook-id"] == headers["X-Reposync-Delivery"] == row.guid
+    assert headers["webhook-timestamp"] == headers["X-Reposync-Timestamp"] == str(now)
+    assert headers["X-Reposync-Attempt"] == "2"
+    assert headers["webhook-signature"].startswith("v1,")
+    for webhook in receivers(secret):
+        assert webhook.verify(body, headers) == json.loads(row.body)
+    assert verify(secret, str(now), body, headers["X-Reposync-Signature-256"])
+
+
+def test_a_changed_body_id_timestamp_or_secret_fails_the_librarys_check():
+    """Everything signed is covered: any one change leaves no matching signature."""
+    row = claimed()
+    now = int(time.time())
+    body, headers = signed_request(VECTOR_SECRET, row, now)
+    webhook = Webhook(VECTOR_SECRET)
+    assert webhook.verify(body, headers) is not None
+    changes = {
+        "body": (body.replace(b'"binding_id":3', b'"binding_id":4'), headers),
+        "id": (body, {**headers, "webhook-id": str(uuid.uuid4())}),
+        "timestamp": (body, {**headers, "webhook-timestamp": str(now - 60)}),
+    }
+    for changed_body, changed_headers in changes.values():
+        with pytest.raises(WebhookVerificationError, match="No matching signature"):
+            webhook.verify(changed_body, changed_headers)
+    with pytest.raises(WebhookVerificationError, match="No matching signature"):
+        Webhook(whsec(os.urandom(24))).verify(body, headers)
+    with pytest.raises(WebhookVerificationError, match="No matching signature"):
+        # The whsec_ secret's text is not its key.
+        Webhook(VECTOR_SECRET.encode()).verify(body, headers)
+
+
+def test_the_timestamp_signed_is_the_attempts_own_and_the_id_stays():
+    """A retry signs a new timestamp under the same id; one signed long ago is refused by
+    the library (the replay the signed timestamp prevents)."""
+    row = claimed()
+    now = int(time.time())
+    _, first = signed_request(VECTOR_SECRET, row, now - 30)
+    body, second = signed_request(VECTOR_SECRET, dataclasses.replace(row, attempt=2), now)
+    assert first["webhook-id"] == second["webhook-id"] == row.guid
+    assert first["webhook-signature"] != second["webhook-signature"]
+    _, stale = signed_request(VECTOR_SECRET, row, now - 3600)
+    with pytest.raises(WebhookVerificationError, match="too old"):
+        Webhook(VECTOR_SECRET).verify(body, stale)
+
+
+@pytest.mark.parametrize(
+    ("secret", "problem"),
+    [
+        (VECTOR_SECRET, None),
+        (whsec(b"k" * 64), None),
+        ("sixteen-chars-or-more", None),  # not the whsec_ form: any text
+        ("whsec" + "x" * 20, None),
+        (whsec(b"k" * 23), "24 to 64 bytes"),
+        (whsec(b"k" * 65), "24 to 64 bytes"),
+        ("whsec_" + base64.urlsafe_b64encode(b"\xfb" * 24).decode(), "standard base64"),
+        ("whsec_" + base64.b64encode(b"k" * 25).decode().rstrip("="), "standard base64"),
+        ("whsec_" + base64.b64encode(b"k" * 24).decode() + "\n", "standard base64"),
+        ("whsec_my-old-password-here", "standard base64"),
+        ("whsec_", "standard base64"),
+    ],
+)
+def test_a_whsec_secret_must_be_canonical_base64_of_a_key_the_spec_allows(secret, problem):
+    """What every library decodes alike (padded, standard alphabet), 192 to 512 bits."""
+    found = standard_secret_problem(secret)
+    if problem is None:
+        assert found is None
+    else:
+        assert found is not None
+        assert problem in found
 
 
 # -- retries ---------------------------------------------------------------------------
@@ -265,8 +411,6 @@ def test_allowed_networks_are_parsed_from_cidrs_and_refused_when_malformed():
 
 
 def test_the_envelope_is_stable_compact_json():
-    from datetime import UTC, datetime
-
     at = datetime(2026, 12, 5, 9, 0, tzinfo=UTC)
     body = envelope(
         "g-1", "run.completed", {"b": 1, "a": [1]}, occurred_at=at, binding_id=3, branch=None
