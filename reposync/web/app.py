@@ -8,6 +8,8 @@ the distributed mode, dispatching to Celery).
 from __future__ import annotations
 
 import http
+import re
+from collections import Counter
 from typing import Any
 
 # swagger-ui-bundle ships no types and has no stubs package (one path is used).
@@ -44,6 +46,11 @@ from reposync.web.streams import StreamSlots
 API_PREFIX = "/api/ext/v1/sync"
 SWAGGER_ASSETS = "docs-assets"
 
+#: An operationId is the name generated clients give an operation (``list_bindings``), so
+#: it is a Python/JavaScript identifier in snake_case: verb first, then the resource.
+OPERATION_ID = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
+HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+
 #: Server-Sent Events: how often a Run's feed reads the database, how long one stream
 #: lasts at most (clients reconnect with Last-Event-ID; proxies never see an endless
 #: request), and how often a quiet stream sends a comment to keep proxies from closing it.
@@ -58,6 +65,34 @@ class ReposyncApi(Api):
     """flask-smorest's Api speaking problem+json for every error, documented as such."""
 
     ERROR_SCHEMA = ProblemSchema
+
+    def check_operation_ids(self) -> None:
+        """Refuse a document in which an operation has no explicit ``operationId``, or
+        shares one, or has one that is not snake_case.
+
+        Generated clients name their functions after these ids, so they are wire
+        protocol: they are written where each operation is declared
+        (``@blueprint.doc(operationId=...)``), never derived from the URL, and a new
+        endpoint that forgets its id fails at start-up instead of shipping a derived name.
+        """
+        ids: Counter[str] = Counter()
+        problems: list[str] = []
+        for path, item in self.spec.to_dict()["paths"].items():
+            for method in HTTP_METHODS:
+                if method not in item:
+                    continue
+                operation_id = item[method].get("operationId")
+                if operation_id is None:
+                    problems.append(f"{method.upper()} {path} has no operationId")
+                elif not OPERATION_ID.fullmatch(operation_id):
+                    problems.append(f"{method.upper()} {path}: {operation_id!r} is not snake_case")
+                else:
+                    ids[operation_id] += 1
+        problems.extend(
+            f"operationId {name!r} is used {n} times" for name, n in ids.items() if n > 1
+        )
+        if problems:
+            raise RuntimeError("the OpenAPI document's operations: " + "; ".join(problems))
 
     def _register_error_handlers(self) -> None:
         register_error_handlers(self._app)
@@ -136,6 +171,7 @@ def create_app(
     api.register_blueprint(github.blueprint, url_prefix=API_PREFIX)
     for name, schema in PAYLOAD_SCHEMAS.items():  # what webhook deliveries carry
         api.spec.components.schema(name, schema=schema)
+    api.check_operation_ids()
     app.add_url_rule(f"{API_PREFIX}/{SWAGGER_ASSETS}/<path:name>", "swagger_assets", _swagger_asset)
     app.before_request(refuse_deep_json)
     # Prometheus's /metrics (issue 15): outside the JSON API and its OpenAPI document.

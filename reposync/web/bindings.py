@@ -49,6 +49,7 @@ def _location(binding_id: int) -> dict[str, str]:
 
 @blueprint.route("/bindings")
 class BindingsView(MethodView):
+    @blueprint.doc(operationId="list_bindings")
     @blueprint.arguments(BindingQueryArgsSchema, location="query")
     @blueprint.response(200, BindingPageSchema)
     @documents(blueprint, 401)
@@ -57,6 +58,7 @@ class BindingsView(MethodView):
         rows = list_bindings(service_context(), current_user(), **args)
         return page(rows, args["limit"])
 
+    @blueprint.doc(operationId="create_binding")
     @blueprint.arguments(BindingCreateSchema)
     @blueprint.response(201, BindingSchema, headers={"Location": {"schema": {"type": "string"}}})
     @blueprint.alt_response(200, schema=BindingSchema, description="The pair's existing Binding")
@@ -114,12 +116,14 @@ class BindingsView(MethodView):
 
 @blueprint.route(f"/bindings/{id_rule('binding_id')}")
 class BindingView(MethodView):
+    @blueprint.doc(operationId="get_binding")
     @blueprint.response(200, BindingSchema)
     @documents(blueprint, 401, 404)
     def get(self, binding_id: int) -> Any:
         """Show one Binding."""
         return get_binding_for(service_context(), current_user(), binding_id)
 
+    @blueprint.doc(operationId="update_binding")
     @admin_only
     @blueprint.arguments(BindingUpdateSchema)
     @blueprint.response(200, BindingSchema)
@@ -143,6 +147,7 @@ class BindingView(MethodView):
             changes["ref_conflict_policy"] = RefConflictPolicy(changes["ref_conflict_policy"])
         return update_binding(ctx, binding_id, **changes)
 
+    @blueprint.doc(operationId="delete_binding")
     @admin_only
     @blueprint.response(204)
     @documents(blueprint, 401, 403, 404, 409)
@@ -159,6 +164,7 @@ class BindingView(MethodView):
 
 @blueprint.route(f"/bindings/{id_rule('binding_id')}/handoff")
 class HandoffView(MethodView):
+    @blueprint.doc(operationId="hand_off_binding")
     @admin_only
     @blueprint.response(202, RunSchema, headers={"Location": {"schema": {"type": "string"}}})
     @documents(blueprint, 401, 403, 404, 409)

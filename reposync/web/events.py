@@ -52,6 +52,7 @@ def _wants_stream() -> bool:
 
 @blueprint.route(f"/runs/{id_rule('run_id')}/events")
 class RunEventsView(MethodView):
+    @blueprint.doc(operationId="list_run_events")
     @blueprint.arguments(RunEventQueryArgsSchema, location="query")
     @blueprint.arguments(RunEventHeadersSchema, location="headers")
     @blueprint.response(200, RunEventPageSchema)
@@ -91,6 +92,7 @@ class RunEventsView(MethodView):
 
 @blueprint.route(f"/runs/{id_rule('run_id')}/stream-token")
 class StreamTokenView(MethodView):
+    @blueprint.doc(operationId="create_run_stream_token")
     @blueprint.response(201, StreamTokenSchema)
     @documents(blueprint, 401, 404)
     def post(self, run_id: int) -> Any:

@@ -78,6 +78,7 @@ def set_flow_cookie(response: BaseResponse, started: github_connect.Started) -> 
 
 @blueprint.route("/github/authorize/start")
 class GitHubAuthorizeStartView(MethodView):
+    @blueprint.doc(operationId="start_github_authorization")
     @blueprint.response(200, StartedSchema)
     @documents(blueprint, 401, 503)
     def post(self) -> Any:
@@ -88,6 +89,7 @@ class GitHubAuthorizeStartView(MethodView):
 
 @blueprint.route("/github/install/start")
 class GitHubInstallStartView(MethodView):
+    @blueprint.doc(operationId="start_github_installation")
     @blueprint.response(200, StartedSchema)
     @documents(blueprint, 401, 503)
     def post(self) -> Any:
@@ -98,6 +100,7 @@ class GitHubInstallStartView(MethodView):
 
 @blueprint.route("/github/install/callback")
 class GitHubCallbackView(MethodView):
+    @blueprint.doc(operationId="complete_github_connection")
     @blueprint.doc(security=[])
     @blueprint.arguments(CallbackArgsSchema, location="query")
     @blueprint.response(200, ConnectedSchema)
@@ -151,6 +154,7 @@ def _forget_flow(response: BaseResponse) -> BaseResponse:
 
 @blueprint.route("/github/installations")
 class GitHubInstallationsView(MethodView):
+    @blueprint.doc(operationId="list_github_installations")
     @blueprint.response(200, InstallationsSchema)
     @documents(blueprint, 401)
     def get(self) -> Any:
@@ -176,6 +180,7 @@ class GitHubInstallationsView(MethodView):
 
 @blueprint.route("/github/repositories")
 class GitHubRepositoriesView(MethodView):
+    @blueprint.doc(operationId="list_github_repositories")
     @blueprint.response(200, PickerSchema)
     @documents(blueprint, 401)
     def get(self) -> Any:
@@ -201,6 +206,7 @@ class GitHubRepositoriesView(MethodView):
 
 @blueprint.route("/github/account")
 class GitHubAccountView(MethodView):
+    @blueprint.doc(operationId="disconnect_github_account")
     @blueprint.response(204)
     @documents(blueprint, 401, 404)
     def delete(self) -> Any:

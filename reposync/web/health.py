@@ -22,6 +22,7 @@ class HealthSchema(Schema):
 
 @blueprint.route("/health")
 class Health(MethodView):
+    @blueprint.doc(operationId="get_health")
     @blueprint.doc(security=[])
     @blueprint.response(200, HealthSchema)
     @blueprint.alt_response(503, schema=HealthSchema, description="database unreachable")

@@ -20,6 +20,7 @@ blueprint.before_request(load_user)
 
 @blueprint.route(f"/runs/{id_rule('run_id')}/items")
 class RunItemsView(MethodView):
+    @blueprint.doc(operationId="list_run_items")
     @blueprint.arguments(RunItemQueryArgsSchema, location="query")
     @blueprint.response(200, RunItemPageSchema)
     @documents(blueprint, 401, 404)

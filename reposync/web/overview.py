@@ -18,6 +18,7 @@ blueprint.before_request(load_user)
 
 @blueprint.route("/overview")
 class Overview(MethodView):
+    @blueprint.doc(operationId="get_overview")
     @blueprint.response(200, OverviewSchema)
     @documents(blueprint, 401)
     def get(self) -> Any:

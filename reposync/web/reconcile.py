@@ -73,6 +73,7 @@ def _respond(done: Reconciled) -> Response:
 
 @blueprint.route(f"/bindings/{id_rule('binding_id')}/reconcile")
 class ReconcileView(MethodView):
+    @blueprint.doc(operationId="reconcile_binding")
     @blueprint.arguments(IdempotencyHeadersSchema, location="headers")
     @blueprint.arguments(ReconcileSchema)
     @blueprint.response(200, ReconcileResultSchema, headers=HEADERS)

@@ -42,6 +42,7 @@ def _accepted(run: Any) -> tuple[Any, int, dict[str, str]]:
 
 @blueprint.route(f"/bindings/{id_rule('binding_id')}/runs")
 class BindingRunsView(MethodView):
+    @blueprint.doc(operationId="create_binding_run")
     @blueprint.arguments(RunCreateSchema)
     @blueprint.response(202, RunSchema, headers=LOCATION)
     @documents(blueprint, 401, 404, 409)
@@ -60,6 +61,7 @@ class BindingRunsView(MethodView):
 
 @blueprint.route("/runs")
 class RunsView(MethodView):
+    @blueprint.doc(operationId="list_runs")
     @blueprint.arguments(RunQueryArgsSchema, location="query")
     @blueprint.response(200, RunPageSchema)
     @documents(blueprint, 401)
@@ -71,6 +73,7 @@ class RunsView(MethodView):
 
 @blueprint.route(f"/runs/{id_rule('run_id')}")
 class RunView(MethodView):
+    @blueprint.doc(operationId="get_run")
     @blueprint.response(200, RunSchema)
     @documents(blueprint, 401, 404)
     def get(self, run_id: int) -> Any:
@@ -80,6 +83,7 @@ class RunView(MethodView):
 
 @blueprint.route(f"/runs/{id_rule('run_id')}/progress")
 class ProgressView(MethodView):
+    @blueprint.doc(operationId="get_run_progress")
     @blueprint.response(200, RunProgressSchema)
     @documents(blueprint, 401, 404)
     def get(self, run_id: int) -> Any:
@@ -89,6 +93,7 @@ class ProgressView(MethodView):
 
 @blueprint.route(f"/runs/{id_rule('run_id')}/cancel")
 class CancelView(MethodView):
+    @blueprint.doc(operationId="cancel_run")
     @blueprint.response(200, RunSchema)
     @documents(blueprint, 401, 404)
     def post(self, run_id: int) -> Any:
@@ -103,6 +108,7 @@ class CancelView(MethodView):
 
 @blueprint.route(f"/runs/{id_rule('run_id')}/retry")
 class RetryView(MethodView):
+    @blueprint.doc(operationId="retry_run")
     @blueprint.response(202, RunSchema, headers=LOCATION)
     @documents(blueprint, 401, 404, 409)
     def post(self, run_id: int) -> Any:
@@ -114,6 +120,7 @@ class RetryView(MethodView):
 
 @blueprint.route(f"/runs/{id_rule('run_id')}/recover")
 class RecoverView(MethodView):
+    @blueprint.doc(operationId="recover_run")
     @blueprint.response(200, RecoverySchema)
     @documents(blueprint, 401, 404, 409)
     def post(self, run_id: int) -> Any:

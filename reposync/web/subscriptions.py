@@ -47,6 +47,7 @@ LOCATION = {"Location": {"schema": {"type": "string"}}}
 
 @blueprint.route("/subscriptions")
 class SubscriptionsView(MethodView):
+    @blueprint.doc(operationId="list_subscriptions")
     @blueprint.arguments(SubscriptionQueryArgsSchema, location="query")
     @blueprint.response(200, SubscriptionPageSchema)
     @documents(blueprint, 401)
@@ -55,6 +56,7 @@ class SubscriptionsView(MethodView):
         rows = list_subscriptions(service_context(), current_user(), **args)
         return page(rows, args["limit"])
 
+    @blueprint.doc(operationId="create_subscription")
     @blueprint.arguments(SubscriptionCreateSchema)
     @blueprint.response(201, SubscriptionSchema, headers=LOCATION)
     @documents(blueprint, 401, 404, 422, 503)
@@ -75,12 +77,14 @@ class SubscriptionsView(MethodView):
 
 @blueprint.route(f"/subscriptions/{id_rule('subscription_id')}")
 class SubscriptionView(MethodView):
+    @blueprint.doc(operationId="get_subscription")
     @blueprint.response(200, SubscriptionSchema)
     @documents(blueprint, 401, 404)
     def get(self, subscription_id: int) -> Any:
         """Show one subscription (never its secret)."""
         return get_subscription_for(service_context(), current_user(), subscription_id)
 
+    @blueprint.doc(operationId="update_subscription")
     @blueprint.arguments(SubscriptionUpdateSchema)
     @blueprint.response(200, SubscriptionSchema)
     @documents(blueprint, 401, 404, 422, 503)
@@ -95,6 +99,7 @@ class SubscriptionView(MethodView):
             authorize_binding(ctx, user, changes["binding_id"])
         return update_subscription(ctx, subscription_id, **changes)
 
+    @blueprint.doc(operationId="delete_subscription")
     @blueprint.response(204)
     @documents(blueprint, 401, 404)
     def delete(self, subscription_id: int) -> Any:
@@ -107,6 +112,7 @@ class SubscriptionView(MethodView):
 
 @blueprint.route(f"/subscriptions/{id_rule('subscription_id')}/deliveries")
 class DeliveriesView(MethodView):
+    @blueprint.doc(operationId="list_subscription_deliveries")
     @blueprint.arguments(DeliveryQueryArgsSchema, location="query")
     @blueprint.response(200, DeliveryPageSchema)
     @documents(blueprint, 401, 404)
@@ -121,6 +127,7 @@ class DeliveriesView(MethodView):
     f"/subscriptions/{id_rule('subscription_id')}/deliveries/{id_rule('delivery_id')}/redeliver"
 )
 class RedeliverView(MethodView):
+    @blueprint.doc(operationId="redeliver_subscription_delivery")
     @blueprint.response(202, DeliverySchema)
     @documents(blueprint, 401, 404, 409)
     def post(self, subscription_id: int, delivery_id: int) -> Any:

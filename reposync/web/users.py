@@ -33,6 +33,7 @@ blueprint.before_request(load_user)
 
 @blueprint.route("/users")
 class UsersView(MethodView):
+    @blueprint.doc(operationId="list_users")
     @admin_only
     @blueprint.response(200, UserSchema(many=True))
     @documents(blueprint, 401, 403)
@@ -40,6 +41,7 @@ class UsersView(MethodView):
         """List every user; admin only."""
         return users.list_users(service_context())
 
+    @blueprint.doc(operationId="create_user")
     @admin_only
     @blueprint.arguments(UserCreateSchema)
     @blueprint.response(201, CreatedUserSchema)
@@ -60,6 +62,7 @@ class UsersView(MethodView):
 
 @blueprint.route(f"/users/{id_rule('user_id')}")
 class UserView(MethodView):
+    @blueprint.doc(operationId="delete_user")
     @admin_only
     @blueprint.response(204)
     @documents(blueprint, 401, 403, 404, 409)
@@ -71,6 +74,7 @@ class UserView(MethodView):
 
 @blueprint.route(f"/users/{id_rule('user_id')}/tokens")
 class UserTokensView(MethodView):
+    @blueprint.doc(operationId="list_user_tokens")
     @admin_only
     @blueprint.response(200, TokenSchema(many=True))
     @documents(blueprint, 401, 403, 404)
@@ -78,6 +82,7 @@ class UserTokensView(MethodView):
         """A user's tokens, never their secrets; admin only."""
         return users.list_tokens(service_context(), user_id)
 
+    @blueprint.doc(operationId="create_user_token")
     @admin_only
     @blueprint.arguments(TokenCreateSchema)
     @blueprint.response(201, IssuedTokenSchema)
@@ -92,6 +97,7 @@ class UserTokensView(MethodView):
 
 @blueprint.route(f"/tokens/{id_rule('token_id')}")
 class TokenView(MethodView):
+    @blueprint.doc(operationId="revoke_token")
     @admin_only
     @blueprint.response(200, TokenSchema)
     @documents(blueprint, 401, 403, 404)
@@ -102,6 +108,7 @@ class TokenView(MethodView):
 
 @blueprint.route(f"/users/{id_rule('user_id')}/grants")
 class GrantsView(MethodView):
+    @blueprint.doc(operationId="create_user_grant")
     @admin_only
     @blueprint.arguments(GrantSchema)
     @blueprint.response(204)
@@ -111,6 +118,7 @@ class GrantsView(MethodView):
         users.grant(service_context(), user_id, args["provider"], args["repository_id"])
         return None
 
+    @blueprint.doc(operationId="delete_user_grant")
     @admin_only
     @blueprint.arguments(GrantSchema, location="query")
     @blueprint.response(204)

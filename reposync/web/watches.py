@@ -34,6 +34,7 @@ blueprint.before_request(load_user)
 
 @blueprint.route("/watches")
 class WatchesView(MethodView):
+    @blueprint.doc(operationId="list_watches")
     @blueprint.arguments(WatchQueryArgsSchema, location="query")
     @blueprint.response(200, WatchPageSchema)
     @documents(blueprint, 401)
@@ -42,6 +43,7 @@ class WatchesView(MethodView):
         rows = list_watches(service_context(), current_user(), **args)
         return page(rows, args["limit"])
 
+    @blueprint.doc(operationId="create_watch")
     @blueprint.arguments(WatchCreateSchema)
     @blueprint.response(201, WatchSchema, headers={"Location": {"schema": {"type": "string"}}})
     @blueprint.alt_response(200, schema=WatchSchema, description="The caller's existing watch")
@@ -63,12 +65,14 @@ class WatchesView(MethodView):
 
 @blueprint.route(f"/watches/{id_rule('watch_id')}")
 class WatchView(MethodView):
+    @blueprint.doc(operationId="get_watch")
     @blueprint.response(200, WatchSchema)
     @documents(blueprint, 401, 404)
     def get(self, watch_id: int) -> Any:
         """Show one watch with its revision cursor."""
         return get_watch_for(service_context(), current_user(), watch_id)
 
+    @blueprint.doc(operationId="delete_watch")
     @blueprint.response(204)
     @documents(blueprint, 401, 404)
     def delete(self, watch_id: int) -> Any:

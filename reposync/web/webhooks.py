@@ -115,6 +115,7 @@ def _payload(body: bytes) -> bytes:
 
 @blueprint.route("/webhooks/github")
 class GitHubWebhookView(MethodView):
+    @blueprint.doc(operationId="receive_github_webhook")
     @blueprint.doc(security=[{"githubSignature": []}], parameters=_HEADERS, requestBody=_BODY)
     @blueprint.response(202, WebhookReceiptSchema)
     @blueprint.alt_response(
