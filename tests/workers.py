@@ -129,8 +129,8 @@ def start_api(env: dict[str, str], log_dir: Path, port: int) -> WorkerProcess:
         if process.poll() is not None:
             return True
         try:
-            return requests.get(f"http://127.0.0.1:{port}/api/ext/v1/sync/health", timeout=1).ok
-        except requests.ConnectionError:
+            return requests.get(f"http://127.0.0.1:{port}/api/ext/v1/sync/health", timeout=5).ok
+        except (requests.ConnectionError, requests.Timeout):  # not up, or a busy machine
             return False
 
     wait_for(healthy, 60, "the API to answer")
