@@ -87,6 +87,17 @@ def deliver_due(ctx: ServiceContext, delivery_id: int) -> str | None:
     return outcome[0]
 
 
+def subscribe(client, tokens, target: str, secret: str) -> int:
+    """A subscription to branch.moved at ``target`` through the API; its id."""
+    created = client.post(
+        url("/subscriptions"),
+        headers=bearer(tokens.admin),
+        json={"url": target, "events": ["branch.moved"], "secret": secret},
+    )
+    assert created.status_code == 201, created.json
+    return int(created.json["id"])
+
+
 @pytest.mark.parametrize(
     "secret", [whsec(os.urandom(32)), PLAIN_SECRET], ids=["whsec-secret", "plain-secret"]
 )
@@ -99,13 +110,7 @@ def test_a_delivery_retried_and_redelivered_verifies_with_both_libraries(
     sender = fast(ctx)
     with receiver() as hook:
         hook.answer(503, then=200)
-        created = client.post(
-            url("/subscriptions"),
-            headers=bearer(tokens.admin),
-            json={"url": hook.url, "events": ["branch.moved"], "secret": secret},
-        )
-        assert created.status_code == 201, created.json
-        subscription_id = created.json["id"]
+        subscription_id = subscribe(client, tokens, hook.url, secret)
         delivery_id = branch_moved(ctx)
         assert deliver_due(sender, delivery_id) == "pending"
         assert deliver_due(sender, delivery_id) == "delivered"
@@ -158,16 +163,11 @@ def test_a_secret_changed_between_attempts_signs_the_next_attempt(client, tokens
     sender = fast(ctx)
     with receiver() as hook:
         hook.answer(503, then=200)
-        created = client.post(
-            url("/subscriptions"),
-            headers=bearer(tokens.admin),
-            json={"url": hook.url, "events": ["branch.moved"], "secret": old},
-        )
-        assert created.status_code == 201, created.json
+        subscription_id = subscribe(client, tokens, hook.url, old)
         delivery_id = branch_moved(ctx)
         assert deliver_due(sender, delivery_id) == "pending"
         changed = client.patch(
-            url(f"/subscriptions/{created.json['id']}"),
+            url(f"/subscriptions/{subscription_id}"),
             headers=bearer(tokens.admin),
             json={"secret": new},
         )
@@ -196,14 +196,9 @@ def test_a_whsec_secret_no_library_reads_as_meant_is_refused_when_saved(
     response = client.post(url("/subscriptions"), headers=bearer(tokens.admin), json=body)
     assert problem in json.dumps(assert_problem(response, 422, "validation_error"))
 
-    created = client.post(
-        url("/subscriptions"),
-        headers=bearer(tokens.admin),
-        json={**body, "secret": whsec(os.urandom(24))},
-    )
-    assert created.status_code == 201, created.json
+    subscription_id = subscribe(client, tokens, body["url"], whsec(os.urandom(24)))
     changed = client.patch(
-        url(f"/subscriptions/{created.json['id']}"),
+        url(f"/subscriptions/{subscription_id}"),
         headers=bearer(tokens.admin),
         json={"secret": secret},
     )
