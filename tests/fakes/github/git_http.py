@@ -124,7 +124,7 @@ class GitHttpApp:
                 )
             download = DOWNLOAD_PATH.match(path)
             if download is not None and method == "GET":
-                return self._download(download.groupdict(), start_response, log, environ)
+                return self._download(download.groupdict(), start_response, log, environ, query)
             found = GIT_PATH.match(path)
             if found is None:
                 raise Refusal("404 Not Found", "Not Found\n")
@@ -374,11 +374,13 @@ class GitHttpApp:
         start_response: StartResponse,
         log: Callable[[int], None],
         environ: WSGIEnvironment,
+        query: str,
     ) -> Iterable[bytes]:
         """An asset's bytes. A published asset of a public repository is anyone's; a
         draft release's asset, or a private repository's, needs credentials that reach
-        the repository (a draft's: push access, as seeing a draft does) and is a 404
-        without them, as GitHub hides what a caller may not see."""
+        the repository (a draft's: push access, as seeing a draft does), or the signed
+        query of the API's redirect (``State.sign_download``), and is a 404 without
+        them, as GitHub hides what a caller may not see."""
         state = self.fake.state
         with state.lock:
             repo, _ = state.find_repo(unquote(parts["owner"]), unquote(parts["name"]))
@@ -396,7 +398,7 @@ class GitHttpApp:
                             hidden = release.draft or repo.private
                             draft = release.draft
                             break
-            if asset is not None and hidden:
+            if asset is not None and hidden and not state.download_signed(asset.id, query):
                 token = _download_token(state, environ.get("HTTP_AUTHORIZATION"))
                 assert repo is not None
                 if (

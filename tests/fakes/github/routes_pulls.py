@@ -6,7 +6,13 @@ from typing import Any
 
 from tests.fakes.github import bare_repos, lookups, render
 from tests.fakes.github import webhook_events as hooks
-from tests.fakes.github.errors import ApiError, not_found, unprocessable, validation_failed
+from tests.fakes.github.errors import (
+    ApiError,
+    Unmodelled,
+    not_found,
+    unprocessable,
+    validation_failed,
+)
 from tests.fakes.github.models import Issue, Repo, Review, ReviewComment
 from tests.fakes.github.routes_issues import apply_issue_edit
 from tests.fakes.github.routing import Ctx, Reply, read, write
@@ -32,7 +38,11 @@ def pull_json(ctx: Ctx, issue: Issue) -> dict[str, Any]:
     pr = issue.pull
     assert pr is not None
     stats = bare_repos.compare(repo.git_dir, pr.base_sha, pr.head_sha)
-    return render.pull_request(ctx.urls, repo, issue, stats)
+    return render.with_rest_labels(render.pull_request(ctx.urls, repo, issue, stats))
+
+
+def pull_simple_json(ctx: Ctx, issue: Issue) -> dict[str, Any]:
+    return render.with_rest_labels(render.pull_request_simple(ctx.urls, ctx.the_repo(), issue))
 
 
 def _head_branch(ctx: Ctx, head: str) -> str:
@@ -77,7 +87,7 @@ def list_pulls(ctx: Ctx) -> Reply:
         "long-running": lambda i: i.created_at,
     }
     found = lookups.ordered(found, keys[sort], direction, lambda i: i.number)
-    return ctx.page(found, lambda i: render.pull_request_simple(ctx.urls, repo, i))
+    return ctx.page(found, lambda i: pull_simple_json(ctx, i))
 
 
 def create_pull(ctx: Ctx) -> Reply:
@@ -291,7 +301,7 @@ def request_reviewers(ctx: Ctx) -> Reply:
     pr = issue.pull
     assert pr is not None
     if body.get("team_reviewers"):
-        raise _custom(RESOURCE, "Teams are not modelled by the GitHub test server")
+        raise Unmodelled("Requesting a review from a team")
     logins = [str(login) for login in body.get("reviewers") or []]
     for login in logins:
         if login.casefold() == issue.user.login.casefold():
@@ -310,11 +320,11 @@ def request_reviewers(ctx: Ctx) -> Reply:
             pr.requested_reviewers.append(ctx.state.user(login))
             added.append(pr.requested_reviewers[-1])
     hooks.review_requests(ctx, issue, added, removed=False)
-    return Reply(201, render.pull_request_simple(ctx.urls, repo, issue))
+    return Reply(201, pull_simple_json(ctx, issue))
 
 
 def remove_requested_reviewers(ctx: Ctx) -> Reply:
-    issue, body, repo = lookups.pull(ctx), ctx.json(), ctx.the_repo()
+    issue, body = lookups.pull(ctx), ctx.json()
     pr = issue.pull
     assert pr is not None
     if not isinstance(body.get("reviewers"), list):
@@ -323,7 +333,49 @@ def remove_requested_reviewers(ctx: Ctx) -> Reply:
     removed = [u for u in pr.requested_reviewers if u.login.casefold() in gone]
     pr.requested_reviewers = [u for u in pr.requested_reviewers if u.login.casefold() not in gone]
     hooks.review_requests(ctx, issue, removed, removed=True)
-    return Reply(200, render.pull_request_simple(ctx.urls, repo, issue))
+    return Reply(200, pull_simple_json(ctx, issue))
+
+
+MERGE_METHODS = ("merge", "squash", "rebase")
+
+
+def merge_pull(ctx: Ctx) -> Reply:
+    """The merge button: a merge commit on the base branch; the pull request is closed
+    and merged. 405 when it cannot be merged (closed, merged, conflicting), 409 when
+    ``sha`` is not the head any more; squash and rebase are not modelled (501)."""
+    issue, body, repo = lookups.pull(ctx), ctx.json(), ctx.the_repo()
+    pr = issue.pull
+    assert pr is not None
+    method = body.get("merge_method") or "merge"
+    if method not in MERGE_METHODS:
+        raise validation_failed(RESOURCE, "merge_method", "invalid", value=str(method))
+    if method != "merge":
+        raise Unmodelled(f"Merging with merge_method {method}")
+    if pr.merged or issue.state != "open":
+        raise ApiError(405, "Pull Request is not mergeable")
+    if body.get("sha") is not None and body["sha"] != pr.head_sha:
+        raise ApiError(409, "Head branch was modified. Review and try the merge again.")
+    title = body.get("commit_title") or (
+        f"Merge pull request #{issue.number} from {repo.owner.login}/{pr.head_ref}"
+    )
+    message = f"{title}\n\n{body['commit_message']}" if body.get("commit_message") else title
+    before, old_base = hooks.snapshot(issue), pr.base_sha
+    try:
+        ctx.state.merge_pull(repo, issue.number, merged_by=ctx.actor, message=message)
+    except ValueError as exc:  # conflicts
+        raise ApiError(405, "Pull Request is not mergeable") from exc
+    assert pr.merge_commit_sha is not None
+    if ctx.webhooks is not None:
+        ref = f"refs/heads/{pr.base_ref}"
+        updates = [(old_base, pr.merge_commit_sha, ref)]
+        hooks.ref_updates(ctx.webhooks, ctx.urls, ctx.state, repo, updates, ctx.actor)
+    hooks.issue_changed(ctx, issue, before)
+    answer = {
+        "sha": pr.merge_commit_sha,
+        "merged": True,
+        "message": "Pull Request successfully merged",
+    }
+    return Reply(200, answer)
 
 
 def check_merged(ctx: Ctx) -> Reply:
@@ -358,6 +410,31 @@ def _review(ctx: Ctx) -> Review:
 
 def get_review(ctx: Ctx) -> Reply:
     return Reply(200, review_json(ctx, _review(ctx)))
+
+
+def dismiss_review(ctx: Ctx) -> Reply:
+    """Only an approval or a request for changes can be dismissed (422 otherwise)."""
+    review, body = _review(ctx), ctx.json()
+    if review.state == "PENDING":
+        raise unprocessable("Can not dismiss a pending review")
+    if review.state not in ("APPROVED", "CHANGES_REQUESTED"):
+        raise unprocessable(f"Can not dismiss a {review.state.lower()} pull request review")
+    if not str(body.get("message") or "").strip():
+        raise unprocessable("Message is required to dismiss a review")
+    review.state = "DISMISSED"
+    hooks.review(ctx, review, "dismissed")
+    return Reply(200, review_json(ctx, review))
+
+
+def delete_pending_review(ctx: Ctx) -> Reply:
+    """A pending review (and its comments) goes; a submitted one stays (422)."""
+    review, repo = _review(ctx), ctx.the_repo()
+    if review.state != "PENDING":
+        raise unprocessable("Can not delete a non-pending pull request review")
+    del repo.reviews[review.id]
+    for comment in [c for c in repo.review_comments.values() if c.review_id == review.id]:
+        del repo.review_comments[comment.id]
+    return Reply(200, review_json(ctx, review))
 
 
 def update_review(ctx: Ctx) -> Reply:
@@ -586,6 +663,20 @@ ROUTES = [
     read(f"{R}/pulls/{{pull_number}}/reviews/{{review_id}}", get_review, P),
     write("PUT", f"{R}/pulls/{{pull_number}}/reviews/{{review_id}}", update_review, P, REVIEW),
     write(
+        "DELETE",
+        f"{R}/pulls/{{pull_number}}/reviews/{{review_id}}",
+        delete_pending_review,
+        P,
+        REVIEW,
+    ),
+    write(
+        "PUT",
+        f"{R}/pulls/{{pull_number}}/reviews/{{review_id}}/dismissals",
+        dismiss_review,
+        P,
+        REVIEW,
+    ),
+    write(
         "POST", f"{R}/pulls/{{pull_number}}/reviews/{{review_id}}/events", submit_review, P, REVIEW
     ),
     read(
@@ -603,6 +694,7 @@ ROUTES = [
         RESOURCE,
     ),
     read(f"{R}/pulls/{{pull_number}}/merge", check_merged, P),
+    write("PUT", f"{R}/pulls/{{pull_number}}/merge", merge_pull, ("contents",), RESOURCE),
     read(f"{R}/pulls/comments", list_repo_review_comments, P),
     read(f"{R}/pulls/comments/{{comment_id}}", get_review_comment, P),
     read(f"{R}/pulls/{{pull_number}}/comments", list_review_comments, P),

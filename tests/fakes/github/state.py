@@ -8,6 +8,7 @@ Every method takes the state's lock, so tests may call them while the server run
 from __future__ import annotations
 
 import hashlib
+import hmac
 import itertools
 import secrets
 import string
@@ -15,6 +16,7 @@ import threading
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from pathlib import Path
+from urllib.parse import parse_qsl, urlencode
 
 from tests.fakes.github import bare_repos
 from tests.fakes.github.clock import Clock, whole_seconds
@@ -63,6 +65,8 @@ class State:
         self.apps: dict[int, App] = {}
         self.installations: dict[int, Installation] = {}
         self.tokens: dict[str, Token] = {}
+        #: Signs the asset download URLs the API redirects to (``sign_download``).
+        self.signing_key = secrets.token_bytes(32)
         self._ids = {
             kind: itertools.count(start)
             for kind, start in {
@@ -400,6 +404,7 @@ class State:
         *,
         merged_by: UserRef | None = None,
         at: datetime | None = None,
+        message: str | None = None,
     ) -> Issue:
         """Merge as the merge button does: a merge commit on the base branch; PR closed."""
         with self.lock:
@@ -414,7 +419,7 @@ class State:
                 repo.git_dir,
                 pr.base_ref,
                 pr.head_sha,
-                f"Merge pull request #{number} from {repo.owner.login}/{pr.head_ref}",
+                message or f"Merge pull request #{number} from {repo.owner.login}/{pr.head_ref}",
                 (who.login, f"{who.id}+{who.login}@users.noreply.github.com"),
                 when,
             )
@@ -622,6 +627,26 @@ class State:
         release.assets.append(asset.id)
         return asset
 
+    def sign_download(self, asset_id: int, lifetime: int = 300) -> str:
+        """The query that lets anyone download asset ``asset_id`` for ``lifetime``
+        seconds: what the API's redirect to a download carries (as GitHub's pre-signed
+        storage URLs do)."""
+        expires = int(self.now().timestamp()) + lifetime
+        mac = hmac.new(self.signing_key, f"{asset_id}:{expires}".encode(), hashlib.sha256)
+        return urlencode({"asset": asset_id, "expires": expires, "signature": mac.hexdigest()})
+
+    def download_signed(self, asset_id: int, query: str) -> bool:
+        """Whether ``query`` is a live signature of ``sign_download`` for this asset."""
+        params = dict(parse_qsl(query))
+        try:
+            expires = int(params.get("expires", ""))
+        except ValueError:
+            return False
+        if str(asset_id) != params.get("asset") or expires < self.now().timestamp():
+            return False
+        mac = hmac.new(self.signing_key, f"{asset_id}:{expires}".encode(), hashlib.sha256)
+        return hmac.compare_digest(mac.hexdigest(), params.get("signature", ""))
+
     # -- reading ------------------------------------------------------------------------
 
     def issues(self, ref: RepoRef, *, pulls: bool = False) -> list[Issue]:
@@ -680,24 +705,31 @@ class State:
         write: bool = True,
         token: str | None = None,
         expires_at: datetime | None = None,
+        scopes: Iterable[str] | None = None,
     ) -> str:
         """A personal access token of ``login``.
 
-        ``repositories`` (full names) narrows it like a fine-grained token; by default it
-        reaches every repository ``login`` owns or collaborates on. ``write=False`` makes
-        it read-only.
+        By default a classic token (``ghp_``) with the ``repo`` scope: it reaches every
+        repository ``login`` owns or collaborates on; ``scopes`` gives it others (``()``:
+        none, public reads only; ``("public_repo",)``: writes to public repositories).
+        ``repositories`` (full names) or ``write=False`` make it a fine-grained token
+        (``github_pat_``) instead, narrowed to those repositories and/or read-only.
         """
+        fine_grained = repositories is not None or not write
+        if fine_grained and scopes is not None:
+            raise ValueError("a fine-grained token has permissions, not scopes")
         with self.lock:
-            value = token or _random_token("ghp_")
+            value = token or _random_token("github_pat_" if fine_grained else "ghp_")
             ids = None if repositories is None else {self.repo(r).id for r in repositories}
             self.tokens[value] = Token(
                 value=value,
-                kind="pat",
+                kind="fine_grained" if fine_grained else "classic",
                 user=self.user(login),
                 created_at=self.now(),
                 expires_at=expires_at,
                 repository_ids=ids,
                 write=write,
+                scopes=None if fine_grained else tuple(scopes if scopes is not None else ("repo",)),
             )
             return value
 
