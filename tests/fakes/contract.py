@@ -27,6 +27,10 @@ Deliberate choices, each because the description cannot express what GitHub does
   description lists 304 for only a few operations although any conditional GET can get it.
   Requests are still checked. A response to a request that names no described operation
   is not checked either (the request already is the violation).
+* Where GitHub's next description (``descriptions-next``, what githubkit is generated
+  from) has corrected the stable one, the correction is applied (``CORRECTIONS``): a
+  pull request listing's label ``description`` is nullable there, as GitHub answers a
+  label without one (the stable copy says string; the full pull request's says nullable).
 * Request bodies GitHub's description text allows and its schema left out
   (``DOCUMENTED_BODIES``): "Add labels to an issue" and "Set labels for an issue" take
   a bare JSON array of labels too ("You can also pass an ``array`` of labels directly",
@@ -73,6 +77,11 @@ MAX_LISTED_ERRORS = 8
 DOCUMENTED_BODIES = ("issues/add-labels", "issues/set-labels")
 #: What "Get a release asset" streams when asked for the bytes.
 ASSET_BYTES = "repos/get-release-asset"
+#: Schemas GitHub's next description corrects: (component schema, path to a property) that
+#: is nullable there.
+CORRECTIONS = (
+    ("pull-request-simple", ("properties", "labels", "items", "properties", "description")),
+)
 #: Query parameters GitHub accepts empty: (operation, parameter).
 EMPTY_ALLOWED = (("repos/upload-release-asset", "label"),)
 _VALIDATION_LOCK = threading.Lock()  # one compiled description is shared by all instances
@@ -130,7 +139,8 @@ class _Spec:
 
 @functools.cache
 def _load() -> _Spec:
-    raw = _with_documented_bodies(_with_explicit_nulls(json.loads(SPEC_PATH.read_text())))
+    raw = json.loads(SPEC_PATH.read_text())
+    raw = _with_explicit_nulls(_with_documented_bodies(_with_corrections(raw)))
     return _Spec(openapi=OpenAPI.from_dict(raw), raw=raw, operations=_operations(raw))
 
 
@@ -154,6 +164,16 @@ def _with_explicit_nulls(raw: dict[str, Any]) -> dict[str, Any]:
                 walk(value)
 
     walk(raw)
+    return raw
+
+
+def _with_corrections(raw: dict[str, Any]) -> dict[str, Any]:
+    """``CORRECTIONS`` applied (module docstring)."""
+    for name, path in CORRECTIONS:
+        node = raw["components"]["schemas"][name]
+        for key in path:
+            node = node[key]
+        node["nullable"] = True
     return raw
 
 
