@@ -1,7 +1,7 @@
 """Validate HTTP exchanges against GitHub's own OpenAPI description of the operations we use.
 
-``tests/contracts/github-rest-subset.json`` is loaded once per process (openapi-core takes
-about two seconds to check and compile it). A request is matched to a described operation
+``tests/contracts/github-rest-subset.json`` is loaded once per process, adjusted where
+said below (contract_spec.py). A request is matched to a described operation
 by method and path and its parameters and JSON body are checked; a response must have a
 status the operation describes and, when the description gives one, a body valid against
 its schema. Headers the description does not list never fail validation.
@@ -49,39 +49,28 @@ Deliberate choices, each because the description cannot express what GitHub does
 
 from __future__ import annotations
 
-import copy
-import functools
 import json
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit
 
 import requests
-from openapi_core import OpenAPI
 from openapi_core.datatypes import RequestParameters
 from openapi_schema_validator import OAS30Validator
 from werkzeug.datastructures import Headers, ImmutableMultiDict
 
-SPEC_PATH = Path(__file__).resolve().parents[1] / "contracts" / "github-rest-subset.json"
+from tests.fakes.contract_spec import Operation, load
+
 API_ORIGIN = "https://api.github.com"
 UPLOADS_ORIGIN = "https://uploads.github.com"
 CROSS_CUTTING_STATUSES = frozenset({301, 307, 400, 401, 403, 404, 422, 429, 500, 502, 503})
-METHODS = ("get", "put", "post", "delete", "patch", "head", "options")
 GIT_SMART_HTTP = re.compile(r"/(info/refs|git-upload-pack|git-receive-pack)$")
 MAX_LISTED_ERRORS = 8
-#: Operations whose request bodies GitHub's description text documents beyond its schema.
-DOCUMENTED_BODIES = ("issues/add-labels", "issues/set-labels")
 #: What "Get a release asset" streams when asked for the bytes.
 ASSET_BYTES = "repos/get-release-asset"
-#: Schemas GitHub's next description corrects: (component schema, path to a property) that
-#: is nullable there.
-CORRECTIONS = (
-    ("pull-request-simple", ("properties", "labels", "items", "properties", "description")),
-)
 #: Query parameters GitHub accepts empty: (operation, parameter).
 EMPTY_ALLOWED = (("repos/upload-release-asset", "label"),)
 _VALIDATION_LOCK = threading.Lock()  # one compiled description is shared by all instances
@@ -100,22 +89,6 @@ class ContractViolation(AssertionError):
 
 
 @dataclass(frozen=True)
-class Operation:
-    method: str
-    template: str
-    operation_id: str
-    origin: str
-    pattern: re.Pattern[str]
-    multi_segment: tuple[str, ...]
-    statuses: frozenset[str]
-    #: The operation's page (``externalDocs.url``): what GitHub's errors link to.
-    docs_url: str = ""
-
-    def label(self) -> str:
-        return f"{self.method.upper()} {self.template} [{self.operation_id}]"
-
-
-@dataclass(frozen=True)
 class BodyError:
     """One schema error of a JSON request body (what GitHub answers 422 for)."""
 
@@ -128,119 +101,6 @@ class BodyError:
 class RequestCheck:
     problems: list[tuple[str, str]]
     body_errors: list[BodyError]
-
-
-@dataclass(frozen=True)
-class _Spec:
-    openapi: OpenAPI
-    raw: dict[str, Any]
-    operations: tuple[Operation, ...]
-
-
-@functools.cache
-def _load() -> _Spec:
-    raw = json.loads(SPEC_PATH.read_text())
-    raw = _with_explicit_nulls(_with_documented_bodies(_with_corrections(raw)))
-    return _Spec(openapi=OpenAPI.from_dict(raw), raw=raw, operations=_operations(raw))
-
-
-def _with_explicit_nulls(raw: dict[str, Any]) -> dict[str, Any]:
-    """A copy in which ``nullable`` next to ``oneOf``/``anyOf`` really admits null."""
-    raw = copy.deepcopy(raw)
-    null_branch = {"type": "string", "nullable": True, "enum": [None]}
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            if node.get("nullable") is True and None not in node.get("enum", [None]):
-                node["enum"] = [*node["enum"], None]
-            if node.get("nullable") is True and "type" not in node:
-                for key in ("oneOf", "anyOf"):
-                    if key in node:
-                        node[key] = [*node[key], null_branch]
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(raw)
-    return raw
-
-
-def _with_corrections(raw: dict[str, Any]) -> dict[str, Any]:
-    """``CORRECTIONS`` applied (module docstring)."""
-    for name, path in CORRECTIONS:
-        node = raw["components"]["schemas"][name]
-        for key in path:
-            node = node[key]
-        node["nullable"] = True
-    return raw
-
-
-def _with_documented_bodies(raw: dict[str, Any]) -> dict[str, Any]:
-    """The label bodies GitHub's text documents (module docstring), added to the schemas:
-    a bare array of what the object form's ``labels`` holds, and for "Set labels" also a
-    single name and no ``minItems`` (an empty list clears)."""
-    for item in raw["paths"].values():
-        for method in METHODS:
-            op = item.get(method)
-            if not isinstance(op, dict) or op.get("operationId") not in DOCUMENTED_BODIES:
-                continue
-            schema = op["requestBody"]["content"]["application/json"]["schema"]
-            setting = op["operationId"] == "issues/set-labels"
-            bare = []
-            for branch in schema["oneOf"]:
-                labels = branch["properties"]["labels"]
-                if setting:
-                    labels.pop("minItems", None)
-                bare.append({k: v for k, v in labels.items() if k != "description"})
-            bare_array = {"type": "array", "items": {"anyOf": [b["items"] for b in bare]}}
-            if not setting:
-                bare_array["minItems"] = 1
-            schema["oneOf"].append(bare_array)
-            if setting:
-                schema["oneOf"].append({"type": "string"})
-                # ``{"labels": []}`` now fits both object forms: they are alternatives.
-                schema["anyOf"] = schema.pop("oneOf")
-    return raw
-
-
-def _operations(raw: dict[str, Any]) -> tuple[Operation, ...]:
-    default_origin = raw["servers"][0]["url"].rstrip("/")
-    parameters = raw["components"]["parameters"]
-    found = []
-    for template, item in raw["paths"].items():
-        for method in METHODS:
-            if method not in item:
-                continue
-            op = item[method]
-            multi = []
-            for param in op.get("parameters", []):
-                if "$ref" in param:
-                    param = parameters[param["$ref"].rsplit("/", 1)[1]]
-                if param.get("in") == "path" and param.get("x-multi-segment"):
-                    multi.append(param["name"])
-            regex = re.escape(template)
-            for name in re.findall(r"\{(\w+)\}", template):
-                part = ".+" if name in multi else "[^/]+"
-                regex = regex.replace(re.escape("{" + name + "}"), f"(?P<{name}>{part})")
-            servers = op.get("servers") or item.get("servers")
-            found.append(
-                Operation(
-                    method=method,
-                    template=template,
-                    operation_id=op.get("operationId", "?"),
-                    origin=servers[0]["url"].rstrip("/") if servers else default_origin,
-                    pattern=re.compile(f"^{regex}$"),
-                    multi_segment=tuple(multi),
-                    statuses=frozenset(op["responses"]),
-                    docs_url=str(op.get("externalDocs", {}).get("url", "")),
-                )
-            )
-    # Literal segments win over parameters, as in any router: /issues/comments
-    # must not be read as /issues/{issue_number}.
-    found.sort(key=lambda op: (op.template.count("{"), -len(op.template)))
-    return tuple(found)
 
 
 @dataclass
@@ -290,7 +150,7 @@ class GitHubContract:
         self.api_url = api_url.rstrip("/")
         self.uploads_url = uploads_url.rstrip("/")
         self.cross_cutting_statuses = cross_cutting_statuses
-        self._spec = _load()
+        self._spec = load()
 
     @property
     def operations(self) -> tuple[Operation, ...]:

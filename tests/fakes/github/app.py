@@ -49,6 +49,7 @@ from tests.fakes.github.routes_issues import ROUTES as ISSUE_ROUTES
 from tests.fakes.github.routes_meta import ROUTES as META_ROUTES
 from tests.fakes.github.routes_pulls import ROUTES as PULL_ROUTES
 from tests.fakes.github.routes_releases import ROUTES as RELEASE_ROUTES
+from tests.fakes.github.routes_reviews import ROUTES as REVIEW_ROUTES
 from tests.fakes.github.routes_users import ROUTES as USER_ROUTES
 from tests.fakes.github.routing import Ctx, Reply, Route, Router
 
@@ -69,7 +70,13 @@ SIMPLE_ERRORS = {"PullRequestReview"}  # its 422 is validation-error-simple: str
 #: Unauthenticated requests per hour and address (docs: "rate limits for the REST API").
 ANONYMOUS_LIMIT = 60
 ROUTER = Router(
-    META_ROUTES + GIT_ROUTES + ISSUE_ROUTES + PULL_ROUTES + RELEASE_ROUTES + USER_ROUTES
+    META_ROUTES
+    + GIT_ROUTES
+    + ISSUE_ROUTES
+    + PULL_ROUTES
+    + REVIEW_ROUTES
+    + RELEASE_ROUTES
+    + USER_ROUTES
 )
 
 

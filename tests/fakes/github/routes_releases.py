@@ -6,7 +6,7 @@ import hashlib
 import re
 from typing import Any
 
-from tests.fakes.github import auth, bare_repos, lookups, render
+from tests.fakes.github import auth, bare_repos, lookups, render, signed_urls
 from tests.fakes.github import webhook_events as hooks
 from tests.fakes.github.errors import not_found, validation_failed
 from tests.fakes.github.models import Asset, Release
@@ -260,7 +260,7 @@ def get_asset(ctx: Ctx) -> Reply:
     if ctx.layout == "ghes":
         asset.download_count += 1
         return Reply(200, raw=asset.path.read_bytes(), headers={"content-type": asset.content_type})
-    signed = ctx.state.sign_download(asset.id)
+    signed = signed_urls.sign(ctx.state.signing_key, asset.id, ctx.state.now().timestamp())
     return Reply(302, None, {"location": f"{out['browser_download_url']}?{signed}"})
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tests.fakes.github import auth, lookups, render
+from tests.fakes.github import auth, lookups, render, render_accounts
 from tests.fakes.github.errors import ApiError, not_found, validation_failed
 from tests.fakes.github.models import Repo, User
 from tests.fakes.github.routes_meta import permissions_of
@@ -80,7 +80,7 @@ def get_authenticated(ctx: Ctx) -> Reply:
     me = _person(ctx)
     owned = _owned(ctx, me)
     private = sum(1 for r in owned if r.private)
-    body = render.profile(
+    body = render_accounts.profile(
         ctx.urls,
         me,
         public_repos=len(owned) - private,
@@ -91,14 +91,18 @@ def get_authenticated(ctx: Ctx) -> Reply:
 
 def get_user(ctx: Ctx) -> Reply:
     found = _account(ctx, ctx.params["username"])
-    return Reply(200, render.profile(ctx.urls, found, public_repos=_public_count(ctx, found)))
+    return Reply(
+        200, render_accounts.profile(ctx.urls, found, public_repos=_public_count(ctx, found))
+    )
 
 
 def get_org(ctx: Ctx) -> Reply:
     org = _account(ctx, ctx.params["org"])
     if org.type != "Organization":
         raise not_found()
-    return Reply(200, render.organization(ctx.urls, org, public_repos=_public_count(ctx, org)))
+    return Reply(
+        200, render_accounts.organization(ctx.urls, org, public_repos=_public_count(ctx, org))
+    )
 
 
 def list_mine(ctx: Ctx) -> Reply:

@@ -8,7 +8,6 @@ Every method takes the state's lock, so tests may call them while the server run
 from __future__ import annotations
 
 import hashlib
-import hmac
 import itertools
 import secrets
 import string
@@ -16,7 +15,6 @@ import threading
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from pathlib import Path
-from urllib.parse import parse_qsl, urlencode
 
 from tests.fakes.github import bare_repos
 from tests.fakes.github.clock import Clock, whole_seconds
@@ -65,7 +63,7 @@ class State:
         self.apps: dict[int, App] = {}
         self.installations: dict[int, Installation] = {}
         self.tokens: dict[str, Token] = {}
-        #: Signs the asset download URLs the API redirects to (``sign_download``).
+        #: Signs the asset download URLs the API redirects to (signed_urls.py).
         self.signing_key = secrets.token_bytes(32)
         self._ids = {
             kind: itertools.count(start)
@@ -626,26 +624,6 @@ class State:
         repo.assets[asset.id] = asset
         release.assets.append(asset.id)
         return asset
-
-    def sign_download(self, asset_id: int, lifetime: int = 300) -> str:
-        """The query that lets anyone download asset ``asset_id`` for ``lifetime``
-        seconds: what the API's redirect to a download carries (as GitHub's pre-signed
-        storage URLs do)."""
-        expires = int(self.now().timestamp()) + lifetime
-        mac = hmac.new(self.signing_key, f"{asset_id}:{expires}".encode(), hashlib.sha256)
-        return urlencode({"asset": asset_id, "expires": expires, "signature": mac.hexdigest()})
-
-    def download_signed(self, asset_id: int, query: str) -> bool:
-        """Whether ``query`` is a live signature of ``sign_download`` for this asset."""
-        params = dict(parse_qsl(query))
-        try:
-            expires = int(params.get("expires", ""))
-        except ValueError:
-            return False
-        if str(asset_id) != params.get("asset") or expires < self.now().timestamp():
-            return False
-        mac = hmac.new(self.signing_key, f"{asset_id}:{expires}".encode(), hashlib.sha256)
-        return hmac.compare_digest(mac.hexdigest(), params.get("signature", ""))
 
     # -- reading ------------------------------------------------------------------------
 
