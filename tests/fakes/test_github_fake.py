@@ -78,7 +78,7 @@ def git(
 
 
 def test_every_contract_operation_succeeds_once(fake):
-    """A tour through all 71 described operations; every one answers 2xx validly."""
+    """A tour through all 81 described operations; every one answers 2xx validly."""
     _, s = seeded(fake)
     app = fake.install_app("acme")
     jwt_session = fake.session(app.jwt())
@@ -232,6 +232,31 @@ def test_every_contract_operation_succeeds_once(fake):
     }
     # -- end of issue 10: issues and releases family ---------------------------------------
 
+    # -- issue 22: accounts, the latest release, dismissing, a pending review, merging --
+    fake.state.user("acme-org", type="Organization")
+    fake.state.create_repo("acme-org/tools")
+    for path in ("/user", "/user/repos", "/users/acme", "/users/acme/repos"):
+        assert s.get(fake.api_url + path).status_code == 200, path
+    for path in ("/orgs/acme-org", "/orgs/acme-org/repos"):
+        assert s.get(fake.api_url + path).status_code == 200, path
+    assert s.get(api(fake, "/releases/latest")).status_code == 200
+    commit_on(fake.state.git_dir(REPO), "refs/heads/second", "second work")
+    second = s.post(api(fake, "/pulls"), json={"title": "Two", "head": "second", "base": "main"})
+    number = second.json()["number"]
+    approval = fake.session(fake.add_token("dave")).post(
+        api(fake, f"/pulls/{number}/reviews"), json={"event": "APPROVE"}
+    )
+    dismissed = s.put(
+        api(fake, f"/pulls/{number}/reviews/{approval.json()['id']}/dismissals"),
+        json={"message": "Stale"},
+    )
+    assert (dismissed.status_code, dismissed.json()["state"]) == (200, "DISMISSED")
+    draft = s.post(api(fake, f"/pulls/{number}/reviews"), json={"body": "Draft"}).json()
+    assert s.delete(api(fake, f"/pulls/{number}/reviews/{draft['id']}")).status_code == 200
+    merged = s.put(api(fake, f"/pulls/{number}/merge"), json={"merge_method": "merge"})
+    assert (merged.status_code, merged.json()["merged"]) == (200, True)
+    # -- end of issue 22 ------------------------------------------------------------------
+
     hit = set()
     for record in fake.requests_log:
         base = fake.uploads_url if record.host == "uploads" else fake.api_url
@@ -241,7 +266,7 @@ def test_every_contract_operation_succeeds_once(fake):
     described = {op.operation_id for op in fake.contract.operations}
     assert pull_family - hit == set()
     assert issues_releases_family - hit == set()
-    assert len(described) == 71
+    assert len(described) == 81
     assert described - hit == set()
     fake.assert_clean()
 

@@ -202,3 +202,14 @@ def test_an_issues_labels_are_added_set_and_removed(fake):
     assert s.get(api(fake, "/issues/1")).json()["labels"] == []
     assert s.get(api(fake, "/issues/9/labels")).status_code == 404
     assert fake.problems(requests_too=False) == []
+
+
+def test_the_latest_release_is_the_newest_published_full_release(fake):
+    """GET …/releases/latest skips drafts and prereleases; with none left it is 404."""
+    _, s = seeded(fake)
+    assert s.get(api(fake, "/releases/latest")).status_code == 404
+    stable = s.post(api(fake, "/releases"), json={"tag_name": "v1"}).json()
+    s.post(api(fake, "/releases"), json={"tag_name": "v2-rc", "prerelease": True})
+    s.post(api(fake, "/releases"), json={"tag_name": "v3", "draft": True})
+    assert s.get(api(fake, "/releases/latest")).json()["id"] == stable["id"]
+    fake.assert_clean()

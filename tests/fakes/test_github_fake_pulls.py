@@ -108,3 +108,66 @@ def test_merge_status_is_204_or_404(fake):
     merged = s.get(api(fake, f"/pulls/{number}/merge"))
     assert (merged.status_code, merged.content) == (204, b"")
     fake.assert_clean()
+
+
+def test_merging_closes_the_pull_request_with_a_merge_commit_on_its_base(fake):
+    """PUT …/merge makes the merge commit on the base branch and answers its sha; a stale
+    ``sha`` is 409 and a second merge 405, as on GitHub."""
+    _, s = seeded(fake)
+    number, head = _pull(fake, s)
+    stale = s.put(api(fake, f"/pulls/{number}/merge"), json={"sha": "0" * 40})
+    assert (stale.status_code, stale.json()["message"]) == (
+        409,
+        "Head branch was modified. Review and try the merge again.",
+    )
+    merged = s.put(
+        api(fake, f"/pulls/{number}/merge"), json={"sha": head, "commit_title": "Ship it"}
+    )
+    assert merged.status_code == 200
+    sha = merged.json()["sha"]
+    assert s.get(api(fake, "/git/ref/heads/main")).json()["object"]["sha"] == sha
+    pull = s.get(api(fake, f"/pulls/{number}")).json()
+    assert (pull["state"], pull["merged"], pull["merge_commit_sha"]) == ("closed", True, sha)
+    assert s.get(api(fake, f"/pulls/{number}/merge")).status_code == 204
+    again = s.put(api(fake, f"/pulls/{number}/merge"), json={})
+    assert (again.status_code, again.json()["message"]) == (405, "Pull Request is not mergeable")
+    fake.assert_clean()
+
+
+def test_only_an_approval_or_a_change_request_can_be_dismissed(fake):
+    """Dismissing an approval makes it DISMISSED; a commented review cannot be (422)."""
+    _, s = seeded(fake)
+    number, _ = _pull(fake, s)
+    fake.state.add_collaborator(REPO, "dave")
+    dave = fake.session(fake.add_token("dave"))
+    approval = dave.post(api(fake, f"/pulls/{number}/reviews"), json={"event": "APPROVE"}).json()
+    comment = dave.post(
+        api(fake, f"/pulls/{number}/reviews"), json={"event": "COMMENT", "body": "Hm"}
+    ).json()
+    refused = s.put(
+        api(fake, f"/pulls/{number}/reviews/{comment['id']}/dismissals"), json={"message": "x"}
+    )
+    assert refused.status_code == 422
+    dismissed = s.put(
+        api(fake, f"/pulls/{number}/reviews/{approval['id']}/dismissals"), json={"message": "Old"}
+    )
+    assert (dismissed.status_code, dismissed.json()["state"]) == (200, "DISMISSED")
+    fake.assert_clean()
+
+
+def test_only_a_pending_review_can_be_deleted_and_its_comments_go_with_it(fake):
+    """DELETE of a pending review answers it and removes its comments; a submitted
+    review stays (422)."""
+    _, s = seeded(fake)
+    number, _ = _pull(fake, s)
+    pending = s.post(
+        api(fake, f"/pulls/{number}/reviews"),
+        json={"comments": [{"path": "feature_work.txt", "line": 1, "body": "draft"}]},
+    ).json()
+    deleted = s.delete(api(fake, f"/pulls/{number}/reviews/{pending['id']}"))
+    assert (deleted.status_code, deleted.json()["id"]) == (200, pending["id"])
+    assert fake.state.review_comments(REPO, number) == []
+    done = s.post(api(fake, f"/pulls/{number}/reviews"), json={"event": "COMMENT", "body": "Ok"})
+    kept = s.delete(api(fake, f"/pulls/{number}/reviews/{done.json()['id']}"))
+    assert kept.status_code == 422
+    fake.assert_clean()

@@ -12,6 +12,11 @@ Where things are:
 
 * ``fake.api_url`` / ``fake.uploads_url`` / ``fake.git_url``: the three hosts
   (``git_url`` also serves ``browser_download_url`` downloads; ``html_url``s point there).
+* Real GitHub clients (PyGithub, octokit, githubkit) are given ``fake.client_api_url``
+  and, in the github.com layout, ``fake.client_proxy_env()`` (or ``fake.proxy_url``):
+  there the hosts also answer by name, api.github.test, uploads.github.test and
+  github.test, on one port used as an HTTP proxy, so that clients follow GitHub's links
+  from host to host as they would on github.com (hosts.py).
 * ``fake.state`` (State): repositories and everything in them, users, tokens, apps.
 * ``fake.limiter`` (RateLimiter): primary quotas and ``limiter.secondary`` (SecondaryLimits).
 * ``fake.faults`` (Faults): latency, 5xx, commit-then-drop, timeout.
@@ -19,16 +24,20 @@ Where things are:
   limits (``max_object_size``, ``max_batch``, ``expires_in``) and stored ``objects()``.
 * ``fake.oauth`` (OAuthFlow): the OAuth web flow of GitHub Apps on the web host, signed-in
   ``browser(login)`` sessions, ``choose_install`` (with the lag after an install),
-  ``decline``; ``GET /user`` on the API host (oauth.py; outside the extracted subset).
+  ``decline`` (oauth.py); ``GET /user`` and the other accounts' reads (routes_users.py).
 * ``fake.requests_log`` (RequestLog): one record per request, and counters.
 * ``fake.webhooks`` (WebhookHub): webhooks as GitHub delivers them, from REST writes and
   pushes (``fake.add_webhook``, ``fake.set_app_webhook``, ``fake.webhook_deliveries``),
   with ``flush``/``pause``/``release``/``out_of_order``/``redeliver`` and delivery
   ``faults`` (webhooks.py; which change sends what: webhook_events.py). Writes made
   through the Python API (``fake.state``) send none, as they stand for setup.
+* ``fake.add_token(login)``: a classic token (``ghp_``, ``scopes=``, ``repo`` by default);
+  with ``repositories=`` or ``write=False`` a fine-grained one (``github_pat_``).
 * ``fake.violations`` / ``fake.request_violations``: contract violations of the responses
   the fake sent / of the requests it received; ``fake.server_errors``: handler crashes;
-  ``fake.webhooks.violations``: webhook payloads that broke GitHub's webhook schema.
+  ``fake.unmodelled``: operations GitHub has that the fake does not model (answered 501,
+  operations.py); ``fake.webhooks.violations``: webhook payloads that broke GitHub's
+  webhook schema. ``fake.assert_clean()`` fails on any of them.
 """
 
 from __future__ import annotations

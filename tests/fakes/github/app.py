@@ -3,7 +3,13 @@
 One instance serves the API host and one the uploads host; both share the fake's state.
 Handlers run under the state's lock, so the fake is consistent under concurrent clients.
 Every response except 304 is validated against GitHub's description (``fake.violations``),
-and so is every request (``fake.request_violations``).
+and so is every request (``fake.request_violations``). An operation GitHub has and the
+fake does not model is answered 501 and recorded (``fake.unmodelled``; operations.py).
+
+Who asked is in the headers, as GitHub answers them: a classic token's scopes
+(``X-OAuth-Scopes``) and the scopes the operation accepts (``X-Accepted-OAuth-Scopes``);
+for fine-grained, installation and user tokens the permissions it accepts
+(``X-Accepted-GitHub-Permissions``, alternatives separated by ``; ``).
 """
 
 from __future__ import annotations
@@ -30,17 +36,21 @@ from tests.fakes.github.errors import (
     RATE_LIMIT_DOCS,
     SECONDARY_DOCS,
     ApiError,
+    Unmodelled,
     bad_credentials,
     not_found,
 )
 from tests.fakes.github.faults import FaultRule
-from tests.fakes.github.oauth import ROUTES as OAUTH_ROUTES
+from tests.fakes.github.models import Token
+from tests.fakes.github.operations import github_operation
 from tests.fakes.github.requests_log import RequestRecord
 from tests.fakes.github.routes_git import ROUTES as GIT_ROUTES
 from tests.fakes.github.routes_issues import ROUTES as ISSUE_ROUTES
 from tests.fakes.github.routes_meta import ROUTES as META_ROUTES
 from tests.fakes.github.routes_pulls import ROUTES as PULL_ROUTES
 from tests.fakes.github.routes_releases import ROUTES as RELEASE_ROUTES
+from tests.fakes.github.routes_reviews import ROUTES as REVIEW_ROUTES
+from tests.fakes.github.routes_users import ROUTES as USER_ROUTES
 from tests.fakes.github.routing import Ctx, Reply, Route, Router
 
 if TYPE_CHECKING:
@@ -60,7 +70,13 @@ SIMPLE_ERRORS = {"PullRequestReview"}  # its 422 is validation-error-simple: str
 #: Unauthenticated requests per hour and address (docs: "rate limits for the REST API").
 ANONYMOUS_LIMIT = 60
 ROUTER = Router(
-    META_ROUTES + GIT_ROUTES + ISSUE_ROUTES + PULL_ROUTES + RELEASE_ROUTES + OAUTH_ROUTES
+    META_ROUTES
+    + GIT_ROUTES
+    + ISSUE_ROUTES
+    + PULL_ROUTES
+    + REVIEW_ROUTES
+    + RELEASE_ROUTES
+    + USER_ROUTES
 )
 
 
@@ -76,6 +92,7 @@ class Meta:
     content: bool = False
     secondary: bool = False
     primary: bool = False
+    route: Route | None = None
 
 
 def raw_target(environ: WSGIEnvironment) -> tuple[str, str]:
@@ -138,14 +155,17 @@ class ApiApp:
 
     @property
     def base(self) -> str:
+        """This host's base URL on 127.0.0.1: what the contract maps onto GitHub's."""
         return self.fake.api_url if self.host == "api" else self.fake.uploads_url
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         request = Request(environ)
         raw_path, raw_query = raw_target(environ)
         method = request.method.upper()
-        url = self.base + raw_path
-        full_url = url + (f"?{raw_query}" if raw_query else "")
+        urls = self.fake.urls_for(environ)  # the host names the client addressed
+        url = (urls.api if self.host == "api" else urls.uploads) + raw_path
+        query_part = f"?{raw_query}" if raw_query else ""
+        full_url = self.base + raw_path + query_part
         query = parse_qsl(raw_query, keep_blank_values=True)
         arrived = self.fake.state.now()
         meta = Meta()
@@ -159,13 +179,14 @@ class ApiApp:
         else:
             ctx = Ctx(
                 state=self.fake.state,
-                urls=self.fake.urls,
+                urls=urls,
                 limiter=self.fake.limiter,
                 request=request,
                 url=url,
                 params={},
                 query=query,
                 webhooks=self.fake.webhooks,
+                layout=self.fake.layout,
             )
             reply = self._handle(ctx, method, raw_path, full_url, meta, request_id)
         response = self._respond(ctx, reply, method, meta, request_id)
@@ -188,6 +209,11 @@ class ApiApp:
         self, ctx: Ctx, method: str, raw_path: str, full_url: str, meta: Meta, request_id: str
     ) -> Reply:
         request = ctx.request
+        matched = ROUTER.match(self.host, method, raw_path)
+        if matched is None:
+            operation = github_operation(self.host, method, raw_path)
+            if operation is not None:
+                return self._unmodelled(Unmodelled(str(operation)), method, full_url)
         body = None if self.host == "uploads" else request.get_data(cache=True)
         check = self.fake.contract.check_request(method, full_url, request.headers, body)
         if check.problems and self.fake.validate_requests:
@@ -195,11 +221,10 @@ class ApiApp:
             self.fake.request_violations.append(violation)
         try:
             with self.fake.state.lock:
-                matched = ROUTER.match(self.host, method, raw_path)
                 if matched is None:
                     raise not_found()
                 route, ctx.params = matched
-                meta.counts = route.counts
+                meta.counts, meta.route = route.counts, route
                 version = request.headers.get("X-GitHub-Api-Version")
                 if version is not None and version not in API_VERSIONS:
                     raise ApiError(400, f"API version '{version}' is not supported.")
@@ -213,6 +238,8 @@ class ApiApp:
                 if route.content and meta.rate_key:
                     self._secondary(meta, request_id)
                 return route.handler(ctx)
+        except Unmodelled as error:
+            return self._unmodelled(error, method, full_url)
         except ApiError as error:
             if error.documentation_url is None:  # the operation's page, as GitHub links it
                 error.documentation_url = self.fake.contract.documentation_url(method, full_url)
@@ -220,6 +247,12 @@ class ApiApp:
         except Exception:
             self.fake.server_errors.append(traceback.format_exc())
             return Reply(500, {"message": "Server Error"})
+
+    def _unmodelled(self, error: Unmodelled, method: str, full_url: str) -> Reply:
+        """501 naming what is not modelled, never a 404 that reads as a missing resource;
+        the fake records it so that the test that sent it fails (``assert_clean``)."""
+        self.fake.unmodelled.append(f"{method} {full_url}: {error.message}")
+        return Reply(error.status, error.body(), error.headers)
 
     def _authenticate(self, ctx: Ctx, route: Route, meta: Meta) -> None:
         credential = auth.credential_from(ctx.request.headers.get("Authorization"))
@@ -231,7 +264,7 @@ class ApiApp:
             ctx.app = auth.verify_app_jwt(self.fake.state, credential)
             meta.owner, meta.rate_key = ctx.app.slug, f"app:{ctx.app.id}"
             return
-        if credential is None and route.auth == "repo" and not route.write:
+        if credential is None and route.auth in ("repo", "public") and not route.write:
             # Anonymous: public repositories are readable, on a quota of 60 an hour per
             # address (a private one answers 404 in ``_resolve_repo``).
             meta.rate_key = f"ip:{ctx.request.remote_addr or '127.0.0.1'}"
@@ -275,7 +308,8 @@ class ApiApp:
             auth.check_repo_access(self.fake.state, ctx.token, repo, route.permissions, route.write)
         if moved:
             prefix = f"/repos/{owner}/{name}"
-            target = full_url.replace(prefix, f"/repos/{repo.owner.login}/{repo.name}", 1)
+            here = ctx.url + (f"?{ctx.request.query_string.decode()}" if ctx.query else "")
+            target = here.replace(prefix, f"/repos/{repo.owner.login}/{repo.name}", 1)
             status = 301 if ctx.request.method in ("GET", "HEAD") else 307
             error = ApiError(
                 status,
@@ -330,7 +364,9 @@ class ApiApp:
     ) -> Response:
         headers = Headers()
         body = b""
-        if reply.body is not None:
+        if reply.raw is not None:  # bytes as they are (an asset streamed by the API)
+            body = reply.raw
+        elif reply.body is not None:
             body = json.dumps(reply.body, separators=(",", ":")).encode()
             headers["content-type"] = "application/json; charset=utf-8"
         status = reply.status
@@ -345,7 +381,7 @@ class ApiApp:
                 headers["last-modified"] = http_date(modified)
             if _not_modified(ctx.request.headers, etag, modified):
                 status, body = 304, b""
-                del headers["content-type"]
+                headers.pop("content-type", None)
                 meta.not_modified = True
         limiter = self.fake.limiter
         if meta.rate_key and meta.counts and not meta.primary and not meta.not_modified:
@@ -371,6 +407,8 @@ class ApiApp:
             version if version in API_VERSIONS else API_VERSIONS[0]
         )
         headers["x-github-request-id"] = request_id
+        if token is not None:
+            headers.extend(_credential_headers(token, meta.route))
         for key, value in reply.headers.items():
             headers[key] = value
         response = Response(body, status=status, headers=headers)
@@ -419,6 +457,19 @@ class ApiApp:
                 quota=meta.rate_key,
             )
         )
+
+
+def _credential_headers(token: Token, route: Route | None) -> dict[str, str]:
+    """What GitHub tells a token about itself and about the operation it called."""
+    if token.scopes is not None:
+        return {
+            "x-oauth-scopes": ", ".join(token.scopes),
+            "x-accepted-oauth-scopes": ", ".join(route.accepted_scopes) if route else "",
+        }
+    if route is None or route.auth != "repo":
+        return {}
+    level = "write" if route.write else "read"
+    return {"x-accepted-github-permissions": "; ".join(f"{p}={level}" for p in route.permissions)}
 
 
 def _drop_connection(environ: WSGIEnvironment) -> None:

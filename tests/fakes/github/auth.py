@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from tests.fakes.github.errors import ApiError, bad_credentials, not_accessible, not_found
-from tests.fakes.github.models import App, Repo, Token
+from tests.fakes.github.models import REPO_SCOPES, App, Repo, Token
 from tests.fakes.github.state import State
 
 JWT_MAX_LIFETIME = 600
@@ -133,8 +133,20 @@ def resolve_token(state: State, credential: str) -> Token:
     return token
 
 
+def scopes_allow(token: Token, repo: Repo, write: bool) -> bool:
+    """Whether a classic token's scopes let it at ``repo`` (always true for other kinds):
+    a private repository needs ``repo``; a write needs ``repo`` or ``public_repo``."""
+    if token.scopes is None:
+        return True
+    if repo.private and "repo" not in token.scopes:
+        return False
+    return not write or any(scope in token.scopes for scope in REPO_SCOPES)
+
+
 def reaches(state: State, token: Token, repo: Repo) -> bool:
     """Whether the token was granted this repository at all."""
+    if not scopes_allow(token, repo, write=False):
+        return False
     if token.installation is not None:
         allowed = token.repository_ids
         if allowed is None:
@@ -153,6 +165,8 @@ def reaches(state: State, token: Token, repo: Repo) -> bool:
 
 def can(token: Token, permissions: tuple[str, ...], write: bool) -> bool:
     """Whether the token holds one of ``permissions`` at the needed level."""
+    if token.scopes is not None:  # classic: a write needs a repository scope
+        return not write or any(scope in token.scopes for scope in REPO_SCOPES)
     if token.installation is None:
         return token.write or not write
     if permissions == ("metadata",) and not write:
@@ -166,7 +180,11 @@ def can(token: Token, permissions: tuple[str, ...], write: bool) -> bool:
 def check_repo_access(
     state: State, token: Token, repo: Repo, permissions: tuple[str, ...], write: bool
 ) -> None:
-    """GitHub's answers: 404 for a repository the token cannot see, 403 when it may only read."""
+    """GitHub's answers: 404 for a repository the token cannot see, 403 when it may only
+    read; a classic token whose scopes do not cover the request gets 404 too (GitHub does
+    not tell a token what it may not see; ``X-Accepted-OAuth-Scopes`` says what it needs)."""
+    if not scopes_allow(token, repo, write):
+        raise not_found()
     if not reaches(state, token, repo):
         if repo.private:
             raise not_found()

@@ -48,6 +48,14 @@ class ApiError(Exception):
         return out
 
 
+class Unmodelled(ApiError):
+    """Something GitHub does that the fake does not model: 501 naming it, never an answer
+    that reads as GitHub's; the app records it, so the test that asked fails."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(501, f"{what} is not modelled by the GitHub test server")
+
+
 def not_found() -> ApiError:
     return ApiError(404, "Not Found")
 

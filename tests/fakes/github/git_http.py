@@ -38,7 +38,7 @@ from urllib.parse import parse_qsl, unquote
 
 from werkzeug.wsgi import get_input_stream
 
-from tests.fakes.github import auth, bare_repos, webhook_events
+from tests.fakes.github import auth, bare_repos, signed_urls, webhook_events
 from tests.fakes.github.app import _drop_connection, raw_target
 from tests.fakes.github.models import Repo, Token
 from tests.fakes.github.requests_log import RequestRecord
@@ -124,7 +124,7 @@ class GitHttpApp:
                 )
             download = DOWNLOAD_PATH.match(path)
             if download is not None and method == "GET":
-                return self._download(download.groupdict(), start_response, log, environ)
+                return self._download(download.groupdict(), start_response, log, environ, query)
             found = GIT_PATH.match(path)
             if found is None:
                 raise Refusal("404 Not Found", "Not Found\n")
@@ -374,11 +374,13 @@ class GitHttpApp:
         start_response: StartResponse,
         log: Callable[[int], None],
         environ: WSGIEnvironment,
+        query: str,
     ) -> Iterable[bytes]:
         """An asset's bytes. A published asset of a public repository is anyone's; a
         draft release's asset, or a private repository's, needs credentials that reach
-        the repository (a draft's: push access, as seeing a draft does) and is a 404
-        without them, as GitHub hides what a caller may not see."""
+        the repository (a draft's: push access, as seeing a draft does), or the signed
+        query of the API's redirect (signed_urls.py), and is a 404 without
+        them, as GitHub hides what a caller may not see."""
         state = self.fake.state
         with state.lock:
             repo, _ = state.find_repo(unquote(parts["owner"]), unquote(parts["name"]))
@@ -396,7 +398,10 @@ class GitHttpApp:
                             hidden = release.draft or repo.private
                             draft = release.draft
                             break
-            if asset is not None and hidden:
+            signed = asset is not None and signed_urls.valid(
+                state.signing_key, asset.id, query, state.now().timestamp()
+            )
+            if asset is not None and hidden and not signed:
                 token = _download_token(state, environ.get("HTTP_AUTHORIZATION"))
                 assert repo is not None
                 if (

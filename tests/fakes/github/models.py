@@ -251,22 +251,41 @@ class Installation:
     unlisted_for: int = 0
 
 
+#: What a personal access token (classic) may do, by scope (docs.github.com, "Scopes for
+#: OAuth apps"): ``repo`` reaches private repositories and writes to any; ``public_repo``
+#: writes to public ones only; without either a token only reads public repositories.
+REPO_SCOPES = ("repo", "public_repo")
+
+
 @dataclass
 class Token:
-    """A credential: a personal access token or an installation token."""
+    """A credential: a personal access token (classic or fine-grained), an installation
+    token or a GitHub App's user access token.
+
+    ``kind`` is ``"classic"`` (``ghp_``: OAuth ``scopes``, answered with
+    ``X-OAuth-Scopes``), ``"fine_grained"`` (``github_pat_``: chosen repositories,
+    read or write, answered with ``X-Accepted-GitHub-Permissions``), ``"installation"``
+    (``ghs_``) or ``"user"`` (``ghu_``).
+    """
 
     value: str
-    kind: str  # "pat", "installation" or "user" (a GitHub App's user access token)
+    kind: str
     user: User  # the actor: a person, or the app's bot account
     created_at: datetime
     expires_at: datetime | None = None
     repository_ids: set[int] | None = None  # None: everything the owner can reach
-    write: bool = True  # personal tokens: may write
+    write: bool = True  # fine-grained tokens: may write
     installation: Installation | None = None
     permissions: dict[str, str] = field(default_factory=dict)  # installation tokens
     #: A user access token (``ghu_``, kind "user") is bound to the App that issued it:
     #: it reaches what both the user and the App's installations reach.
     app: App | None = None
+    #: A classic token's OAuth scopes (``None`` for every other kind).
+    scopes: tuple[str, ...] | None = None
+
+    @property
+    def classic(self) -> bool:
+        return self.scopes is not None
 
     @property
     def rate_key(self) -> str:

@@ -1,4 +1,4 @@
-"""GitHub's OAuth web flow for GitHub Apps, on the web host, and ``GET /user``.
+"""GitHub's OAuth web flow for GitHub Apps, on the web host.
 
 None of these is in the extracted API description (tests/contracts/README.md): they are
 implemented from GitHub's documentation ("Generating a user access token for a GitHub
@@ -31,7 +31,9 @@ errors", "Differences between GitHub Apps and OAuth apps").
   "redirect_uri_mismatch", "error_description", "error_uri"}``. Success: a user access
   token ``ghu_`` (8 hours) and a refresh token ``ghr_``; JSON when ``Accept`` asks for
   it, ``application/x-www-form-urlencoded`` otherwise.
-* ``GET /user`` (API host): the token's user; 403 for an installation token.
+
+What the flow's tokens then call (``GET /user``, ``GET /user/installations``) is in the
+REST API's routes (routes_users.py, routes_meta.py).
 
 The lag after an organization install: ``choose_install(..., lag_seconds=, lag_listings=)``
 keeps the new installation out of ``GET /user/installations`` until then.
@@ -51,11 +53,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 import requests
 from werkzeug.wrappers import Request, Response
 
-from tests.fakes.github import render
-from tests.fakes.github.clock import iso
-from tests.fakes.github.errors import ApiError
 from tests.fakes.github.models import App, Token, User
-from tests.fakes.github.routing import Ctx, Reply, Route
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -443,42 +441,3 @@ def _answer(request: Request, body: dict[str, Any]) -> Response:
     if "application/json" in request.headers.get("Accept", ""):
         return Response(json.dumps(body), status=200, content_type="application/json")
     return Response(urlencode(body), status=200, content_type="application/x-www-form-urlencoded")
-
-
-# -- GET /user on the API host ---------------------------------------------------------------
-
-
-def get_user(ctx: Ctx) -> Reply:
-    """The authenticated user (GitHub's "private-user" for one's own account)."""
-    token = ctx.token
-    assert token is not None
-    if token.installation is not None:
-        raise ApiError(403, "Resource not accessible by integration")
-    user = token.user
-    body = render.user(ctx.urls, user)
-    assert body is not None
-    owned = [r for r in ctx.state.repos.values() if r.owner.login == user.login]
-    stamp = iso(token.created_at)
-    body.update(
-        {
-            "name": user.name,
-            "company": None,
-            "blog": "",
-            "location": None,
-            "email": None,
-            "hireable": None,
-            "bio": None,
-            "twitter_username": None,
-            "notification_email": None,
-            "public_repos": sum(1 for r in owned if not r.private),
-            "public_gists": 0,
-            "followers": 0,
-            "following": 0,
-            "created_at": stamp,
-            "updated_at": stamp,
-        }
-    )
-    return Reply(200, body)
-
-
-ROUTES = [Route("GET", "/user", get_user, auth="user")]

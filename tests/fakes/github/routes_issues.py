@@ -23,7 +23,7 @@ ISSUES_OR_PULLS = ("issues", "pull_requests")
 
 
 def _label_json(ctx: Ctx, lb: Label) -> dict[str, Any]:
-    return render.label(ctx.urls, ctx.the_repo(), lb)
+    return render.rest_label(ctx.urls, ctx.the_repo(), lb)
 
 
 def _label(ctx: Ctx) -> Label:
@@ -214,7 +214,8 @@ def delete_milestone(ctx: Ctx) -> Reply:
 
 
 def issue_json(ctx: Ctx, issue: Issue) -> dict[str, Any]:
-    return render.issue(ctx.urls, ctx.the_repo(), issue, ctx.app_of(issue.via_app))
+    out = render.issue(ctx.urls, ctx.the_repo(), issue, ctx.app_of(issue.via_app))
+    return render.with_rest_labels(out)
 
 
 def _milestone_number(ctx: Ctx, value: Any) -> int | None:
@@ -425,10 +426,15 @@ def _issue_labels(ctx: Ctx, issue: Issue) -> Reply:
     return ctx.page(labels, lambda lb: _label_json(ctx, lb))
 
 
-def _requested_labels(ctx: Ctx) -> list[Any]:
-    """``{"labels": [...]}`` (names or ``{"name": ...}``); GitHub wants at least one."""
-    values = ctx.json().get("labels")
-    if not isinstance(values, list) or not values:
+def _requested_labels(ctx: Ctx, *, setting: bool = False) -> list[Any]:
+    """``{"labels": [...]}`` (names or ``{"name": ...}``), or as GitHub's text documents
+    too, the bare array (what PyGithub sends) and, when setting, a single name. Adding
+    wants at least one; setting an empty list removes them all."""
+    body = ctx.json_value()
+    values = body.get("labels") if isinstance(body, dict) else body
+    if setting and isinstance(values, str):
+        values = [values]
+    if not isinstance(values, list) or (not values and not setting):
         raise validation_failed("Label", "labels", "missing_field")
     return values
 
@@ -453,7 +459,7 @@ def set_issue_labels(ctx: Ctx) -> Reply:
     """Replaces the issue's labels; 200 with the new ones."""
     issue = lookups.issue(ctx)
     before = hooks.snapshot(issue)
-    issue.labels = _label_ids(ctx, _requested_labels(ctx))
+    issue.labels = _label_ids(ctx, _requested_labels(ctx, setting=True))
     issue.updated_at = ctx.state.now()
     hooks.issue_changed(ctx, issue, before)
     return _issue_labels(ctx, issue)

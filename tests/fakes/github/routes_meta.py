@@ -13,7 +13,8 @@ from tests.fakes.github.paging import page_of
 from tests.fakes.github.routing import Ctx, Reply, Route
 
 
-def _permissions(ctx: Ctx, repo: Repo) -> dict[str, bool]:
+def permissions_of(ctx: Ctx, repo: Repo) -> dict[str, bool]:
+    """The ``permissions`` a token's view of a repository carries (what it may do)."""
     token = ctx.token
     assert token is not None
     reached = auth.reaches(ctx.state, token, repo)
@@ -25,7 +26,7 @@ def _permissions(ctx: Ctx, repo: Repo) -> dict[str, bool]:
 def get_repo(ctx: Ctx) -> Reply:
     repo = ctx.the_repo()
     # An anonymous reader has no permissions to show (GitHub leaves the field out).
-    permissions = _permissions(ctx, repo) if ctx.token is not None else None
+    permissions = permissions_of(ctx, repo) if ctx.token is not None else None
     return Reply(200, render.full_repository(ctx.urls, repo, permissions=permissions))
 
 
@@ -65,7 +66,7 @@ def update_repo(ctx: Ctx) -> Reply:
         repo.private = body["visibility"] == "private"
     repo.updated_at = ctx.state.now()
     hooks.repository_changed(ctx, before)
-    return Reply(200, render.full_repository(ctx.urls, repo, permissions=_permissions(ctx, repo)))
+    return Reply(200, render.full_repository(ctx.urls, repo, permissions=permissions_of(ctx, repo)))
 
 
 def matching_refs(ctx: Ctx) -> Reply:
@@ -187,7 +188,7 @@ def list_installation_repos(ctx: Ctx) -> Reply:
         "total_count": len(repos),
         "repository_selection": inst.repository_selection,
         "repositories": [
-            render.repository(ctx.urls, r, permissions=_permissions(ctx, r)) for r in chosen
+            render.repository(ctx.urls, r, permissions=permissions_of(ctx, r)) for r in chosen
         ],
     }
     return Reply(200, body, {"link": link} if link else {})

@@ -1,4 +1,7 @@
-"""Pull requests, reviews and review comments."""
+"""Pull requests: opening, listing, editing, review requests, merging and its status.
+
+Reviews and review comments are in routes_reviews.py.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +9,17 @@ from typing import Any
 
 from tests.fakes.github import bare_repos, lookups, render
 from tests.fakes.github import webhook_events as hooks
-from tests.fakes.github.errors import ApiError, not_found, unprocessable, validation_failed
-from tests.fakes.github.models import Issue, Repo, Review, ReviewComment
+from tests.fakes.github.errors import ApiError, Unmodelled, not_found, validation_failed
+from tests.fakes.github.models import Issue
 from tests.fakes.github.routes_issues import apply_issue_edit
 from tests.fakes.github.routing import Ctx, Reply, read, write
 
 PULLS = ("pull_requests",)
 RESOURCE = "PullRequest"
-THREAD = "pull_request_review_thread"
-EVENTS = {"APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED", "COMMENT": "COMMENTED"}
 
 
-def _custom(resource: str, message: str, field: str | None = None) -> ApiError:
+def custom_error(resource: str, message: str, field: str | None = None) -> ApiError:
+    """GitHub's 422 with a ``custom`` error and its message."""
     error: dict[str, Any] = {"resource": resource, "code": "custom", "message": message}
     if field is not None:
         error["field"] = field
@@ -32,7 +34,11 @@ def pull_json(ctx: Ctx, issue: Issue) -> dict[str, Any]:
     pr = issue.pull
     assert pr is not None
     stats = bare_repos.compare(repo.git_dir, pr.base_sha, pr.head_sha)
-    return render.pull_request(ctx.urls, repo, issue, stats)
+    return render.with_rest_labels(render.pull_request(ctx.urls, repo, issue, stats))
+
+
+def pull_simple_json(ctx: Ctx, issue: Issue) -> dict[str, Any]:
+    return render.with_rest_labels(render.pull_request_simple(ctx.urls, ctx.the_repo(), issue))
 
 
 def _head_branch(ctx: Ctx, head: str) -> str:
@@ -77,7 +83,7 @@ def list_pulls(ctx: Ctx) -> Reply:
         "long-running": lambda i: i.created_at,
     }
     found = lookups.ordered(found, keys[sort], direction, lambda i: i.number)
-    return ctx.page(found, lambda i: render.pull_request_simple(ctx.urls, repo, i))
+    return ctx.page(found, lambda i: pull_simple_json(ctx, i))
 
 
 def create_pull(ctx: Ctx) -> Reply:
@@ -93,9 +99,11 @@ def create_pull(ctx: Ctx) -> Reply:
     for other in repo.issues.values():
         pr = other.pull
         if pr is not None and other.state == "open" and (pr.head_ref, pr.base_ref) == (head, base):
-            raise _custom(RESOURCE, f"A pull request already exists for {repo.owner.login}:{head}.")
+            raise custom_error(
+                RESOURCE, f"A pull request already exists for {repo.owner.login}:{head}."
+            )
     if bare_repos.is_ancestor(repo.git_dir, head_sha, base_sha):
-        raise _custom(RESOURCE, f"No commits between {base} and {head}")
+        raise custom_error(RESOURCE, f"No commits between {base} and {head}")
     lookups.text_field(body, "body", RESOURCE)
     if body.get("issue") is not None:
         issue = _convert_issue(ctx, int(body["issue"]), head, base, bool(body.get("draft")))
@@ -161,115 +169,13 @@ def update_pull(ctx: Ctx) -> Reply:
         pr.base_ref, pr.base_sha = str(body["base"]), base_sha
     reopening = body.get("state") == "open" and issue.state == "closed" and not pr.merged
     if reopening and bare_repos.branch_sha(repo.git_dir, pr.head_ref) is None:
-        raise _custom(RESOURCE, "state cannot be changed. The head branch was deleted.")
+        raise custom_error(RESOURCE, "state cannot be changed. The head branch was deleted.")
     edit = {k: body[k] for k in ("title", "body", "state") if k in body}
     apply_issue_edit(ctx, issue, edit)
     if "maintainer_can_modify" in body:
         pr.maintainer_can_modify = bool(body["maintainer_can_modify"])
     hooks.issue_changed(ctx, issue, before)
     return Reply(200, pull_json(ctx, issue))
-
-
-# -- reviews ----------------------------------------------------------------------------
-
-
-def review_json(ctx: Ctx, review: Review) -> dict[str, Any]:
-    return render.review(ctx.urls, ctx.the_repo(), review)
-
-
-def list_reviews(ctx: Ctx) -> Reply:
-    issue, repo = lookups.pull(ctx), ctx.the_repo()
-    found = [
-        r
-        for r in sorted(repo.reviews.values(), key=lambda r: r.id)
-        if r.pull_number == issue.number and (r.state != "PENDING" or r.user == ctx.actor)
-    ]
-    return ctx.page(found, lambda r: review_json(ctx, r))
-
-
-def create_review(ctx: Ctx) -> Reply:
-    issue, body, repo = lookups.pull(ctx), ctx.json(), ctx.the_repo()
-    pr = issue.pull
-    assert pr is not None
-    event = body.get("event")
-    text = str(body.get("body") or "")
-    comments = body.get("comments") or []
-    if event is None:
-        if _pending_of(ctx, issue) is not None:
-            raise unprocessable("User can only have one pending review per pull request")
-    else:
-        _event_allowed(ctx, issue, event, text, bool(comments))
-    commit_id = str(body.get("commit_id") or pr.head_sha)
-    if not _in_pull(repo, issue, commit_id):
-        raise unprocessable(f"Commit {commit_id} is not part of the pull request")
-    drafts = [_placed_comment(ctx, issue, commit_id, c, simple=True) for c in comments]
-    state = EVENTS[event] if event else "PENDING"
-    review = ctx.state.add_review(
-        repo, issue.number, author=ctx.actor, state=state, body=text, commit_id=commit_id
-    )
-    for placed in drafts:
-        ctx.state.add_review_comment(repo, issue.number, review_id=review.id, **placed)
-    if state != "PENDING":
-        _reviewed(issue, ctx.actor.login)
-        hooks.review_submitted(ctx, review)
-    return Reply(200, review_json(ctx, review))
-
-
-def _reviewed(issue: Issue, login: str) -> None:
-    """A submitted review answers its author's review request (GitHub drops it)."""
-    pr = issue.pull
-    assert pr is not None
-    pr.requested_reviewers = [u for u in pr.requested_reviewers if u.login != login]
-
-
-def _event_allowed(ctx: Ctx, issue: Issue, event: str, text: str, has_comments: bool) -> None:
-    """GitHub's rules for submitting a review with ``event`` (422 when it refuses)."""
-    if event not in EVENTS:
-        raise unprocessable(f"Unknown event {event!r}")
-    if issue.user == ctx.actor and event == "APPROVE":
-        raise unprocessable("Can not approve your own pull request")
-    if issue.user == ctx.actor and event == "REQUEST_CHANGES":
-        raise unprocessable("Can not request changes on your own pull request")
-    if event == "REQUEST_CHANGES" and not text.strip():
-        raise unprocessable("Body is required when requesting changes")
-    if event == "COMMENT" and not text.strip() and not has_comments:
-        raise unprocessable("Body is required when commenting")
-
-
-def submit_review(ctx: Ctx) -> Reply:
-    """``events``: a pending review is submitted with an event (and optionally a body)."""
-    review, body, repo = _review(ctx), ctx.json(), ctx.the_repo()
-    issue = lookups.pull(ctx)
-    if review.state != "PENDING":
-        raise unprocessable("Can not submit a non-pending review")
-    event = body.get("event")
-    if not isinstance(event, str):
-        raise unprocessable("Unrecognizable event")
-    text = str(body["body"]) if body.get("body") is not None else review.body
-    has_comments = any(c.review_id == review.id for c in repo.review_comments.values())
-    _event_allowed(ctx, issue, event, text, has_comments)
-    review.body, review.state = text, EVENTS[event]
-    review.submitted_at = ctx.state.now()
-    _reviewed(issue, review.user.login)
-    hooks.review_submitted(ctx, review)
-    return Reply(200, review_json(ctx, review))
-
-
-def list_review_comments_of_review(ctx: Ctx) -> Reply:
-    """A review's comments, in the legacy ``review-comment`` shape GitHub answers here."""
-    review, repo = _review(ctx), ctx.the_repo()
-    found = sorted(
-        (c for c in repo.review_comments.values() if c.review_id == review.id), key=lambda c: c.id
-    )
-
-    def legacy(comment: ReviewComment) -> dict[str, Any]:
-        out = review_comment_json(ctx, comment)
-        out.setdefault("position", None)
-        # Required there; a file-level comment has no diff position: GitHub says 1.
-        out.setdefault("original_position", 1)
-        return out
-
-    return ctx.page(found, legacy)
 
 
 # -- review requests and merge status ---------------------------------------------------
@@ -291,14 +197,14 @@ def request_reviewers(ctx: Ctx) -> Reply:
     pr = issue.pull
     assert pr is not None
     if body.get("team_reviewers"):
-        raise _custom(RESOURCE, "Teams are not modelled by the GitHub test server")
+        raise Unmodelled("Requesting a review from a team")
     logins = [str(login) for login in body.get("reviewers") or []]
     for login in logins:
         if login.casefold() == issue.user.login.casefold():
-            raise _custom(RESOURCE, "Review cannot be requested from pull request author.")
+            raise custom_error(RESOURCE, "Review cannot be requested from pull request author.")
         allowed = {repo.owner.login.casefold(), *(c.casefold() for c in repo.collaborators)}
         if login.casefold() not in allowed:
-            raise _custom(
+            raise custom_error(
                 RESOURCE,
                 "Reviews may only be requested from collaborators. One or more of the users "
                 f"or teams you specified is not a collaborator of the {repo.full_name} "
@@ -310,11 +216,11 @@ def request_reviewers(ctx: Ctx) -> Reply:
             pr.requested_reviewers.append(ctx.state.user(login))
             added.append(pr.requested_reviewers[-1])
     hooks.review_requests(ctx, issue, added, removed=False)
-    return Reply(201, render.pull_request_simple(ctx.urls, repo, issue))
+    return Reply(201, pull_simple_json(ctx, issue))
 
 
 def remove_requested_reviewers(ctx: Ctx) -> Reply:
-    issue, body, repo = lookups.pull(ctx), ctx.json(), ctx.the_repo()
+    issue, body = lookups.pull(ctx), ctx.json()
     pr = issue.pull
     assert pr is not None
     if not isinstance(body.get("reviewers"), list):
@@ -323,7 +229,49 @@ def remove_requested_reviewers(ctx: Ctx) -> Reply:
     removed = [u for u in pr.requested_reviewers if u.login.casefold() in gone]
     pr.requested_reviewers = [u for u in pr.requested_reviewers if u.login.casefold() not in gone]
     hooks.review_requests(ctx, issue, removed, removed=True)
-    return Reply(200, render.pull_request_simple(ctx.urls, repo, issue))
+    return Reply(200, pull_simple_json(ctx, issue))
+
+
+MERGE_METHODS = ("merge", "squash", "rebase")
+
+
+def merge_pull(ctx: Ctx) -> Reply:
+    """The merge button: a merge commit on the base branch; the pull request is closed
+    and merged. 405 when it cannot be merged (closed, merged, conflicting), 409 when
+    ``sha`` is not the head any more; squash and rebase are not modelled (501)."""
+    issue, body, repo = lookups.pull(ctx), ctx.json(), ctx.the_repo()
+    pr = issue.pull
+    assert pr is not None
+    method = body.get("merge_method") or "merge"
+    if method not in MERGE_METHODS:
+        raise validation_failed(RESOURCE, "merge_method", "invalid", value=str(method))
+    if method != "merge":
+        raise Unmodelled(f"Merging with merge_method {method}")
+    if pr.merged or issue.state != "open":
+        raise ApiError(405, "Pull Request is not mergeable")
+    if body.get("sha") is not None and body["sha"] != pr.head_sha:
+        raise ApiError(409, "Head branch was modified. Review and try the merge again.")
+    title = body.get("commit_title") or (
+        f"Merge pull request #{issue.number} from {repo.owner.login}/{pr.head_ref}"
+    )
+    message = f"{title}\n\n{body['commit_message']}" if body.get("commit_message") else title
+    before, old_base = hooks.snapshot(issue), pr.base_sha
+    try:
+        ctx.state.merge_pull(repo, issue.number, merged_by=ctx.actor, message=message)
+    except ValueError as exc:  # conflicts
+        raise ApiError(405, "Pull Request is not mergeable") from exc
+    assert pr.merge_commit_sha is not None
+    if ctx.webhooks is not None:
+        ref = f"refs/heads/{pr.base_ref}"
+        updates = [(old_base, pr.merge_commit_sha, ref)]
+        hooks.ref_updates(ctx.webhooks, ctx.urls, ctx.state, repo, updates, ctx.actor)
+    hooks.issue_changed(ctx, issue, before)
+    answer = {
+        "sha": pr.merge_commit_sha,
+        "merged": True,
+        "message": "Pull Request successfully merged",
+    }
+    return Reply(200, answer)
 
 
 def check_merged(ctx: Ctx) -> Reply:
@@ -335,264 +283,13 @@ def check_merged(ctx: Ctx) -> Reply:
     return Reply(204)
 
 
-def _pending_of(ctx: Ctx, issue: Issue) -> Review | None:
-    """The actor's pending review of this pull request (at most one, as on GitHub)."""
-    return next(
-        (
-            r
-            for r in ctx.the_repo().reviews.values()
-            if r.state == "PENDING" and r.user == ctx.actor and r.pull_number == issue.number
-        ),
-        None,
-    )
-
-
-def _review(ctx: Ctx) -> Review:
-    issue = lookups.pull(ctx)
-    review = lookups.by_id(ctx.the_repo().reviews, ctx, "review_id")
-    hidden = review.state == "PENDING" and review.user != ctx.actor
-    if review.pull_number != issue.number or hidden:
-        raise not_found()
-    return review
-
-
-def get_review(ctx: Ctx) -> Reply:
-    return Reply(200, review_json(ctx, _review(ctx)))
-
-
-def update_review(ctx: Ctx) -> Reply:
-    review, body = _review(ctx), ctx.json()
-    old_body = review.body
-    review.body = str(body["body"])
-    if review.state != "PENDING" and old_body != review.body:
-        hooks.review(ctx, review, "edited", old_body=old_body)
-    return Reply(200, review_json(ctx, review))
-
-
-# -- review comments --------------------------------------------------------------------
-
-
-def _in_pull(repo: Repo, issue: Issue, commit_id: str) -> bool:
-    pr = issue.pull
-    assert pr is not None
-    sha = bare_repos.resolve_commit(repo.git_dir, commit_id)
-    return sha is not None and bare_repos.is_ancestor(repo.git_dir, sha, pr.head_sha)
-
-
-def _placed_comment(
-    ctx: Ctx, issue: Issue, commit_id: str, spec: dict[str, Any], *, simple: bool = False
-) -> dict[str, Any]:
-    """Where a new review comment lands in the diff; 422 when GitHub cannot place it."""
-    repo = ctx.the_repo()
-    pr = issue.pull
-    assert pr is not None
-
-    def refuse(field: str, message: str) -> ApiError:
-        return (
-            unprocessable(message)
-            if simple
-            else _custom("PullRequestReviewComment", message, field)
-        )
-
-    path = str(spec["path"])
-    lines = bare_repos.file_diff(repo.git_dir, pr.base_sha, commit_id, path)
-    if lines is None:
-        raise refuse(f"{THREAD}.path", f"{THREAD}.path could not be resolved")
-    placed: dict[str, Any] = {
-        "author": ctx.actor,
-        "body": str(spec["body"]),
-        "path": path,
-        "commit_id": commit_id,
-    }
-    if spec.get("subject_type") == "file":
-        placed.update(subject_type="file", line=None, diff_hunk="")
-        return placed
-    side = str(spec.get("side") or "RIGHT")
-    if spec.get("line") is not None:
-        line = int(spec["line"])
-        target = _find_line(lines, line, side)
-        if target is None:
-            raise refuse(f"{THREAD}.line", f"{THREAD}.line could not be resolved")
-    elif spec.get("position") is not None:
-        position = int(spec["position"])
-        if not 0 < position < len(lines) or lines[position].text.startswith("@@"):
-            raise refuse("position", "position is invalid")
-        target = lines[position]
-        side = "LEFT" if target.text.startswith("-") else "RIGHT"
-        line = target.old if side == "LEFT" else target.new
-    else:
-        raise refuse("line", "line or position is required")
-    placed.update(
-        line=line,
-        side=side,
-        position=target.position,
-        diff_hunk="\n".join(d.text for d in lines[target.hunk_start : target.position + 1]),
-    )
-    if spec.get("start_line") is not None:
-        start_side = str(spec.get("start_side") or side)
-        start = _find_line(lines, int(spec["start_line"]), start_side)
-        if start is None or int(spec["start_line"]) >= line:
-            raise refuse(f"{THREAD}.start_line", f"{THREAD}.start_line must precede the end line")
-        placed.update(start_line=int(spec["start_line"]), start_side=start_side)
-    return placed
-
-
-def _find_line(lines: list[bare_repos.DiffLine], line: int, side: str) -> Any:
-    for d in lines:
-        if side == "RIGHT" and d.new == line and d.text[:1] in "+ ":
-            return d
-        if side == "LEFT" and d.old == line and d.text[:1] in "- ":
-            return d
-    return None
-
-
-def review_comment_json(ctx: Ctx, comment: ReviewComment) -> dict[str, Any]:
-    return render.review_comment(ctx.urls, ctx.the_repo(), comment)
-
-
-def _sorted_review_comments(ctx: Ctx, found: list[ReviewComment]) -> list[ReviewComment]:
-    since = lookups.since(ctx, "PullRequestReviewComment")
-    if since is not None:
-        found = [c for c in found if c.updated_at >= since]
-    sort = lookups.choice(
-        ctx, "sort", ("created", "updated", "created_at"), "created", "PullRequestReviewComment"
-    )
-    direction = lookups.choice(ctx, "direction", ("asc", "desc"), "asc", "PullRequestReviewComment")
-    key = (lambda c: c.updated_at) if sort == "updated" else (lambda c: c.created_at)
-    return lookups.ordered(found, key, direction, lambda c: c.id)
-
-
-def _visible(ctx: Ctx, comment: ReviewComment) -> bool:
-    """A pending review's comments are its author's until it is submitted."""
-    review = ctx.the_repo().reviews.get(comment.review_id or 0)
-    return review is None or review.state != "PENDING" or review.user == ctx.actor
-
-
-def list_review_comments(ctx: Ctx) -> Reply:
-    issue, repo = lookups.pull(ctx), ctx.the_repo()
-    found = [
-        c
-        for c in repo.review_comments.values()
-        if c.pull_number == issue.number and _visible(ctx, c)
-    ]
-    return ctx.page(_sorted_review_comments(ctx, found), lambda c: review_comment_json(ctx, c))
-
-
-def list_repo_review_comments(ctx: Ctx) -> Reply:
-    found = [c for c in ctx.the_repo().review_comments.values() if _visible(ctx, c)]
-    return ctx.page(_sorted_review_comments(ctx, found), lambda c: review_comment_json(ctx, c))
-
-
-def create_review_comment(ctx: Ctx) -> Reply:
-    issue, body, repo = lookups.pull(ctx), ctx.json(), ctx.the_repo()
-    lookups.text_field(body, "body", "PullRequestReviewComment")
-    if body.get("in_reply_to") is not None:
-        parent = repo.review_comments.get(int(body["in_reply_to"]))
-        if parent is None or parent.pull_number != issue.number:
-            raise not_found()
-        return _reply_to(ctx, issue, parent, str(body["body"]))
-    if _pending_of(ctx, issue) is not None:
-        # A single comment opens a review of its own, and one may be pending at a time.
-        raise _custom(
-            "PullRequestReviewComment",
-            "user_id can only have one pending review per pull request",
-            "user_id",
-        )
-    commit_id = str(body["commit_id"])
-    if not _in_pull(repo, issue, commit_id):
-        raise _custom(
-            "PullRequestReviewComment", "commit_id is not part of the pull request", "commit_id"
-        )
-    placed = _placed_comment(ctx, issue, commit_id, body)
-    comment = ctx.state.add_review_comment(repo, issue.number, **placed)
-    _announce(ctx, comment)
-    out = review_comment_json(ctx, comment)
-    return Reply(201, out, lookups.location(out["url"]))
-
-
-def _reply_to(ctx: Ctx, issue: Issue, parent: ReviewComment, text: str) -> Reply:
-    repo = ctx.the_repo()
-    root = parent
-    while root.in_reply_to_id is not None and root.in_reply_to_id in repo.review_comments:
-        root = repo.review_comments[root.in_reply_to_id]
-    comment = ctx.state.add_review_comment(
-        repo,
-        issue.number,
-        author=ctx.actor,
-        body=text,
-        path=root.path,
-        line=root.line,
-        side=root.side,
-        start_line=root.start_line,
-        start_side=root.start_side,
-        commit_id=root.commit_id,
-        diff_hunk=root.diff_hunk,
-        position=root.position,
-        subject_type=root.subject_type,
-        in_reply_to=root.id,
-    )
-    _announce(ctx, comment)
-    out = review_comment_json(ctx, comment)
-    return Reply(201, out, lookups.location(out["url"]))
-
-
-def _announce(ctx: Ctx, comment: ReviewComment) -> None:
-    """A single comment comes with a review of its own, submitted at once: its events."""
-    review = ctx.the_repo().reviews.get(comment.review_id or 0)
-    if review is not None:
-        hooks.review_submitted(ctx, review)
-
-
-def create_reply(ctx: Ctx) -> Reply:
-    issue, body = lookups.pull(ctx), ctx.json()
-    parent = lookups.by_id(ctx.the_repo().review_comments, ctx, "comment_id")
-    if parent.pull_number != issue.number:
-        raise not_found()
-    lookups.text_field(body, "body", "PullRequestReviewComment")
-    return _reply_to(ctx, issue, parent, str(body["body"]))
-
-
-def get_review_comment(ctx: Ctx) -> Reply:
-    comment = lookups.by_id(ctx.the_repo().review_comments, ctx, "comment_id")
-    return Reply(200, review_comment_json(ctx, comment))
-
-
-def update_review_comment(ctx: Ctx) -> Reply:
-    comment, body = lookups.by_id(ctx.the_repo().review_comments, ctx, "comment_id"), ctx.json()
-    lookups.text_field(body, "body", "PullRequestReviewComment")
-    old_body = comment.body
-    comment.body = str(body["body"])
-    comment.updated_at = ctx.state.now()
-    hooks.review_comment(ctx, comment, "edited", old_body=old_body)
-    return Reply(200, review_comment_json(ctx, comment))
-
-
-def delete_review_comment(ctx: Ctx) -> Reply:
-    comment = lookups.by_id(ctx.the_repo().review_comments, ctx, "comment_id")
-    del ctx.the_repo().review_comments[comment.id]
-    hooks.review_comment(ctx, comment, "deleted")
-    return Reply(204)
-
-
 R = "/repos/{owner}/{repo}"
-P, REVIEW, COMMENT = PULLS, "PullRequestReview", "PullRequestReviewComment"
+P = PULLS
 ROUTES = [
     read(f"{R}/pulls", list_pulls, P),
     write("POST", f"{R}/pulls", create_pull, P, RESOURCE),
     read(f"{R}/pulls/{{pull_number}}", get_pull, P),
     write("PATCH", f"{R}/pulls/{{pull_number}}", update_pull, P, RESOURCE),
-    read(f"{R}/pulls/{{pull_number}}/reviews", list_reviews, P),
-    write("POST", f"{R}/pulls/{{pull_number}}/reviews", create_review, P, REVIEW),
-    read(f"{R}/pulls/{{pull_number}}/reviews/{{review_id}}", get_review, P),
-    write("PUT", f"{R}/pulls/{{pull_number}}/reviews/{{review_id}}", update_review, P, REVIEW),
-    write(
-        "POST", f"{R}/pulls/{{pull_number}}/reviews/{{review_id}}/events", submit_review, P, REVIEW
-    ),
-    read(
-        f"{R}/pulls/{{pull_number}}/reviews/{{review_id}}/comments",
-        list_review_comments_of_review,
-        P,
-    ),
     read(f"{R}/pulls/{{pull_number}}/requested_reviewers", list_requested_reviewers, P),
     write("POST", f"{R}/pulls/{{pull_number}}/requested_reviewers", request_reviewers, P, RESOURCE),
     write(
@@ -603,17 +300,5 @@ ROUTES = [
         RESOURCE,
     ),
     read(f"{R}/pulls/{{pull_number}}/merge", check_merged, P),
-    read(f"{R}/pulls/comments", list_repo_review_comments, P),
-    read(f"{R}/pulls/comments/{{comment_id}}", get_review_comment, P),
-    read(f"{R}/pulls/{{pull_number}}/comments", list_review_comments, P),
-    write("POST", f"{R}/pulls/{{pull_number}}/comments", create_review_comment, P, COMMENT),
-    write(
-        "POST",
-        f"{R}/pulls/{{pull_number}}/comments/{{comment_id}}/replies",
-        create_reply,
-        P,
-        COMMENT,
-    ),
-    write("PATCH", f"{R}/pulls/comments/{{comment_id}}", update_review_comment, P, COMMENT),
-    write("DELETE", f"{R}/pulls/comments/{{comment_id}}", delete_review_comment, P, COMMENT),
+    write("PUT", f"{R}/pulls/{{pull_number}}/merge", merge_pull, ("contents",), RESOURCE),
 ]

@@ -6,7 +6,7 @@ import hashlib
 import re
 from typing import Any
 
-from tests.fakes.github import auth, bare_repos, lookups, render
+from tests.fakes.github import auth, bare_repos, lookups, render, signed_urls
 from tests.fakes.github import webhook_events as hooks
 from tests.fakes.github.errors import not_found, validation_failed
 from tests.fakes.github.models import Asset, Release
@@ -99,6 +99,15 @@ def get_release_by_tag(ctx: Ctx) -> Reply:
         if release.tag_name == tag and not release.draft:
             return Reply(200, release_json(ctx, release))
     raise not_found()
+
+
+def get_latest_release(ctx: Ctx) -> Reply:
+    """The newest published full release by ``created_at`` (never a draft nor a
+    prerelease); 404 when there is none."""
+    found = [r for r in ctx.the_repo().releases.values() if not r.draft and not r.prerelease]
+    if not found:
+        raise not_found()
+    return Reply(200, release_json(ctx, max(found, key=lambda r: (r.created_at, r.id))))
 
 
 def update_release(ctx: Ctx) -> Reply:
@@ -238,12 +247,21 @@ def _asset(ctx: Ctx) -> Asset:
 
 
 def get_asset(ctx: Ctx) -> Reply:
-    """JSON, or with ``Accept: application/octet-stream`` a 302 to the download."""
+    """JSON, or with ``Accept: application/octet-stream`` the bytes: "The API will either
+    redirect the client to the location, or stream it directly". On github.com a 302 to
+    a signed download URL (on GitHub a storage host's: it needs no credentials, so a
+    client that drops ``Authorization`` on the way, as it should, still gets a private
+    asset); GitHub Enterprise Server's single host streams them itself (a redirect off
+    its API path is one some clients refuse to follow)."""
     asset = _asset(ctx)
     out = asset_json(ctx, asset)
-    if "application/octet-stream" in ctx.request.headers.get("accept", ""):
-        return Reply(302, None, {"location": out["browser_download_url"]})
-    return Reply(200, out)
+    if "application/octet-stream" not in ctx.request.headers.get("accept", ""):
+        return Reply(200, out)
+    if ctx.layout == "ghes":
+        asset.download_count += 1
+        return Reply(200, raw=asset.path.read_bytes(), headers={"content-type": asset.content_type})
+    signed = signed_urls.sign(ctx.state.signing_key, asset.id, ctx.state.now().timestamp())
+    return Reply(302, None, {"location": f"{out['browser_download_url']}?{signed}"})
 
 
 def delete_asset(ctx: Ctx) -> Reply:
@@ -262,6 +280,7 @@ ROUTES = [
     write("POST", f"{R}/releases", create_release, C, "Release"),
     read(f"{R}/releases/{{release_id}}", get_release, C),
     read(f"{R}/releases/tags/{{tag}}", get_release_by_tag, C),
+    read(f"{R}/releases/latest", get_latest_release, C),
     write("PATCH", f"{R}/releases/{{release_id}}", update_release, C, "Release"),
     write("DELETE", f"{R}/releases/{{release_id}}", delete_release, C, "Release"),
     read(f"{R}/releases/{{release_id}}/assets", list_assets, C),

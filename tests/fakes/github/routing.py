@@ -31,6 +31,8 @@ class Reply:
     status: int
     body: Any = None  # JSON-able, or None for no body
     headers: dict[str, str] = field(default_factory=dict)
+    #: Bytes sent as they are instead of JSON (``headers`` then names their type).
+    raw: bytes | None = None
 
 
 @dataclass
@@ -47,6 +49,7 @@ class Ctx:
     repo: Repo | None = None
     #: Where a change's webhook events go (``webhook_events``); None: nowhere.
     webhooks: WebhookHub | None = None
+    layout: str = "github.com"  # the fake's layout: "github.com" or "ghes"
     _json: Any = None
 
     @property
@@ -71,8 +74,9 @@ class Ctx:
                 return value
         return default
 
-    def json(self) -> dict[str, Any]:
-        """The JSON object body ({} when empty); 400 "Problems parsing JSON" otherwise."""
+    def json_value(self) -> Any:
+        """The JSON body, whatever its type ({} when empty); 400 "Problems parsing JSON"
+        when it is not JSON."""
         if self._json is None:
             raw = self.request.get_data(cache=True)
             if not raw.strip():
@@ -82,9 +86,14 @@ class Ctx:
                     self._json = json.loads(raw)
                 except ValueError as exc:
                     raise ApiError(400, "Problems parsing JSON") from exc
-                if not isinstance(self._json, dict):
-                    raise ApiError(400, "Problems parsing JSON")
         return self._json
+
+    def json(self) -> dict[str, Any]:
+        """The JSON object body ({} when empty); 400 "Problems parsing JSON" otherwise."""
+        value = self.json_value()
+        if not isinstance(value, dict):
+            raise ApiError(400, "Problems parsing JSON")
+        return value
 
     def page(self, items: list[Any], render: Callable[[Any], Any]) -> Reply:
         chosen, link = page_of(items, self.query, self.url)
@@ -106,12 +115,23 @@ class Route:
     template: str
     handler: Handler
     host: str = "api"
-    auth: str = "repo"  # "repo", "jwt", "user" (a person's token) or "token" (any token)
+    #: "repo", "jwt", "user" (a person's token), "token" (any token) or "public" (any
+    #: token, or none: a public read such as another user's profile)
+    auth: str = "repo"
     permissions: tuple[str, ...] = ("metadata",)
     write: bool = False
     content: bool = False  # creates content: counted by the secondary limit
     resource: str = ""  # names the resource in 422 bodies
     counts: bool = True  # spends primary quota (GET /rate_limit does not)
+    #: What a classic token needs (``X-Accepted-OAuth-Scopes``); None: ``repo`` for a
+    #: repository's operations, nothing for the others.
+    scopes: tuple[str, ...] | None = None
+
+    @property
+    def accepted_scopes(self) -> tuple[str, ...]:
+        if self.scopes is not None:
+            return self.scopes
+        return ("repo",) if self.auth == "repo" else ()
 
     def pattern(self) -> re.Pattern[str]:
         regex = re.escape(self.template)

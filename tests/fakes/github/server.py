@@ -1,7 +1,10 @@
 """GitHubFake: real HTTP servers on 127.0.0.1 sharing one state, in one of two layouts.
 
 * ``github.com`` (the default): three hosts, as api.github.com, uploads.github.com and
-  github.com: here three ports of 127.0.0.1, each serving from its root.
+  github.com: here three ports of 127.0.0.1, each serving from its root; and the same
+  three by name (api.github.test, uploads.github.test, github.test) on a fourth port
+  that a client uses as its HTTP proxy (hosts.py: what real clients need to follow
+  GitHub's links from one host to another).
 * ``ghes``: GitHub Enterprise Server's single host: the API under ``/api/v3``, uploads
   under ``/api/uploads``, the web and Git at the root (what standard clients expect
   when pointed at an Enterprise Server).
@@ -28,6 +31,7 @@ from tests.fakes.github.auth import KeyPair, generate_key_pair, make_app_jwt
 from tests.fakes.github.clock import Clock, system_clock
 from tests.fakes.github.faults import Faults
 from tests.fakes.github.git_http import GitHttpApp, UploadPackRequest
+from tests.fakes.github.hosts import NAMED, ByHost, by_name
 from tests.fakes.github.lfs import LfsServer
 from tests.fakes.github.models import App, Installation
 from tests.fakes.github.oauth import OAuthFlow
@@ -142,6 +146,8 @@ class GitHubFake:
         self.violations: list[ContractViolation] = []
         self.request_violations: list[ContractViolation] = []
         self.server_errors: list[str] = []
+        #: Requests for operations GitHub has and the fake does not model (answered 501).
+        self.unmodelled: list[str] = []
         self.validate_responses = validate_responses
         #: Largest pack one push may carry (GitHub's 2 GiB); tests lower it.
         self.max_push_bytes = max_push_bytes
@@ -155,6 +161,8 @@ class GitHubFake:
         self.receive_pack_requests: list[list[tuple[str, str, str]]] = []
         self.validate_requests = validate_requests
         self.api_url = self.uploads_url = self.git_url = ""
+        #: The github.com layout's port for the hosts by name (hosts.py); "" for ghes.
+        self.proxy_url = ""
         self.urls = Urls("", "", "")
         self.contract = GitHubContract()
         self.client_recorder = RecordingValidator(self.contract)
@@ -179,6 +187,7 @@ class GitHubFake:
             }
         else:
             urls = {name: self._serve(name, app) for name, app in apps.items()}
+            self.proxy_url = self._serve("names", ByHost(apps["api"], apps["uploads"], apps["git"]))
         self.api_url, self.uploads_url, self.git_url = urls["api"], urls["uploads"], urls["git"]
         self.urls = Urls(self.api_url, self.uploads_url, self.git_url)
         self.contract = GitHubContract(api_url=self.api_url, uploads_url=self.uploads_url)
@@ -220,6 +229,33 @@ class GitHubFake:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+    # -- what real clients are given -----------------------------------------------------
+
+    @property
+    def client_api_url(self) -> str:
+        """The API base to give a GitHub client: ``http://api.github.test`` in the
+        github.com layout (through ``client_proxy_env()``), the API's path on the one
+        host of GHES."""
+        return NAMED.api if self.proxy_url else self.api_url
+
+    def client_proxy_env(self) -> dict[str, str]:
+        """The environment that sends a client's requests for GitHub's hosts by name to
+        the fake (HTTP_PROXY) and every other request straight on (NO_PROXY); empty for
+        GHES, whose one host needs no names."""
+        if not self.proxy_url:
+            return {}
+        direct = "127.0.0.1,localhost"
+        return {
+            "HTTP_PROXY": self.proxy_url,
+            "http_proxy": self.proxy_url,
+            "NO_PROXY": direct,
+            "no_proxy": direct,
+        }
+
+    def urls_for(self, environ: WSGIEnvironment) -> Urls:
+        """The URLs to answer a request with: by name if it came by name."""
+        return NAMED if by_name(environ) else self.urls
 
     # -- conveniences -------------------------------------------------------------------
 
@@ -385,11 +421,13 @@ class GitHubFake:
             str(v) for v in self.client_recorder.violations if requests_too or not v.is_request
         ]
         found += self.server_errors
+        found += self.unmodelled
         found += self.webhooks.violations
         if requests_too:
             found += [str(v) for v in self.request_violations]
         return found
 
     def assert_clean(self, *, requests_too: bool = True) -> None:
+        """No contract violation, server error or unmodelled operation so far."""
         problems = self.problems(requests_too=requests_too)
         assert not problems, "\n".join(problems)

@@ -63,6 +63,8 @@ class State:
         self.apps: dict[int, App] = {}
         self.installations: dict[int, Installation] = {}
         self.tokens: dict[str, Token] = {}
+        #: Signs the asset download URLs the API redirects to (signed_urls.py).
+        self.signing_key = secrets.token_bytes(32)
         self._ids = {
             kind: itertools.count(start)
             for kind, start in {
@@ -400,6 +402,7 @@ class State:
         *,
         merged_by: UserRef | None = None,
         at: datetime | None = None,
+        message: str | None = None,
     ) -> Issue:
         """Merge as the merge button does: a merge commit on the base branch; PR closed."""
         with self.lock:
@@ -414,7 +417,7 @@ class State:
                 repo.git_dir,
                 pr.base_ref,
                 pr.head_sha,
-                f"Merge pull request #{number} from {repo.owner.login}/{pr.head_ref}",
+                message or f"Merge pull request #{number} from {repo.owner.login}/{pr.head_ref}",
                 (who.login, f"{who.id}+{who.login}@users.noreply.github.com"),
                 when,
             )
@@ -680,24 +683,31 @@ class State:
         write: bool = True,
         token: str | None = None,
         expires_at: datetime | None = None,
+        scopes: Iterable[str] | None = None,
     ) -> str:
         """A personal access token of ``login``.
 
-        ``repositories`` (full names) narrows it like a fine-grained token; by default it
-        reaches every repository ``login`` owns or collaborates on. ``write=False`` makes
-        it read-only.
+        By default a classic token (``ghp_``) with the ``repo`` scope: it reaches every
+        repository ``login`` owns or collaborates on; ``scopes`` gives it others (``()``:
+        none, public reads only; ``("public_repo",)``: writes to public repositories).
+        ``repositories`` (full names) or ``write=False`` make it a fine-grained token
+        (``github_pat_``) instead, narrowed to those repositories and/or read-only.
         """
+        fine_grained = repositories is not None or not write
+        if fine_grained and scopes is not None:
+            raise ValueError("a fine-grained token has permissions, not scopes")
         with self.lock:
-            value = token or _random_token("ghp_")
+            value = token or _random_token("github_pat_" if fine_grained else "ghp_")
             ids = None if repositories is None else {self.repo(r).id for r in repositories}
             self.tokens[value] = Token(
                 value=value,
-                kind="pat",
+                kind="fine_grained" if fine_grained else "classic",
                 user=self.user(login),
                 created_at=self.now(),
                 expires_at=expires_at,
                 repository_ids=ids,
                 write=write,
+                scopes=None if fine_grained else tuple(scopes if scopes is not None else ("repo",)),
             )
             return value
 
