@@ -3,6 +3,12 @@
 Tests act "as in the web UI": they may set numbers, authors and timestamps that the REST
 API can never set. Repositories are named ``"owner/name"`` (or passed as a Repo).
 Every method takes the state's lock, so tests may call them while the server runs.
+
+Why one class of ~800 lines: it is the one object model and the one lock that every route,
+the Git server and every test share; split into files, each family (users, repositories,
+labels, issues, pull requests, releases, credentials: the sections below) would still
+reach into the others' records under the same lock. Grow it by family; a family that
+outgrows its section is the place to cut a mixin.
 """
 
 from __future__ import annotations
