@@ -52,7 +52,8 @@ def write_problem(sock: Any, status_int: int, reason: str, mesg: str) -> None:
     ).encode()
     head = (
         f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\n"
-        f"Content-Type: {PROBLEM_CONTENT_TYPE}\r\nContent-Length: {len(body)}\r\n\r\n"
+        f"Content-Type: {PROBLEM_CONTENT_TYPE}\r\nX-Content-Type-Options: nosniff\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
     )
     gunicorn_util.write_nonblock(sock, head.encode("latin-1") + body)
 

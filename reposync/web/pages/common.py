@@ -92,6 +92,8 @@ def _no_store(response: Response) -> Response:
     nonce = g.get("new_signin_nonce")
     if nonce:
         session.set_cookie(response, session.SIGNIN_COOKIE, nonce, max_age=3600)
+    if g.get("stale_session"):  # counted once toward the throttle, then forgotten
+        session.clear_cookie(response, session.SESSION_COOKIE)
     return response
 
 

@@ -127,6 +127,8 @@ def _is_unavailable(response: TestResponse, *, problem_json: bool = True) -> str
         return f"{response.status_code}: {response.get_data(as_text=True)[:200]}"
     if not response.headers.get("Retry-After", "").isdigit():
         return f"Retry-After: {response.headers.get('Retry-After')!r}"
+    if response.headers.get("X-Content-Type-Options") != "nosniff":
+        return "no X-Content-Type-Options: nosniff"
     if problem_json:
         if response.mimetype != "application/problem+json":
             return f"content type {response.mimetype}"
