@@ -185,6 +185,16 @@ class Settings:
     #: Mark the web page's session cookie ``Secure`` even when the request came over plain
     #: HTTP: behind a TLS-terminating proxy, the API sees HTTP while browsers use HTTPS.
     web_secure_cookie: bool = False
+    #: Refused API tokens (bearer tokens, the page's sign-in form and session cookies) one
+    #: client may send within ``auth_failure_window`` seconds; beyond, every attempt from
+    #: it, valid or not, is 429 ``too_many_attempts`` until the window ends. Counted in
+    #: the database, so all API processes share one count per client.
+    auth_failure_limit: int = 10
+    auth_failure_window: float = 60.0
+    #: Reverse proxies in front of the API that append to ``X-Forwarded-For`` (and set
+    #: ``X-Forwarded-Proto``): the client is the address that many hops back. 0: the
+    #: connection's own address, and those headers are ignored (a client could forge them).
+    proxy_hops: int = 0
 
     def __post_init__(self) -> None:
         _check_github_connect(self)
@@ -249,6 +259,12 @@ class Settings:
                 "REPOSYNC_WEBHOOK_TIMEOUT, REPOSYNC_WEBHOOK_BACKOFF_UNIT and "
                 "REPOSYNC_WEBHOOK_BACKOFF_MAX must be positive, REPOSYNC_WEBHOOK_MAX_ATTEMPTS "
                 "at least 1"
+            )
+
+        if self.auth_failure_limit < 1 or self.auth_failure_window <= 0 or self.proxy_hops < 0:
+            raise ConfigurationError(
+                "REPOSYNC_AUTH_FAILURE_LIMIT must be at least 1, REPOSYNC_AUTH_FAILURE_WINDOW "
+                "a positive number of seconds and REPOSYNC_PROXY_HOPS 0 or more"
             )
 
         self._check_webhooks()
@@ -416,6 +432,9 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "data_dir": lambda raw: Path(raw).expanduser(),
     "local_target_hooks": _boolean,
     "web_secure_cookie": _boolean,
+    "auth_failure_limit": int,
+    "auth_failure_window": float,
+    "proxy_hops": int,
     "api_threads": int,
     "api_max_streams": int,
     "api_streams_per_user": int,

@@ -27,12 +27,14 @@ into this tree at one boundary each, never leaked.
     ├── GitHubConnectUnconfigured       github_connect_unconfigured (HTTP 503)
     ├── SecretKeyMissing                secret_key_missing       (HTTP 503)
     ├── SecretUnreadable                secret_unreadable
-    ├── DatabaseUnavailable             database_unavailable     (exit 2, retryable)
+    ├── DatabaseUnavailable             database_unavailable     (exit 2, retryable, Retry-After)
+    ├── DatabaseNotMigrated             database_not_migrated    (exit 2; the API refuses to start)
     ├── WebhooksNotConfigured           webhooks_not_configured  (HTTP 503)
     ├── RecordNotFound                  record_not_found         (also LookupError)
     │   └── ConnectionNotGranted        connection_not_granted   (HTTP 404)
     ├── Unauthenticated                 unauthenticated
     │   └── WebhookSignatureInvalid     webhook_signature_invalid
+    ├── TooManyAttempts                 too_many_attempts        (HTTP 429, Retry-After)
     ├── Forbidden                       forbidden
     │   └── LocatorRefused              locator_refused
     ├── NotAllowedNow                   not_allowed_now
@@ -293,11 +295,29 @@ class WebhooksNotConfigured(ReposyncError):
 
 
 class DatabaseUnavailable(ReposyncError):
+    """The database cannot be used for the moment (down, restarting, unreachable, out of
+    connections, its file unreadable). The API answers 503 with ``Retry-After``."""
+
     code = "database_unavailable"
     retryable = True
     http_status = 503
     exit_status = 2
     suggested_action = "check REPOSYNC_DATABASE_URL and that the database server is running"
+    #: Seconds an API client is asked to wait before it tries again.
+    retry_after: ClassVar[int] = 5
+
+
+class DatabaseNotMigrated(ReposyncError):
+    """The database's schema is not at the migration this reposync needs (never migrated,
+    older, or newer): the distributed mode's API refuses to start on it."""
+
+    code = "database_not_migrated"
+    http_status = 503
+    exit_status = 2
+    suggested_action = (
+        "run `reposync db upgrade` with the same REPOSYNC_DATABASE_URL (compose: the "
+        "`migrate` service) before starting the API"
+    )
 
 
 class RecordNotFound(ReposyncError, LookupError):
@@ -334,6 +354,29 @@ class WebhookSignatureInvalid(Unauthenticated):
         "give the hook the secret of REPOSYNC_GITHUB_WEBHOOK_SECRET (during a rotation, "
         "the previous secret counts until REPOSYNC_GITHUB_WEBHOOK_PREVIOUS_SECRET_UNTIL)"
     )
+
+
+class TooManyAttempts(ReposyncError):
+    """Too many refused API tokens (bearer tokens, the page's sign-in form and session
+    cookies alike) came from one client within the throttle's window: every attempt from
+    it is refused, valid or not, until ``retry_after`` seconds have passed."""
+
+    code = "too_many_attempts"
+    retryable = True
+    http_status = 429
+    exit_status = 2
+    suggested_action = (
+        "wait for the Retry-After seconds, then send a valid API token; a reverse proxy in "
+        "front of the API must be declared (REPOSYNC_PROXY_HOPS) or all its clients share "
+        "one budget"
+    )
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+    def to_dict(self) -> dict[str, object]:
+        return {**super().to_dict(), "retry_after": self.retry_after}
 
 
 class Forbidden(ReposyncError):

@@ -61,6 +61,12 @@ class PostgresServer:
         external = os.environ.get("REPOSYNC_TEST_POSTGRES_URL")
         if external:
             return cls(url=external.rstrip("/"))
+        return cls.start_local()
+
+    @classmethod
+    def start_local(cls) -> PostgresServer:
+        """A server of this machine's binaries in a temporary directory, whatever
+        ``REPOSYNC_TEST_POSTGRES_URL`` says: a test that stops its server needs its own."""
         directory = Path(tempfile.mkdtemp(prefix="reposync-pg-"))
         if os.geteuid() == 0:
             shutil.chown(directory, "postgres")
@@ -74,8 +80,16 @@ class PostgresServer:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
+        server = cls(url=f"postgresql://postgres@127.0.0.1:{port}", directory=directory, port=port)
+        server.resume()
+        return server
+
+    def resume(self) -> None:
+        """Start (or start again, after ``halt``) the server on its port and data."""
+        if self.directory is None:
+            raise RuntimeError("cannot start an external PostgreSQL (REPOSYNC_TEST_POSTGRES_URL)")
         options = (
-            f"-c listen_addresses=127.0.0.1 -p {port} -k {directory} -c fsync=off "
+            f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.directory} -c fsync=off "
             "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
         )
         subprocess.run(
@@ -83,9 +97,9 @@ class PostgresServer:
                 [
                     _pg_bin("pg_ctl"),
                     "-D",
-                    str(data),
+                    str(self.directory / "data"),
                     "-l",
-                    str(directory / "log"),
+                    str(self.directory / "log"),
                     "-w",
                     "-t",
                     "60",
@@ -98,7 +112,21 @@ class PostgresServer:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
-        return cls(url=f"postgresql://postgres@127.0.0.1:{port}", directory=directory, port=port)
+
+    def halt(self) -> None:
+        """Stop the server as an operator's ``pg_ctl stop`` does (its sessions are ended,
+        new connections refused), keeping its data for ``resume``. Only a server these
+        tests started."""
+        if self.directory is None:
+            raise RuntimeError("cannot stop an external PostgreSQL (REPOSYNC_TEST_POSTGRES_URL)")
+        subprocess.run(
+            _as_postgres(
+                [_pg_bin("pg_ctl"), "-D", str(self.directory / "data"), "-m", "fast", "-w", "stop"]
+            ),
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
 
     def stop(self) -> None:
         if self.directory is None:

@@ -15,13 +15,14 @@ from reposync.models.object_link import ObjectLink
 from reposync.models.run import Run
 from reposync.models.run_event import RunEvent
 from reposync.models.run_item import RunItem
-from reposync.models.user import ApiToken, RepositoryGrant, User
+from reposync.models.user import ApiToken, AuthFailure, RepositoryGrant, User
 from reposync.models.watch import BranchWatch
 from reposync.models.webhook import DeliveryStatus, WebhookDelivery, WebhookSubscription
 from reposync.models.write_budget import WriteBudgetAccount, WriteBudgetEvent
 
 __all__ = [
     "ApiToken",
+    "AuthFailure",
     "Base",
     "Binding",
     "BranchWatch",

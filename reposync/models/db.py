@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, Any, cast
 from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection
-from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
+from sqlalchemy.exc import ArgumentError, DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
 
-from reposync.errors import ConfigurationError, DatabaseUnavailable
+from reposync.errors import ConfigurationError, DatabaseNotMigrated, DatabaseUnavailable
 from reposync.files import private_dir, private_file
 
 if TYPE_CHECKING:
@@ -33,7 +34,51 @@ MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 
 #: The newest migration's revision. Checking it needs one SELECT instead of loading
 #: Alembic (a third of a no-change Run's start-up); a test keeps it equal to the head.
-SCHEMA_HEAD = "0013"
+SCHEMA_HEAD = "0014"
+
+
+#: PEP 249's classes for "the database cannot be used now" (the server is down or went
+#: away, refused or dropped the connection, a file cannot be opened, a lock or statement
+#: timed out), as opposed to a statement the database refused. Every driver names them
+#: so; they count only from the drivers reposync uses and SQLAlchemy's wrappers.
+_UNAVAILABLE_NAMES = frozenset({"OperationalError", "InterfaceError"})
+_DRIVER_PACKAGES = frozenset({"sqlalchemy", "sqlite3", "psycopg"})
+
+
+def unavailable(exc: BaseException) -> DatabaseUnavailable | None:
+    """The error tree's ``DatabaseUnavailable`` for a driver error that means the database
+    cannot be used for the moment, else None.
+
+    SQLAlchemy's ``OperationalError`` and ``InterfaceError``, any of its errors on a
+    connection it found dead, its pool's timeout (every connection busy), and the
+    drivers' own two classes (``executemany``, ``execute`` and ``fetch`` use the driver
+    directly). The message is the same for all of them and names no host or path: it
+    reaches API clients; the driver's words are for the log (``reason``).
+    """
+    if isinstance(exc, DatabaseUnavailable):
+        return exc
+    if not _means_unavailable(exc):
+        return None
+    return DatabaseUnavailable(
+        "the database is unavailable for the moment; nothing was changed, try again shortly"
+    )
+
+
+def _means_unavailable(exc: BaseException) -> bool:
+    if isinstance(exc, OperationalError | InterfaceError | PoolTimeout):
+        return True
+    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+        return True
+    return any(
+        cls.__name__ in _UNAVAILABLE_NAMES and cls.__module__.partition(".")[0] in _DRIVER_PACKAGES
+        for cls in type(exc).__mro__
+    )
+
+
+def reason(exc: BaseException) -> str:
+    """The first line of what the driver said (for the log, never for a client)."""
+    orig = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
+    return _first_line(orig)
 
 
 def redact(url: str | URL) -> str:
@@ -101,8 +146,7 @@ class Database:
                 conn.execute(text("SELECT 1"))
         except (OperationalError, DBAPIError) as exc:
             raise DatabaseUnavailable(
-                f"cannot reach the database at {redact(self.url)}: "
-                f"{_first_line(exc.orig) if exc.orig is not None else exc}"
+                f"cannot reach the database at {redact(self.url)}: {reason(exc)}"
             ) from exc
 
     def upgrade(self) -> None:
@@ -123,12 +167,42 @@ class Database:
 
     def is_current(self) -> bool:
         """Whether the schema is at the newest migration (one SELECT, no Alembic import)."""
+        return self.revisions() == [SCHEMA_HEAD]
+
+    def revisions(self) -> list[str]:
+        """The migrations the schema is at (none: a database never migrated)."""
         with self.engine.connect() as connection:
             try:
                 versions = connection.execute(text("SELECT version_num FROM alembic_version"))
             except (OperationalError, DBAPIError):
-                return False  # no version table: a database never migrated
-            return [row[0] for row in versions] == [SCHEMA_HEAD]
+                return []  # no version table: a database never migrated
+            return sorted(str(row[0]) for row in versions)
+
+    def require_current(self) -> None:
+        """Reachable and at the newest migration, or refuse: what a process that must not
+        change the schema itself (the distributed mode's API) checks before it serves.
+
+        Raises ``DatabaseUnavailable`` (unreachable) or ``DatabaseNotMigrated``.
+        """
+        self.check_connection()
+        found = self.revisions()
+        if found == [SCHEMA_HEAD]:
+            return
+        where = redact(self.url)
+        if not found:
+            raise DatabaseNotMigrated(
+                f"the database at {where} was never migrated: run `reposync db upgrade` "
+                "(with the same REPOSYNC_DATABASE_URL) before starting the API"
+            )
+        if all(revision < SCHEMA_HEAD for revision in found):
+            raise DatabaseNotMigrated(
+                f"the database at {where} is at migration {', '.join(found)}; this reposync "
+                f"needs {SCHEMA_HEAD}: run `reposync db upgrade` before starting the API"
+            )
+        raise DatabaseNotMigrated(
+            f"the database at {where} is at migration {', '.join(found)}, newer than this "
+            f"reposync's {SCHEMA_HEAD}: run the reposync that migrated it (or a newer one)"
+        )
 
     def dispose(self) -> None:
         self.engine.dispose()

@@ -6,8 +6,10 @@ The flow, and why each step is as it is:
    one-time state bound to the user, to a secret the browser keeps in a cookie, and to a
    short lifetime; it records the installations the user had authorized (the baseline)
    and answers GitHub's URL. Only digests of the state and the browser secret are stored.
-2. ``complete`` (``GET /github/install/callback``) consumes the state first (unknown,
-   used, expired or another browser's: ``GitHubStateInvalid``, nothing recorded), then
+2. ``complete`` (``GET /github/install/callback``) checks the state together with the
+   flow cookie of the browser that started it, and only then consumes it (unknown, used,
+   expired or without that browser's cookie: ``GitHubStateInvalid``, nothing recorded
+   and nothing consumed: seeing a state is not enough to end its flow), then
    exchanges the code for the user's token, reads the identity and the installations
    the token shows, and for an install waits a bounded time for one that is not in the
    baseline: GitHub lists an organization's new installation some seconds after the
@@ -182,37 +184,44 @@ def complete(
 def abandon(ctx: ServiceContext, *, state: str, browser_secret: str | None) -> str:
     """GitHub came back without a code (the user declined, or GitHub refused the
     redirect): consume the state as ``complete`` would, record nothing, and answer the
-    flow's origin so the callback can tell the page. The state is checked first, so a
-    forged refusal cannot learn or end someone else's flow."""
+    flow's origin so the callback can tell the page. The state and the browser's flow
+    cookie are checked before anything is consumed, so a forged refusal cannot learn or
+    end someone else's flow."""
     return _consume(ctx, state, browser_secret).origin
 
 
 def _consume(ctx: ServiceContext, state: str, browser_secret: str | None) -> GitHubConnectState:
-    """The state's row, deleted in the same transaction (one use, whatever comes next)."""
+    """The state's row, deleted in the same transaction (one use, whatever comes next).
+
+    Only a callback that brings the browser secret of the flow consumes it: the state
+    travels in URLs (GitHub's redirect, the browser's history, a proxy's log), the secret
+    only in the flow cookie of the browser that started it. A callback without that
+    cookie, or after the state expired, is refused and leaves the row as it was, so
+    whoever merely saw the state can neither finish the flow nor end it.
+    """
     refused = GitHubStateInvalid(
         "this Connect GitHub callback's state is unknown, used already, expired, or was "
         "started in another browser"
     )
-    if not state:
+    if not state or not browser_secret:
         raise refused
+    browser_hash = _digest(browser_secret)
     with ctx.db.transaction() as session:
         row = session.execute(
             select(GitHubConnectState).where(GitHubConnectState.state_hash == _digest(state))
         ).scalar_one_or_none()
-        if row is None:
+        if row is None or row.expires_at <= utcnow():
+            raise refused
+        if not secrets.compare_digest(row.browser_hash, browser_hash):
             raise refused
         consumed = session.execute(
-            delete(GitHubConnectState).where(GitHubConnectState.id == row.id)
+            delete(GitHubConnectState).where(
+                GitHubConnectState.id == row.id, GitHubConnectState.browser_hash == browser_hash
+            )
         )
         if getattr(consumed, "rowcount", 0) != 1:  # another request consumed it first
             raise refused
         session.expunge(row)
-    if row.expires_at <= utcnow():
-        raise refused
-    if browser_secret is None or not secrets.compare_digest(
-        row.browser_hash, _digest(browser_secret)
-    ):
-        raise refused
     return row
 
 

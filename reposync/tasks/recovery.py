@@ -7,7 +7,7 @@ from typing import Any
 
 from celery import Task
 
-from reposync.service import idempotency, intake, schedules
+from reposync.service import idempotency, intake, schedules, users
 from reposync.service.deliveries import redispatch_overdue
 from reposync.service.recovery import redispatch_stalled
 from reposync.tasks.app import app
@@ -27,7 +27,8 @@ def resume(self: Task[Any, Any], run_id: int, generation: int | None = None) -> 
 def tick() -> None:
     """Schedules first (one Run per due slot), then the Runs webhooks owe whose due task
     was lost, then Runs whose worker died, then webhook deliveries overdue (a lost
-    message, a worker killed mid-send), then the expired idempotency keys.
+    message, a worker killed mid-send), then the expired idempotency keys, and the expired
+    web page sessions, stream tokens and throttle windows.
 
     Each part runs whatever happened to the others: a schedule that fails must not keep
     dead Runs from being picked up again, nor deliveries from being sent.
@@ -45,6 +46,16 @@ def tick() -> None:
                 try:
                     redispatch_overdue(ctx)
                 finally:
-                    purged = idempotency.purge_expired(ctx)
-                    if purged:
-                        log.info("purged %d expired idempotency keys", purged)
+                    try:
+                        purged = idempotency.purge_expired(ctx)
+                        if purged:
+                            log.info("purged %d expired idempotency keys", purged)
+                    finally:
+                        tokens, clients = users.purge_expired(ctx)
+                        if tokens or clients:
+                            log.info(
+                                "purged %d expired sessions and stream tokens, %d ended "
+                                "throttle windows",
+                                tokens,
+                                clients,
+                            )

@@ -17,6 +17,7 @@ import swagger_ui_bundle  # type: ignore[import-untyped]
 from flask import Flask, Response, send_from_directory
 from flask_smorest import Api
 from flask_smorest.utils import prepare_response
+from werkzeug.middleware.proxy_fix import ProxyFix
 
 from reposync.config import Settings
 from reposync.models.db import Database
@@ -178,7 +179,21 @@ def create_app(
     register_metrics(app, settings)
     # The web management page (issue 15): `/` and its pages, outside the OpenAPI document.
     register_pages(app)
+    app.after_request(_no_sniffing)
+    if settings.proxy_hops:
+        # The client and scheme as the proxies forwarded them (the throttle counts the
+        # client; cookies are Secure over HTTPS); without proxies declared, a client's
+        # own X-Forwarded-For is ignored.
+        hops = settings.proxy_hops
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops)  # type: ignore[method-assign]
     return app
+
+
+def _no_sniffing(response: Response) -> Response:
+    """Every response (JSON, problem, page, asset, metrics, event stream) is what its
+    Content-Type says: a browser must not guess a script or a page from its bytes."""
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    return response
 
 
 def _swagger_asset(name: str) -> Response:

@@ -8,12 +8,16 @@ The rules, checked here and in the service layer:
   record the user cannot see answers 404, exactly like one that does not exist;
 - Binding administration (create, change, delete, handoff) needs the admin role (403);
 - Run operations (create, cancel, retry, recover) need the admin role or a grant on the
-  Binding (a member without one cannot see the Binding: 404).
+  Binding (a member without one cannot see the Binding: 404);
+- refused tokens are counted per client (``client_address``): beyond the limit every
+  attempt from that client is 429 ``too_many_attempts`` with ``Retry-After``
+  (``service.users``' throttle; the web page's sign-in and session cookie count too).
 """
 
 from __future__ import annotations
 
 import functools
+import ipaddress
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
@@ -40,6 +44,23 @@ def _bearer_token() -> str | None:
     return token.strip() or None
 
 
+def client_address() -> str:
+    """Whom the throttle counts for this request: the remote address as the app sees it,
+    which behind ``REPOSYNC_PROXY_HOPS`` proxies is the client they forwarded
+    (``web/app.py`` applies ProxyFix). An IPv6 client counts by its /64: one host commonly
+    holds the whole prefix, and would otherwise get a fresh budget per address."""
+    address = request.remote_addr or ""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address[:64] or "unknown"
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
+
+
 #: The one endpoint a stream token opens, and where it may come in the URL.
 STREAM_ENDPOINT = "events.RunEventsView"
 STREAM_TOKEN_PARAMETER = "access_token"
@@ -57,7 +78,7 @@ def load_user() -> None:
     token = _bearer_token()
     if token is None and run_id is not None:
         token = request.args.get(STREAM_TOKEN_PARAMETER) or None
-    g.user = authenticate(service_context(), token, run_id=run_id)
+    g.user = authenticate(service_context(), token, run_id=run_id, client=client_address())
 
 
 def current_user() -> User:

@@ -8,7 +8,14 @@ Every failure answers ``{type, title, status, detail, code}``; ``code`` is stabl
   by location and field in ``errors``;
 - other HTTP errors raised by Flask or Werkzeug get the code of their status
   (``route_not_found``, ``method_not_allowed``, ...);
+- a driver error that means the database cannot be used now (``models.db.unavailable``:
+  down, unreachable, its file unreadable, out of connections) is 503
+  ``database_unavailable`` with ``Retry-After``, wherever it was raised: this handler is
+  the web's one boundary for them (the token lookup of every request is the first);
 - anything else is 500 ``internal_error``; its details go to the log, never the client.
+
+A refusal that ends by itself (``database_unavailable``, ``too_many_attempts``) says when
+to come back in ``Retry-After`` (seconds).
 """
 
 from __future__ import annotations
@@ -23,7 +30,8 @@ from flask_smorest import Blueprint
 from marshmallow import ValidationError
 from werkzeug.exceptions import HTTPException
 
-from reposync.errors import ReposyncError
+from reposync.errors import DatabaseUnavailable, ReposyncError, TooManyAttempts
+from reposync.models import db
 
 log = logging.getLogger(__name__)
 
@@ -69,10 +77,28 @@ def problem(
     return response
 
 
+def retry_headers(error: ReposyncError) -> dict[str, str]:
+    """``Retry-After`` for a refusal that ends by itself (the page sends it too)."""
+    if isinstance(error, DatabaseUnavailable | TooManyAttempts):
+        return {"Retry-After": str(max(1, error.retry_after))}
+    return {}
+
+
+def database_unavailable(error: BaseException) -> DatabaseUnavailable | None:
+    """The tree's error for a driver error meaning the database is away (logged once,
+    without a traceback: an outage would repeat it for every request), else None."""
+    mapped = db.unavailable(error)
+    if mapped is not None and mapped is not error:
+        log.warning("the database is unavailable: %s", db.reason(error))
+    return mapped
+
+
 def _reposync_error(error: ReposyncError) -> Response:
-    if error.http_status >= 500:
+    if error.http_status >= 500 and not isinstance(error, DatabaseUnavailable):
         log.error("request failed: %s", error, exc_info=error)
-    headers = {"WWW-Authenticate": "Bearer"} if error.http_status == 401 else None
+    headers = retry_headers(error)
+    if error.http_status == 401:
+        headers["WWW-Authenticate"] = "Bearer"
     extra = {k: v for k, v in error.to_dict().items() if k not in ("error_code", "message")}
     return problem(error.http_status, error.code, error.message, headers=headers, **extra)
 
@@ -137,6 +163,9 @@ def _validation_error(error: ValidationError) -> Response:
 
 
 def _unexpected(error: Exception) -> Response:
+    unavailable = database_unavailable(error)
+    if unavailable is not None:
+        return _reposync_error(unavailable)
     log.exception("unhandled error", exc_info=error)
     return problem(500, "internal_error", "an internal error occurred; the server log has details")
 

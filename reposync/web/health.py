@@ -32,5 +32,6 @@ class Health(MethodView):
         try:
             db.check_connection()
         except DatabaseUnavailable:
-            return {"status": "degraded", "database": "unreachable"}, 503
+            retry = {"Retry-After": str(DatabaseUnavailable.retry_after)}
+            return {"status": "degraded", "database": "unreachable"}, 503, retry
         return {"status": "ok", "database": "ok"}

@@ -14,14 +14,17 @@ What it shows (definitions in ``reposync.metrics``):
 
 No token by default: Prometheus scrapes without credentials and the values name no
 secret (accounts are GitHub installation ids or token hashes). ``REPOSYNC_METRICS_TOKEN``
-makes it require ``Authorization: Bearer <token>`` (401 without).
+makes it require ``Authorization: Bearer <token>`` (401 without); a wrong one counts
+toward the client's throttle as a refused API token does (an operator's chosen secret is
+the one most worth guessing). The throttle needs the database: while the database is
+away the token is still checked, the count not, so a scrape keeps answering.
 """
 
 from __future__ import annotations
 
 import hmac
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -36,7 +39,10 @@ from prometheus_client.registry import Collector
 from reposync import metrics
 from reposync.config import Settings
 from reposync.errors import Unauthenticated
+from reposync.models import db
+from reposync.service.users import count_refusal, refuse_if_throttled
 from reposync.tasks.settings import QUEUE
+from reposync.web.auth import client_address, service_context
 
 log = logging.getLogger(__name__)
 
@@ -145,11 +151,24 @@ def metrics_view() -> Response:
     settings: Settings = current_app.extensions["reposync.settings"]
     token = settings.metrics_token
     if token:
+        client = client_address()
+        _unless_database_away(lambda: refuse_if_throttled(service_context(), client))
         given = request.headers.get("Authorization", "")
         if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+            _unless_database_away(lambda: count_refusal(service_context(), client))
             raise Unauthenticated("/metrics needs the bearer token of REPOSYNC_METRICS_TOKEN")
     body = generate_latest(current_app.extensions["reposync.metrics"])
     return Response(body, mimetype=None, content_type=CONTENT_TYPE_LATEST)
+
+
+def _unless_database_away(step: Callable[[], None]) -> None:
+    """Run a step of the throttle; skip it when the database is away (module)."""
+    try:
+        step()
+    except Exception as exc:
+        if db.unavailable(exc) is None:
+            raise
+        log.warning("/metrics: the throttle is skipped, the database is away: %s", db.reason(exc))
 
 
 def register(app: Flask, settings: Settings) -> None:

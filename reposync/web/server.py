@@ -1,4 +1,11 @@
-"""``reposync api``: the API under gunicorn (the distributed mode)."""
+"""``reposync api``: the API under gunicorn (the distributed mode).
+
+It starts only on a database at the schema it was built for: a configured database
+(``REPOSYNC_DATABASE_URL``) that is unreachable or not migrated makes it exit at once,
+naming ``reposync db upgrade``, rather than serve errors from every worker; migrating is
+the ``migrate`` step's job (compose), never the API's. The embedded data directory's
+database is migrated here, as every command of the CLI does with it.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +18,7 @@ from gunicorn.app.base import BaseApplication
 
 from reposync import logs, metrics
 from reposync.config import Settings
+from reposync.models.db import Database
 from reposync.web.app import create_app
 from reposync.web.errors import PROBLEM_CONTENT_TYPE, TYPE_PREFIX
 
@@ -44,7 +52,8 @@ def write_problem(sock: Any, status_int: int, reason: str, mesg: str) -> None:
     ).encode()
     head = (
         f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\n"
-        f"Content-Type: {PROBLEM_CONTENT_TYPE}\r\nContent-Length: {len(body)}\r\n\r\n"
+        f"Content-Type: {PROBLEM_CONTENT_TYPE}\r\nX-Content-Type-Options: nosniff\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
     )
     gunicorn_util.write_nonblock(sock, head.encode("latin-1") + body)
 
@@ -89,7 +98,20 @@ class _Gunicorn(BaseApplication):
         return create_app(self._settings)
 
 
+def check_database(settings: Settings) -> None:
+    """Refuse to serve on a database that is away or at another schema (see module)."""
+    db = Database(settings.effective_database_url)
+    try:
+        if settings.database_url:
+            db.require_current()
+        else:
+            db.ensure_current()
+    finally:
+        db.dispose()
+
+
 def serve(settings: Settings, bind: str | None = None) -> int:
+    check_database(settings)
     # Before gunicorn forks its workers: they count into files /metrics sums.
     metrics.setup_multiprocess(settings.effective_metrics_dir, "api")
     _Gunicorn(settings, bind or settings.api_bind).run()

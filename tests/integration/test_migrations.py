@@ -7,10 +7,13 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import inspect
+from sqlalchemy import inspect, text
 
-from reposync.models import Base
+from reposync.config import Settings
+from reposync.models import Base, Binding
 from reposync.models.db import SCHEMA_HEAD, Database, alembic_config
+from reposync.service.context import ServiceContext
+from reposync.service.runs import create_run
 
 
 def _databases(request: pytest.FixtureRequest, tmp_path) -> Database:
@@ -62,3 +65,46 @@ def test_downgrade_to_base_and_upgrade_again(fresh_db):
         "run_events",
         "inventory_entries",
     } <= set(inspect(fresh_db.engine).get_table_names())
+
+
+def test_0014_tells_the_kinds_of_the_tokens_issued_before(fresh_db, tmp_path):
+    """Tokens made before 0014: a stream token (it names a Run) becomes ``stream``, the
+    web page's sessions (by their name) ``session``, every other token ``api``."""
+    config = alembic_config(fresh_db.url)
+    with fresh_db.engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, "0013")
+    with fresh_db.transaction() as session:  # tables 0014 leaves as they were
+        binding = Binding(
+            a_provider="local",
+            a_repository_id="a",
+            a_locator="/a",
+            b_provider="local",
+            b_repository_id="b",
+            b_locator="/b",
+        )
+        session.add(binding)
+        session.flush()
+        binding_id = binding.id
+    run = create_run(ServiceContext(Settings(data_dir=tmp_path), fresh_db), binding_id)
+    with fresh_db.engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO users (id, login, role, created_at) "
+                "VALUES (1, 'ada', 'admin', CURRENT_TIMESTAMP)"
+            )
+        )
+        for n, (name, run_id) in enumerate(
+            [("ci", None), ("web page session", None), ("event stream", run.id)]
+        ):
+            conn.execute(
+                text(
+                    "INSERT INTO api_tokens (user_id, name, token_hash, created_at, run_id) "
+                    "VALUES (1, :name, :hash, CURRENT_TIMESTAMP, :run_id)"
+                ),
+                {"name": name, "hash": f"{n:064d}", "run_id": run_id},
+            )
+    fresh_db.upgrade()
+    with fresh_db.engine.connect() as conn:
+        kinds = dict(conn.execute(text("SELECT name, kind FROM api_tokens")).all())
+    assert kinds == {"ci": "api", "web page session": "session", "event stream": "stream"}

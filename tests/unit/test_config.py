@@ -119,6 +119,31 @@ def test_webhook_settings_that_cannot_work_are_refused_by_name(env, message):
         Settings.from_env(env)
 
 
+def test_the_sign_in_throttle_and_proxy_hops_are_read_and_checked():
+    """Defaults: 10 refusals a minute, no proxy; values are read; nonsense is refused."""
+    default = Settings.from_env({})
+    assert (default.auth_failure_limit, default.auth_failure_window, default.proxy_hops) == (
+        10,
+        60.0,
+        0,
+    )
+    read = Settings.from_env(
+        {
+            "REPOSYNC_AUTH_FAILURE_LIMIT": "5",
+            "REPOSYNC_AUTH_FAILURE_WINDOW": "300",
+            "REPOSYNC_PROXY_HOPS": "2",
+        }
+    )
+    assert (read.auth_failure_limit, read.auth_failure_window, read.proxy_hops) == (5, 300.0, 2)
+    for env in (
+        {"REPOSYNC_AUTH_FAILURE_LIMIT": "0"},
+        {"REPOSYNC_AUTH_FAILURE_WINDOW": "0"},
+        {"REPOSYNC_PROXY_HOPS": "-1"},
+    ):
+        with pytest.raises(ConfigurationError, match="REPOSYNC_AUTH_FAILURE_LIMIT"):
+            Settings.from_env(env)
+
+
 def test_connect_github_settings_come_together():
     """Client id, secret and App slug: all three or none, each missing one named."""
     whole = Settings.from_env(

@@ -22,13 +22,15 @@ from flask import (
     request,
     url_for,
 )
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, InternalServerError
 from werkzeug.wrappers.response import Response as BaseResponse
 
 from reposync.errors import (
+    DatabaseUnavailable,
     ReposyncError,
 )
 from reposync.models import User
+from reposync.web.errors import database_unavailable, retry_headers
 from reposync.web.pages import session
 from reposync.web.redaction import redact_paths
 
@@ -90,6 +92,8 @@ def _no_store(response: Response) -> Response:
     nonce = g.get("new_signin_nonce")
     if nonce:
         session.set_cookie(response, session.SIGNIN_COOKIE, nonce, max_age=3600)
+    if g.get("stale_session"):  # counted once toward the throttle, then forgotten
+        session.clear_cookie(response, session.SESSION_COOKIE)
     return response
 
 
@@ -114,31 +118,52 @@ def signed_in_user() -> User:
     return user
 
 
-def _problem_page(error: ReposyncError | HTTPException) -> tuple[str, int]:
+Page = tuple[str, int, dict[str, str]]
+
+
+def _problem_page(error: ReposyncError | HTTPException) -> Page:
+    headers: dict[str, str] = {}
     if isinstance(error, ReposyncError):
         status, title, detail = error.http_status, error.code, error.message
         action = error.suggested_action
+        headers = retry_headers(error)
     else:
         status, title, detail = error.code or 500, error.name, error.description or ""
         action = ""
-    if status >= 500 and isinstance(error, ReposyncError):
+    # A database outage's message names nothing inside (and its cause is logged already).
+    if (
+        status >= 500
+        and isinstance(error, ReposyncError)
+        and not isinstance(error, DatabaseUnavailable)
+    ):
         current_app.logger.exception("the web page failed")
         detail = "an internal error occurred; the server log has details"
     back = request.referrer if same_site(request.referrer) else url_for("pages.index")
     page = render_template(
         "pages/problem.html", status=status, title=title, detail=detail, action=action, back=back
     )
-    return page, status
+    return page, status, headers
 
 
 @blueprint.errorhandler(ReposyncError)
-def _reposync_error(error: ReposyncError) -> tuple[str, int]:
+def _reposync_error(error: ReposyncError) -> Page:
     return _problem_page(error)
 
 
 @blueprint.errorhandler(HTTPException)
-def _http_error(error: HTTPException) -> tuple[str, int]:
+def _http_error(error: HTTPException) -> Page:
     return _problem_page(error)
+
+
+@blueprint.errorhandler(Exception)
+def _unexpected(error: Exception) -> Page:
+    """A page's database outage is the problem page's 503 (as the API's), anything else
+    its 500, not the API's JSON."""
+    unavailable = database_unavailable(error)
+    if unavailable is not None:
+        return _problem_page(unavailable)
+    current_app.logger.error("the web page failed", exc_info=error)
+    return _problem_page(InternalServerError())
 
 
 def same_site(target: str | None) -> bool:

@@ -11,6 +11,12 @@ The cookie is ``HttpOnly`` (no script reads it), ``SameSite=Strict`` (no other s
 page sends it) and ``Secure`` when the request came over HTTPS or
 ``REPOSYNC_WEB_SECURE_COOKIE`` says the browser uses HTTPS in front of a proxy.
 
+A user holds at most ``service.users.MAX_SESSIONS_PER_USER`` live sessions: signing in
+once more revokes the oldest; the tick removes expired ones. A refused session cookie, as
+a refused sign-in token, counts toward the client's throttle as a bearer token does (the
+cookie is an API token too: uncounted, it would be a way around the throttle), and is
+cleared from the browser, so a session that merely ended counts once.
+
 CSRF: every form carries ``csrf`` = HMAC-SHA256 keyed by the session secret, which a
 forging page cannot compute (it cannot read the cookie). The sign-in form has no session
 yet: a random ``reposync_signin`` cookie (same attributes) keys its token instead, so a
@@ -32,9 +38,10 @@ from reposync.models import User
 from reposync.service.context import ServiceContext
 from reposync.service.users import (
     authenticate,
-    issue_token,
+    issue_session_token,
     revoke_token_secret,
 )
+from reposync.web.auth import client_address
 
 SESSION_COOKIE = "reposync_session"
 SIGNIN_COOKIE = "reposync_signin"
@@ -69,13 +76,15 @@ def csrf_valid(secret: str | None) -> bool:
 
 
 def page_user() -> User | None:
-    """The signed-in user, or None (no cookie, or a session that ended)."""
+    """The signed-in user, or None (no cookie, or a session that ended: the response then
+    clears the cookie). ``TooManyAttempts`` for a throttled client."""
     secret = request.cookies.get(SESSION_COOKIE)
     if not secret:
         return None
     try:
-        return authenticate(service_context(), secret)
+        return authenticate(service_context(), secret, client=client_address())
     except Unauthenticated:
+        g.stale_session = True
         return None
 
 
@@ -87,12 +96,12 @@ def session_secret() -> str:
 def sign_in(token: str) -> tuple[User, str]:
     """Check an API token; answer its user and a new session secret for the cookie.
 
-    Raises ``Unauthenticated`` for a token the API would refuse; a stream token (good
-    for one Run's events only) is refused too.
+    Raises ``Unauthenticated`` for a token the API would refuse (a stream token, good for
+    one Run's events only, too) and ``TooManyAttempts`` for a throttled client.
     """
     ctx = service_context()
-    user = authenticate(ctx, token)
-    return user, issue_token(ctx, user.id, SESSION_NAME, days=SESSION_DAYS)
+    user = authenticate(ctx, token, client=client_address())
+    return user, issue_session_token(ctx, user.id, SESSION_NAME, days=SESSION_DAYS)
 
 
 def sign_out() -> None:

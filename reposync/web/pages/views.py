@@ -24,6 +24,7 @@ from werkzeug.wrappers.response import Response as BaseResponse
 
 from reposync.errors import (
     RecordNotFound,
+    TooManyAttempts,
     Unauthenticated,
     UsageError,
 )
@@ -52,6 +53,7 @@ from reposync.service.runs import enqueue_run
 from reposync.service.users import grant
 from reposync.sync.vocabulary import RefConflictPolicy
 from reposync.web import github as github_api
+from reposync.web.errors import retry_headers
 from reposync.web.pages import session
 from reposync.web.pages.common import PAGE_SIZE, STATUSES, blueprint, same_site, signed_in_user
 
@@ -59,7 +61,7 @@ from reposync.web.pages.common import PAGE_SIZE, STATUSES, blueprint, same_site,
 
 
 @blueprint.route("/signin", methods=["GET", "POST"])
-def signin() -> BaseResponse | str | tuple[str, int]:
+def signin() -> BaseResponse | str | tuple[str, int] | tuple[str, int, dict[str, str]]:
     """The sign-in form: an API token in, a session cookie out."""
     target = request.values.get("next", "")
     if same_site(target):
@@ -75,6 +77,9 @@ def signin() -> BaseResponse | str | tuple[str, int]:
         _, secret = session.sign_in(request.form.get("token", "").strip())
     except Unauthenticated as exc:
         return render_template("pages/signin.html", next=target, error=exc.message), 401
+    except TooManyAttempts as exc:
+        page = render_template("pages/signin.html", next=target, error=exc.message)
+        return page, 429, retry_headers(exc)
     response = redirect(target)
     session.set_cookie(
         response, session.SESSION_COOKIE, secret, max_age=session.SESSION_DAYS * 86400

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
+from reposync.models import AuthFailure, utcnow
 from reposync.providers.base import EndpointInfo
 from reposync.service.users import find_user
 from reposync.service.watches import create_watch
@@ -308,3 +310,29 @@ def test_connect_github_reads_of_a_member_never_connected_are_empty(client, toke
     response = client.get(url(path), headers=bearer(tokens.stranger))
     assert response.status_code == 200
     assert response.json.get("installations", response.json.get("items")) == []
+
+
+def test_a_throttled_client_is_refused_everywhere_even_with_a_valid_token(
+    client, ctx, tokens, binding
+):
+    """Once a client's refused tokens are over the limit, every operation answers it 429
+    too_many_attempts with Retry-After, before it reads anything, the admin's token
+    notwithstanding (issue 23 #7). One setup for the whole table: the refusal comes
+    before any record is read."""
+    with ctx.db.transaction() as session:
+        session.add(
+            AuthFailure(
+                client="127.0.0.1",
+                failures=ctx.settings.auth_failure_limit,
+                window_ends_at=utcnow() + timedelta(seconds=30),
+            )
+        )
+    answers = {}
+    for endpoint in WITH_TOKEN:
+        response = call(client, endpoint, bearer(tokens.admin), binding=binding.id)
+        answers[str(endpoint)] = (
+            response.status_code,
+            response.json["code"],
+            0 < int(response.headers.get("Retry-After", "0")) <= 30,
+        )
+    assert answers == dict.fromkeys(answers, (429, "too_many_attempts", True))

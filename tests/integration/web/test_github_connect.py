@@ -28,6 +28,7 @@ from reposync.providers.base import ProviderEnvironment
 from reposync.service.context import ServiceContext
 from reposync.service.users import create_user, issue_token
 from reposync.web.app import API_PREFIX, create_app
+from reposync.web.github import FLOW_COOKIE
 from tests.fakes.github import GitHubFake, generate_key_pair
 from tests.fakes.github.models import App
 from tests.integration.web.conftest import TEST_SECRET_KEY, assert_problem, bearer, url
@@ -321,6 +322,30 @@ def test_forged_or_foreign_state_is_refused(ctx, fake, github_app, people, clien
     assert mallory.installations()["account"] is None
     assert alice.installations()["account"] is None
     assert fake.oauth.exchanges == []
+
+
+def test_seeing_a_state_is_not_enough_to_end_its_flow(ctx, fake, github_app, people, client):
+    """A callback with Alice's state but not her browser's flow cookie (a forged refusal,
+    her redirect opened elsewhere, a guessed cookie) is refused and consumes nothing:
+    her own callback still connects her afterwards."""
+    fake.state.install_app(github_app, "alice")
+    alice = people("al", "alice")
+    location = alice.visit_github(alice.start("authorize"))
+    state = parse_qs(urlsplit(location).query)["state"][0]
+    stranger = client.application.test_client()
+    refusal = url(f"/github/install/callback?state={state}&error=access_denied")
+
+    assert_problem(stranger.get(refusal), 400, "github_state_invalid")
+    assert_problem(alice.callback(location, client=stranger), 400, "github_state_invalid")
+    stranger.set_cookie(FLOW_COOKIE, "a-guessed-flow-secret")
+    assert_problem(stranger.get(refusal), 400, "github_state_invalid")
+    assert_problem(alice.callback(location, client=stranger), 400, "github_state_invalid")
+    assert fake.oauth.exchanges == []
+
+    connected = alice.callback(location)
+    assert connected.status_code == 200, connected.get_data(as_text=True)
+    assert connected.json["account"]["login"] == "alice"
+    assert fake.oauth.exchanges == ["ok"]
 
 
 def test_a_refused_code_records_nothing(ctx, fake, github_app, people):

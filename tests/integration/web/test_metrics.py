@@ -7,6 +7,8 @@ import pytest
 from celery import Celery
 from prometheus_client.parser import text_string_to_metric_families
 
+from reposync.config import Settings
+from reposync.models.db import Database
 from reposync.service.context import ServiceContext
 from reposync.web.app import create_app
 from tests.integration.web.conftest import assert_problem
@@ -76,3 +78,31 @@ def test_a_metrics_token_is_required_once_set(ctx: ServiceContext):
     right = client.get("/metrics", headers={"Authorization": "Bearer s3cret"})
     assert right.status_code == 200
     assert b"reposync_" in right.data
+
+
+def test_wrong_metrics_tokens_are_throttled_with_the_api_tokens(ctx: ServiceContext):
+    """A wrong /metrics token counts as a refused API token: beyond the limit that client
+    gets 429 for the right token too; another client still scrapes (issue 23 #7)."""
+    client = app_for(ctx, metrics_token="s3cret", broker_url="memory://")
+    client.environ_base["REMOTE_ADDR"] = "198.51.100.40"
+    for n in range(ctx.settings.auth_failure_limit):
+        wrong = client.get("/metrics", headers={"Authorization": f"Bearer guess{n}"})
+        assert_problem(wrong, 401, "unauthenticated")
+    right = {"Authorization": "Bearer s3cret"}
+    throttled = client.get("/metrics", headers=right)
+    assert_problem(throttled, 429, "too_many_attempts")
+    assert throttled.headers["Retry-After"].isdigit()
+    other = client.application.test_client()
+    assert other.get("/metrics", headers=right).status_code == 200
+
+
+def test_the_metrics_token_is_checked_while_the_database_is_away(tmp_path):
+    """/metrics keeps answering a scraper while the database is away (the throttle's
+    count is skipped, the token is not)."""
+    settings = Settings(data_dir=tmp_path, metrics_token="s3cret", broker_url="memory://")
+    db = Database(f"postgresql://nobody@127.0.0.1:{free_port()}/none")
+    client = create_app(settings, ctx=ServiceContext(settings=settings, db=db)).test_client()
+    assert client.get("/metrics", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+    wrong = client.get("/metrics", headers={"Authorization": "Bearer nope"})
+    assert_problem(wrong, 401, "unauthenticated")
+    db.dispose()

@@ -51,6 +51,7 @@ def test_a_header_gunicorn_refuses_gets_problem_json(api, value, status, code):
     line, headers, body = raw_request(api, value)
     assert line.startswith(f"HTTP/1.1 {status} ")
     assert headers["content-type"] == "application/problem+json"
+    assert headers["x-content-type-options"] == "nosniff"  # issue 23 #7
     problem = json.loads(body)
     assert (problem["status"], problem["code"]) == (status, code)
     assert problem["type"].endswith(code)

@@ -1,16 +1,17 @@
-"""The beat's tick purges expired idempotency keys, whatever happened before it."""
+"""The beat's tick purges expired idempotency keys, sessions and throttle windows,
+whatever happened before it."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
-from reposync.models import IdempotencyKey, utcnow
+from reposync.models import ApiToken, AuthFailure, IdempotencyKey, utcnow
 from reposync.service import idempotency
 from reposync.service.idempotency import Answer, Claim
-from reposync.service.users import create_user
+from reposync.service.users import create_user, issue_session_token
 from reposync.tasks import recovery
 
 
@@ -35,3 +36,25 @@ def test_the_tick_purges_expired_keys_even_when_scheduling_fails(ctx, monkeypatc
     with ctx.db.session() as session:
         keys = session.execute(select(IdempotencyKey.key)).scalars().all()
     assert keys == ["fresh"]
+
+
+def test_the_tick_purges_expired_sessions_and_throttle_windows(ctx, monkeypatch):
+    """Issue 23 #7: the same tick removes expired web page sessions and ended throttle
+    windows, after the idempotency keys, whatever happened before."""
+    user = create_user(ctx, "ada", "admin").id
+    issue_session_token(ctx, user, "web page session", days=1)
+    with ctx.db.transaction() as session:
+        session.execute(update(ApiToken).values(expires_at=utcnow() - timedelta(seconds=1)))
+        session.add(AuthFailure(client="192.0.2.1", failures=3, window_ends_at=utcnow()))
+
+    def broken(_ctx) -> None:
+        raise RuntimeError("a schedule failed")
+
+    monkeypatch.setattr(recovery, "context", lambda: ctx)
+    monkeypatch.setattr(recovery.schedules, "tick", broken)
+    monkeypatch.setattr(recovery, "redispatch_stalled", lambda _ctx: None)
+    with pytest.raises(RuntimeError, match="a schedule failed"):
+        recovery.tick()
+    with ctx.db.session() as session:
+        assert session.execute(select(ApiToken)).first() is None
+        assert session.execute(select(AuthFailure)).first() is None

@@ -17,6 +17,8 @@ from reposync.web.errors import HTTP_CODES, PROBLEM_CONTENT_TYPE, register_error
 def instance(cls: type[errors.ReposyncError]) -> errors.ReposyncError:
     if cls is errors.RateLimited:
         return cls("slow down", retry_at=datetime(2026, 1, 1, tzinfo=UTC))
+    if cls is errors.TooManyAttempts:
+        return cls("too many refused tokens", retry_after=42)
     return cls(f"{cls.__name__} happened")
 
 
@@ -65,6 +67,65 @@ def test_rate_limits_say_when_to_come_back(app):
     """RateLimited carries retry_at into the problem."""
     body = problem_of(raise_through(app, instance(errors.RateLimited)))
     assert body["retry_at"] == "2026-01-01T00:00:00+00:00"
+
+
+def test_refusals_that_end_by_themselves_say_when_in_retry_after(app):
+    """A database outage and a throttled client get Retry-After (seconds); others none."""
+    throttled = raise_through(app, instance(errors.TooManyAttempts))
+    assert (throttled.status_code, throttled.headers["Retry-After"]) == (429, "42")
+    assert problem_of(throttled)["retry_after"] == 42
+    away = raise_through(app, instance(errors.DatabaseUnavailable))
+    assert away.headers["Retry-After"] == str(errors.DatabaseUnavailable.retry_after)
+    assert "Retry-After" not in raise_through(app, instance(errors.BindingBusy)).headers
+
+
+def _driver_errors() -> list[tuple[str, BaseException, int]]:
+    """Errors the database layer raises, and the status each must answer."""
+    import sqlite3
+
+    import psycopg
+    from kombu.exceptions import OperationalError as BrokerDown
+    from sqlalchemy import exc as sa
+
+    refused = psycopg.OperationalError("connection failed: Connection refused")
+    return [
+        ("server refused", sa.OperationalError("SELECT 1", {}, refused), 503),
+        ("file unopenable", sa.OperationalError("x", {}, sqlite3.OperationalError("unable")), 503),
+        ("driver interface", sa.InterfaceError("x", {}, psycopg.InterfaceError("closed")), 503),
+        (
+            "connection lost",
+            sa.DBAPIError("x", {}, Exception("gone"), connection_invalidated=True),
+            503,
+        ),
+        ("pool exhausted", sa.TimeoutError("QueuePool limit of size 5 overflow 5 reached"), 503),
+        ("raw driver", psycopg.errors.AdminShutdown("terminating connection"), 503),
+        ("raw sqlite", sqlite3.OperationalError("unable to open database file"), 503),
+        (
+            "a wrong statement",
+            sa.ProgrammingError("x", {}, psycopg.ProgrammingError("syntax")),
+            500,
+        ),
+        ("a broken constraint", sa.IntegrityError("x", {}, sqlite3.IntegrityError("unique")), 500),
+        ("the broker, not the database", BrokerDown("redis is away"), 500),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "error", "status"), [pytest.param(*case, id=case[0]) for case in _driver_errors()]
+)
+def test_driver_errors_meaning_the_database_is_away_are_503(app, caplog, name, error, status):
+    """An outage, whatever the driver or layer said it with, is 503 database_unavailable
+    with Retry-After and a detail naming no host; a wrong statement stays a 500 bug."""
+    response = raise_through(app, error)
+    body = problem_of(response)
+    assert response.status_code == status, name
+    if status == 503:
+        assert body["code"] == "database_unavailable"
+        assert response.headers["Retry-After"].isdigit()
+        assert "refused" not in body["detail"]
+        assert "unable" not in body["detail"]
+    else:
+        assert body["code"] == "internal_error"
 
 
 def test_unauthenticated_asks_for_a_bearer_token(app):
