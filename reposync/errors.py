@@ -386,8 +386,9 @@ class VisibilityUnconfirmed(NotAllowedNow):
 
     code = "visibility_unconfirmed"
     suggested_action = (
-        "confirm the visibility on the Binding (PATCH visibility_confirmation) if the "
-        "standby may be more public than the authority"
+        "if the standby may be more public than the authority, confirm it: "
+        "confirm_visibility: true (POST or PATCH /bindings), --confirm-visibility, or the "
+        "visibility checkbox on the page"
     )
 
 
