@@ -28,6 +28,7 @@ from reposync.service.pipeline.stages.default_branch import default_branch_repor
 from reposync.service.pipeline.stages.notifications import run_end_notifications
 from reposync.service.runs import new_run
 from reposync.sync.report import (
+    NOTICE_TYPES,
     ItemAggregate,
     PlanningCounters,
     Problem,
@@ -345,7 +346,8 @@ def _unsupported_problems(unsupported: dict[str, int]) -> list[Problem]:
     return [
         Problem(
             error_code="unsupported_ref_namespace",
-            problem_type="data_gap",
+            problem_type=NOTICE_TYPES["data_gap"],
+            category="data_gap",
             message=f"{count} ref(s) under {namespace} are not synced (only branches and tags are)",
             suggested_action="nothing to do if they are local conventions; otherwise "
             "convert them to branches or tags",
@@ -377,7 +379,8 @@ def _rejected_problems(rejected: dict[str, Any]) -> list[Problem]:
     return [
         Problem(
             error_code=code,
-            problem_type="data_gap",
+            problem_type=NOTICE_TYPES["data_gap"],
+            category="data_gap",
             message=f"{found['count']} {_REJECTED.get(code, ('objects are not synced', ''))[0]}",
             suggested_action=_REJECTED.get(code, ("", "inspect the source"))[1],
             retryable=False,
@@ -392,7 +395,8 @@ def _rejected_problems(rejected: dict[str, Any]) -> list[Problem]:
 def _error_problem(error: ReposyncError) -> Problem:
     return Problem(
         error_code=error.code,
-        problem_type="run_error",
+        problem_type=error.problem_type,
+        category="run_error",
         message=error.message,
         suggested_action=error.suggested_action,
         retryable=error.retryable,
