@@ -2,7 +2,8 @@
 
 Everything happens in one fenced transaction: a Run is either still running (and
 resumable) or finished with its report, its status, a free Binding and the webhook
-deliveries that report its end (``notifications.py``).
+deliveries that report its end (``notifications.py``) and the movements it saw of
+watched branches (``watched_branches.py``: a lost delivery's ``branch.moved``).
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from reposync.lifecycle import RunMode, RunStatus, Stage, Trigger
 from reposync.models import Binding, InventoryEntry, Run, RunItem, utcnow
 from reposync.service.context import Step
 from reposync.service.event_runs import after_run
-from reposync.service.outbox import dispatch_deliveries
+from reposync.service.outbox import dispatch_deliveries, written_in
 from reposync.service.pipeline.execution import StageExecution
 from reposync.service.pipeline.leases import release
+from reposync.service.pipeline.stages import watched_branches
 from reposync.service.pipeline.stages.applying import block_unfinished, settle_unfinished
 from reposync.service.pipeline.stages.default_branch import default_branch_report
 from reposync.service.pipeline.stages.notifications import run_end_notifications
@@ -78,6 +80,8 @@ def finish(
     problems.extend(_rejected_problems(rejected))
     if error is not None:
         problems.insert(0, _error_problem(error))
+    # What the Run read of watched branches, before its inventory rows go below.
+    sighted = watched_branches.sightings(ex)
     status = final_status(
         counters, cancelled=cancelled, error_code=error.code if error is not None else None
     )
@@ -139,6 +143,8 @@ def finish(
             error=error.to_dict() if error is not None else None,
             follow_up_run_id=follow_up.id if follow_up is not None else None,
         )
+        if sighted and watched_branches.observe(ex, session, sighted):
+            deliveries = list(dict.fromkeys([*deliveries, *written_in(session)]))
         faults.point("finalizing.after_notify")
     ex.run.status = status.value
     metrics.record_run_finished(status.value, run.trigger)
