@@ -2,8 +2,9 @@
 watch's cursor and emits ``branch.moved`` (with the files the move changed), once,
 whether the delivery of that push came first, later or never.
 
-Real SQLite database, real Git and local forges; the deliveries are the local hook's own
-intake (``intake.receive_local``), called where the hook would call it.
+Real SQLite and PostgreSQL databases, real Git, local forges and the GitHub test server;
+the deliveries are the local hook's own intake (``intake.receive_local``), called where
+the hook would call it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from reposync.service.intake import receive_local
 from reposync.service.pipeline.runner import execute_step
 from reposync.service.runs import create_run
 from reposync.service.users import create_user
+from tests.github_env import embedded_world
 from tests.gitrepo import commit_snapshot, delete_refs, init_bare, refs
 from tests.integration.test_webhook_outbox import documented, subscribe, webhook_ctx
 
@@ -70,9 +72,10 @@ class World:
         receive_local(self.ctx, f"local:{self.source}", event="push", refs=[move])
 
 
-@pytest.fixture
-def world(ctx, tmp_path) -> World:
-    return World(webhook_ctx(ctx), tmp_path)
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def world(request, tmp_path) -> World:
+    base = request.getfixturevalue("ctx" if request.param == "sqlite" else "pg_ctx")
+    return World(webhook_ctx(base), tmp_path)
 
 
 def test_a_lost_delivery_is_heard_from_the_next_run_once(world):
@@ -171,3 +174,41 @@ def test_the_run_lists_at_most_300_files(world):
     assert (len(event["files"]), event["files_truncated"]) == (300, True)
     body = json.dumps(event)
     assert len(body) < 64 * 1024  # bounded, whatever the push
+
+
+def test_a_github_sources_move_lists_files_from_the_local_standby(tmp_path, github_fake):
+    """GitHub's push was never delivered: the Run that syncs it to a local standby emits
+    branch.moved, its files read from the standby, which holds both revisions."""
+    github_fake.state.create_repo("acme/app", private=True)
+    bare = Path(github_fake.state.git_dir("acme/app"))
+    first = commit_snapshot(bare, MAIN, FIRST)
+    with embedded_world(github_fake, tmp_path) as (base, _):
+        hooked = webhook_ctx(base)  # its settings seal secrets; GitHub's environment stays
+        ctx = ServiceContext(
+            settings=hooked.settings,
+            db=base.db,
+            dispatcher=hooked.dispatcher,
+            environment=base.environment,
+        )
+        request = SyncRequest("github:acme/app", f"local:{tmp_path / 'standby.git'}")
+        binding = bind(ctx, request)
+        admin = create_user(ctx, "ops", role="admin")
+        subscribe(ctx, admin.id, "http://127.0.0.1:9/hook", ["branch.moved"])
+        repository = EndpointInfo("github", "acme/app", binding.a_repository_id)
+        watches.create_watch(ctx, repository, "main", created_by=admin.id)
+        assert sync(ctx, request).status == "completed"
+        second = commit_snapshot(bare, MAIN, SECOND)
+
+        run = sync(ctx, request)
+
+        assert run.status == "completed", run.report["problems"]
+        with ctx.db.session() as session:
+            [row] = session.execute(select(WebhookDelivery)).scalars()
+            event = documented(row)
+    assert (event["before"], event["after"], event["run_id"]) == (first, second, run.id)
+    assert {f["path"]: f["change"] for f in event["files"]} == {
+        "added": "added",
+        "new-name": "renamed",
+        "notes": "modified",
+        "obsolete": "deleted",
+    }

@@ -81,7 +81,7 @@ def finish(
     if error is not None:
         problems.insert(0, _error_problem(error))
     # What the Run read of watched branches, before its inventory rows go below.
-    sighted = watched_branches.sightings(ex)
+    sighted = watched_branches.prepare(ex)
     status = final_status(
         counters, cancelled=cancelled, error_code=error.code if error is not None else None
     )
@@ -143,7 +143,7 @@ def finish(
             error=error.to_dict() if error is not None else None,
             follow_up_run_id=follow_up.id if follow_up is not None else None,
         )
-        if sighted and watched_branches.observe(ex, session, sighted):
+        if sighted is not None and watched_branches.observe(ex, session, sighted):
             deliveries = list(dict.fromkeys([*deliveries, *written_in(session)]))
         faults.point("finalizing.after_notify")
     ex.run.status = status.value

@@ -12,11 +12,17 @@ for a checkpoint the changed ones and those gone, the others being where their l
 says). When it read them: after the access stage ended and before the source inventory
 did (the Run's own events), the window ``cursors.Sighting`` needs. The revision the
 Binding had synced (an empty cursor's origin) is the ref's item's expected revision.
+
+Everything slow happens before the fenced transaction (``prepare``): the reads, opening
+the sides to find a repository on this machine, and ``git diff-tree`` for the moves the
+cursors as read then would take. The transaction (``observe``) locks the watches and
+decides again; only a cursor that moved in between costs a comparison there.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import func, select
@@ -27,9 +33,15 @@ from reposync.git.diffs import ChangedFiles
 from reposync.lifecycle import Side, Stage
 from reposync.models import BranchWatch, InventoryEntry, ObjectLink, Run, RunEvent, RunItem
 from reposync.service.pipeline.execution import StageExecution
-from reposync.service.watches import FilesOf, files_in, local_git_dir, observe_sightings
+from reposync.service.watches import (
+    FilesOf,
+    cursor_of,
+    files_in,
+    local_git_dir,
+    observe_sightings,
+)
 from reposync.sync.canonical import BRANCH_PREFIX
-from reposync.sync.cursors import Sighting
+from reposync.sync.cursors import Sighting, moved, sight
 from reposync.sync.planner import PlanMode
 from reposync.sync.vocabulary import ObjectType
 
@@ -40,6 +52,42 @@ ABSENT = "0" * 40
 #: Plans of a Binding's first Run: nothing was synced before, so no movement is known.
 FIRST_PLANS = (PlanMode.EMPTY_TARGET.value, PlanMode.BASELINE.value)
 _REF = ObjectType.GIT_REF.value
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """What ``observe`` needs: the sightings, and the changed files of their moves."""
+
+    sightings: dict[str, Sighting]
+    files_of: FilesOf
+
+
+def prepare(ex: StageExecution) -> Prepared | None:
+    """The sightings of the watched branches of the Run's source (None: nothing watched
+    there, or no source read), with the changed files of the moves they would make of
+    the cursors as they are now already computed."""
+    found = sightings(ex)
+    if not found:
+        return None
+    provider, repository_id = ex.binding.side(ex.source_side)[:2]
+    with ex.ctx.db.session() as session:
+        watched = session.execute(
+            select(BranchWatch).where(
+                BranchWatch.provider == provider,
+                BranchWatch.repository_id == repository_id,
+                BranchWatch.branch.in_(sorted(found)),
+            )
+        ).scalars()
+        moves = []
+        for watch in watched:
+            old = cursor_of(watch)
+            new = sight(old, found[watch.branch])
+            if moved(old, new) and new.before and new.after:
+                moves.append((new.before, new.after))
+    files = files_of(ex)
+    for before, after in moves:
+        files(before, after)  # remembered: the transaction asks again for free
+    return Prepared(found, files)
 
 
 def sightings(ex: StageExecution) -> dict[str, Sighting]:
@@ -142,8 +190,9 @@ def _synced(session: Session, run_id: int, refs: list[str]) -> dict[str, str | N
 
 def files_of(ex: StageExecution) -> FilesOf:
     """The files a movement changed, from the repositories on this machine that may hold
-    the Run's revisions: the source's, then (after an apply) the target's. Opened only
-    when a watch moved; a side that cannot be opened is skipped, never the Run's end."""
+    the Run's revisions: the source's, then (after an apply) the target's. The sides are
+    opened at the first question; one that cannot be opened is skipped, never the Run's
+    end."""
     ready: list[FilesOf] = []
 
     def lazy(before: str, after: str) -> ChangedFiles | None:
@@ -164,10 +213,15 @@ def files_of(ex: StageExecution) -> FilesOf:
     return lazy
 
 
-def observe(ex: StageExecution, session: Session, found: dict[str, Sighting]) -> list[int]:
+def observe(ex: StageExecution, session: Session, prepared: Prepared) -> list[int]:
     """Move the watches' cursors in ``session`` (finalizing's fenced transaction); the
     ids of the watches that moved (their outbox rows are ``outbox.written_in(session)``)."""
     provider, repository_id = ex.binding.side(ex.source_side)[:2]
     return observe_sightings(
-        session, provider, repository_id, found, run_id=ex.run_id, files_of=files_of(ex)
+        session,
+        provider,
+        repository_id,
+        prepared.sightings,
+        run_id=ex.run_id,
+        files_of=prepared.files_of,
     )
