@@ -243,7 +243,7 @@ def get_or_create_binding(
                         authority_side=Side.A.value,
                         ref_conflict_policy=ref_conflict_policy.value,
                     )
-                    _admit_visibility(binding, visibilities, confirm_visibility)
+                    judge_visibility(binding, visibilities, confirm_visibility)
                     session.add(binding)
                     session.flush()
                 return binding, True
@@ -252,7 +252,7 @@ def get_or_create_binding(
     raise RuntimeError("binding creation raced twice")  # pragma: no cover
 
 
-def _admit_visibility(binding: Binding, seen: Visibilities, confirm: bool) -> None:
+def judge_visibility(binding: Binding, seen: Visibilities, confirm: bool) -> None:
     """Record what both sides said of their visibility on a new Binding, and refuse one
     whose standby would publish the authority's data without the operator's yes (the
     rule the access stage applies to every Run: ``visibility.observe``)."""

@@ -10,7 +10,7 @@ from pathlib import Path
 from sqlalchemy import update
 
 from reposync.errors import ProblemType
-from reposync.models import Run
+from reposync.models import Binding, Run
 from reposync.service.bindings import SyncRequest
 from reposync.service.embedded import sync
 from reposync.web.pages.runs import KIND_ACTIONS
@@ -125,3 +125,34 @@ def test_a_real_conflict_reads_as_a_repository_conflict(ctx, client, tokens, tmp
 
     assert 'data-type="repository_conflict"' in shown
     assert 'id="conflict-policy"' in shown
+
+
+def test_a_missing_permission_on_a_github_side_offers_grant_access(
+    ctx, client, tokens, binding, finished_run
+):
+    """authorization_required that is not a visibility question: the Grant access link
+    (GitHub's installations page when Connect GitHub is not configured)."""
+    denied = {
+        "error_code": "permission_denied",
+        "problem_type": "authorization_required",
+        "category": "run_error",
+        "message": "403 from GitHub",
+        "suggested_action": "grant it",
+        "retryable": False,
+        "count": 1,
+    }
+    with ctx.db.transaction() as session:
+        session.execute(
+            update(Run)
+            .where(Run.id == finished_run.id)
+            .values(report={**finished_run.report, "problems": [denied]})
+        )
+        session.execute(update(Binding).where(Binding.id == binding.id).values(b_provider="github"))
+    sign_in(client, tokens.admin)
+
+    shown = _item(
+        client.get(f"/runs/{finished_run.id}").get_data(as_text=True), "permission_denied"
+    )
+
+    assert 'id="grant-access"' in shown
+    assert "/settings/installations" in shown

@@ -11,7 +11,7 @@ import pytest
 import reposync
 from reposync.errors import VisibilityUnconfirmed
 from reposync.models import Binding
-from reposync.service.bindings import Visibilities, _admit_visibility
+from reposync.service.bindings import Visibilities, judge_visibility
 from reposync.service.pipeline.stages.visibility import RANK, confirmation_hash
 
 PACKAGE = Path(reposync.__file__).parent
@@ -44,9 +44,9 @@ def test_a_new_binding_is_refused_exactly_when_it_would_publish_unconfirmed(
 
     if exposed and not confirm:
         with pytest.raises(VisibilityUnconfirmed):
-            _admit_visibility(binding, Visibilities(source, target), confirm)
+            judge_visibility(binding, Visibilities(source, target), confirm)
         return
-    _admit_visibility(binding, Visibilities(source, target), confirm)
+    judge_visibility(binding, Visibilities(source, target), confirm)
 
     assert (binding.a_visibility, binding.b_visibility) == (source, target)
     expected = confirmation_hash(binding, binding.authority, source or "", target or "")
