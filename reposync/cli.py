@@ -31,8 +31,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("reposync.cli")
 
 CONFIRM_HELP = (
-    "confirm that TARGET may be more public than SOURCE (a later visibility change "
-    "withdraws the confirmation)"
+    "confirm that TARGET may be more public than SOURCE: required to bind such a pair "
+    "(a later visibility change withdraws the confirmation)"
 )
 #: Subcommands that run a Celery program: the arguments reposync does not know are its.
 CELERY_COMMANDS = ("worker", "beat")

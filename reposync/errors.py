@@ -68,7 +68,20 @@ into this tree at one boundary each, never leaked.
         │   └── LfsObjectTooLarge       lfs_object_too_large
         └── ProviderUnavailable         provider_unavailable     (retryable)
 
-Why one module of ~670 lines: the tree above is one public contract (its codes are in
+Each class also names the **kind** of problem it is (``problem_type``, one of
+``ProblemType``'s seven: what a user interface offers to do about it), inherited like
+everything else, so a new class has one without restating it::
+
+    authorization_required    Unauthenticated, Forbidden, ConnectionNotGranted,
+                              PermissionDenied, VisibilityUnconfirmed, GitHubCodeRefused
+    temporarily_rate_limited  RateLimited
+    quota_exceeded            QuotaExceeded
+    external_result_unknown   ResultUnknown, ResultUnknownUnresolved
+    repository_conflict       Conflict
+    verification_failed       VerifyMismatch
+    sync_failed               every other class (ReposyncError's own)
+
+Why one module of ~720 lines: the tree above is one public contract (its codes are in
 reports, JSON output and API answers), read and reviewed as a whole; almost every line
 is a class with its code, status and suggested action. Split by layer, a new error would
 need a decision where it lives, and the test that every code is unique and reads the same
@@ -78,7 +91,31 @@ in reports (tests/unit/test_errors.py) would have to gather the pieces back.
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 from typing import ClassVar
+
+
+class ProblemType(StrEnum):
+    """What a problem asks of whoever reads it: the kinds a user interface maps to one
+    action each (README, "Problem types"). A report's problem and an API error carry one
+    beside their ``error_code``, which stays the precise, stable name of the cause."""
+
+    #: Someone must grant or confirm something: credentials' access, a Connect GitHub
+    #: grant, the operator's yes to a more public standby.
+    AUTHORIZATION_REQUIRED = "authorization_required"
+    #: A forge's rate limit: wait, the Run resumes by itself.
+    TEMPORARILY_RATE_LIMITED = "temporarily_rate_limited"
+    #: A forge's quota: raise it or remove data, then run again.
+    QUOTA_EXCEEDED = "quota_exceeded"
+    #: A write's outcome was never observed: recover the Run (read-back proves it).
+    EXTERNAL_RESULT_UNKNOWN = "external_result_unknown"
+    #: The standby holds something else where the authority's object goes: resolve it on
+    #: the standby, or choose the Binding's conflict policy.
+    REPOSITORY_CONFLICT = "repository_conflict"
+    #: A write was accepted but did not read back as written: run a full audit.
+    VERIFICATION_FAILED = "verification_failed"
+    #: Anything else: read the message and the suggested action, then retry.
+    SYNC_FAILED = "sync_failed"
 
 
 class ReposyncError(Exception):
@@ -90,6 +127,8 @@ class ReposyncError(Exception):
     exit_status: ClassVar[int] = 1
     #: What an operator should do about it; shown in reports and the API.
     suggested_action: ClassVar[str] = "inspect the logs and report a bug"
+    #: The kind of problem, for a user interface's action (inherited by subclasses).
+    problem_type: ClassVar[ProblemType] = ProblemType.SYNC_FAILED
     #: Whether a later Run clears it with nobody changing anything: what a report's
     #: problem calls ``retryable``. None: as ``retryable`` (which says whether a stage may
     #: run again by itself; an unknown outcome never is, yet recovering the Run proves it).
@@ -106,6 +145,7 @@ class ReposyncError(Exception):
     def to_dict(self) -> dict[str, object]:
         return {
             "error_code": self.code,
+            "problem_type": self.problem_type.value,
             "message": self.message,
             "retryable": self.retryable,
             "suggested_action": self.suggested_action,
@@ -333,6 +373,7 @@ class ConnectionNotGranted(RecordNotFound):
     learns nothing of installations outside their grants, not even that one exists."""
 
     code = "connection_not_granted"
+    problem_type = ProblemType.AUTHORIZATION_REQUIRED
     suggested_action = (
         "connect GitHub (or re-authorize) and bind a repository GET /github/repositories "
         "lists, with the connection_id listed for it"
@@ -341,6 +382,7 @@ class ConnectionNotGranted(RecordNotFound):
 
 class Unauthenticated(ReposyncError):
     code = "unauthenticated"
+    problem_type = ProblemType.AUTHORIZATION_REQUIRED
     http_status = 401
     exit_status = 2
     suggested_action = "send a valid API token: Authorization: Bearer <token>"
@@ -381,6 +423,7 @@ class TooManyAttempts(ReposyncError):
 
 class Forbidden(ReposyncError):
     code = "forbidden"
+    problem_type = ProblemType.AUTHORIZATION_REQUIRED
     http_status = 403
     exit_status = 2
     suggested_action = "ask an admin for the role or the repository grant this needs"
@@ -410,6 +453,7 @@ class ResultUnknownUnresolved(NotAllowedNow):
     """A write's outcome is unknown: nothing may touch the Binding until it is proven."""
 
     code = "result_unknown_unresolved"
+    problem_type = ProblemType.EXTERNAL_RESULT_UNKNOWN
     suggested_action = "recover the Run (POST /runs/{id}/recover): it proves each outcome"
 
 
@@ -428,9 +472,11 @@ class VisibilityUnconfirmed(NotAllowedNow):
     """The standby is more public than the authority and nobody confirmed that."""
 
     code = "visibility_unconfirmed"
+    problem_type = ProblemType.AUTHORIZATION_REQUIRED
     suggested_action = (
-        "confirm the visibility on the Binding (PATCH visibility_confirmation) if the "
-        "standby may be more public than the authority"
+        "if the standby may be more public than the authority, confirm it: "
+        "confirm_visibility: true (POST or PATCH /bindings), --confirm-visibility, or the "
+        "visibility checkbox on the page"
     )
 
 
@@ -481,12 +527,14 @@ class ProviderError(ReposyncError):
 
 class PermissionDenied(ProviderError):
     code = "permission_denied"
+    problem_type = ProblemType.AUTHORIZATION_REQUIRED
     http_status = 403
     suggested_action = "grant the connection's credentials access to the repository"
 
 
 class RateLimited(ProviderError):
     code = "rate_limited"
+    problem_type = ProblemType.TEMPORARILY_RATE_LIMITED
     retryable = True
     http_status = 429
     suggested_action = "nothing: the Run resumes at retry_at"
@@ -505,6 +553,7 @@ class RateLimited(ProviderError):
 
 class QuotaExceeded(ProviderError):
     code = "quota_exceeded"
+    problem_type = ProblemType.QUOTA_EXCEEDED
     http_status = 507
     suggested_action = "raise the forge's quota or remove data"
 
@@ -519,6 +568,7 @@ class ResultUnknown(ProviderError):
     """A write was sent but its outcome was not observed; never re-send it blindly."""
 
     code = "result_unknown"
+    problem_type = ProblemType.EXTERNAL_RESULT_UNKNOWN
     suggested_action = "recover the Run: reposync proves each outcome by read-back"
     clears_on_rerun = True
 
@@ -528,6 +578,7 @@ class VerifyMismatch(ProviderError):
     the forge changed or dropped part of it)."""
 
     code = "verify_mismatch"
+    problem_type = ProblemType.VERIFICATION_FAILED
     http_status = 502
     suggested_action = "the target did not read back as written; run a full audit"
     clears_on_rerun = True
@@ -535,6 +586,7 @@ class VerifyMismatch(ProviderError):
 
 class Conflict(ProviderError):
     code = "conflict"
+    problem_type = ProblemType.REPOSITORY_CONFLICT
     http_status = 409
     suggested_action = (
         "resolve the objects on the target, or set the Binding's conflict policy to use_source"
@@ -675,6 +727,7 @@ class GitHubCodeRefused(ProviderError):
     OAuth settings are wrong). Nothing is recorded."""
 
     code = "github_code_refused"
+    problem_type = ProblemType.AUTHORIZATION_REQUIRED
     http_status = 502
     suggested_action = (
         "start Connect GitHub again; if it fails again, check REPOSYNC_GITHUB_CLIENT_ID and "

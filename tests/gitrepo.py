@@ -6,10 +6,11 @@ single edits go through pygit2.
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pygit2
@@ -129,6 +130,43 @@ def commit_blob(path: Path, ref: str, size: int, seed: int) -> str:
     oid = repo.create_commit(None, SIGNATURE, SIGNATURE, message, builder.write(), [parent.id])
     repo.references.create(ref, oid, force=True)
     return str(oid)
+
+
+def commit_snapshot(path: Path, ref: str, files: Mapping[bytes, bytes]) -> str:
+    """A commit on top of ``ref`` (none: a root commit) whose tree is exactly ``files``
+    (name -> content, at the root; names are bytes, so any Git accepts), through git's
+    plumbing; ``ref`` then points to it."""
+    git_dir = str(_git_dir(path))
+
+    who = {
+        f"GIT_{role}_{what}": value
+        for role in ("AUTHOR", "COMMITTER")
+        for what, value in (("NAME", "Test Author"), ("EMAIL", "author@example.com"))
+    }
+
+    def git(*args: str, stdin: bytes | None = None) -> bytes:
+        return subprocess.run(
+            ["git", "--git-dir", git_dir, *args],
+            input=stdin,
+            check=True,
+            capture_output=True,
+            env={**os.environ, **who},
+        ).stdout.strip()
+
+    entries = b"".join(
+        b"100644 blob " + git("hash-object", "-w", "--stdin", stdin=content) + b"\t" + name + b"\0"
+        for name, content in sorted(files.items())
+    )
+    tree = git("mktree", "-z", stdin=entries).decode()
+    parent = subprocess.run(
+        ["git", "--git-dir", git_dir, "rev-parse", "--verify", "-q", ref],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    parents = ["-p", parent] if parent else []
+    commit = git("commit-tree", tree, *parents, "-m", f"snapshot of {len(files)} files").decode()
+    git("update-ref", ref, commit)
+    return commit
 
 
 def set_ref(path: Path, ref: str, target: str) -> None:

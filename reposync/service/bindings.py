@@ -2,8 +2,14 @@
 
 Creation validates in an order that writes nothing until every input is known good:
 locators and connections, source, target, database; only then is a missing target
-created and the Binding made. ``reposync sync``, ``reposync handoff`` and
-``POST /bindings`` all bind here.
+created and the Binding made. ``reposync sync``, ``reposync handoff``, ``POST /bindings``
+and the web page's New Binding form all bind here.
+
+Visibility is judged when the Binding is made, by the access stage's own rule
+(``visibility.observe``): a standby more public than its authority is refused
+(``VisibilityUnconfirmed``, no Binding written) unless the request confirms it, and a
+confirmation is stored with the new row in its transaction. Finding the pair's existing
+Binding refuses nothing: its Runs judge it, as they always do.
 
 A side may name a connection (``SyncRequest.source_connection``/``target_connection``):
 the credentials its provider opens it with (GitHub: ``github:installation:<id>``, an App
@@ -30,6 +36,7 @@ from reposync.errors import (
     RecordNotFound,
     RepositoryNotFound,
     UsageError,
+    VisibilityUnconfirmed,
     WrongDirection,
 )
 from reposync.lifecycle import Side
@@ -39,7 +46,11 @@ from reposync.providers.registry import parse_locator, provider_class
 from reposync.service.context import ServiceContext
 from reposync.service.cron import next_slot, validate_cron
 from reposync.service.lookups import active_run, endpoint_spec, get_binding
-from reposync.service.pipeline.stages.visibility import confirmation_hash, reported_visibility
+from reposync.service.pipeline.stages.visibility import (
+    confirmation_hash,
+    observe,
+    reported_visibility,
+)
 from reposync.service.unknown_outcomes import require_no_unknown, unresolved_unknown
 from reposync.sync.vocabulary import RefConflictPolicy
 
@@ -55,7 +66,8 @@ class SyncRequest:
     dry_run: bool = False
     full_audit: bool = False
     conflict_policy: RefConflictPolicy | None = None
-    #: The operator's yes to a standby more public than the authority (see visibility).
+    #: The operator's yes to a standby more public than the authority: required to make
+    #: such a Binding, and stored for both sides' visibilities as they are now.
     confirm_visibility: bool = False
     #: The connection each side is opened with; None: the configured credentials.
     source_connection: str | None = None
@@ -102,17 +114,18 @@ def validate(
 
 def bind(ctx: ServiceContext, request: SyncRequest) -> Binding:
     """Validate the pair, create a missing target, and create or reuse its Binding."""
-    binding = bind_pair(ctx, request)[0]
-    if request.confirm_visibility:
-        binding = confirm_visibility(ctx, binding.id)
-    return binding
+    return bind_pair(ctx, request)[0]
 
 
 def bind_pair(
     ctx: ServiceContext, request: SyncRequest, admit: Admit | None = None
 ) -> tuple[Binding, bool]:
     """``bind``, also saying whether the Binding is new; ``admit`` sees both endpoints
-    before the Binding is written."""
+    before the Binding is written.
+
+    A missing target is created before the sides' visibilities can be read: only a local
+    forge creates one, and it is private, so it is never the more public side.
+    """
     source_spec, target_spec, target_exists = validate(request, ctx.environment)
     ctx.db.ensure_current()
     env = ctx.environment
@@ -122,6 +135,7 @@ def bind_pair(
     target = provider_class(target_spec.provider).open(target_spec, env)
     try:
         source_info, target_info = source.endpoint(), target.endpoint()
+        seen = Visibilities(reported_visibility(source), reported_visibility(target))
     finally:
         source.close()
         target.close()
@@ -135,6 +149,8 @@ def bind_pair(
         target_info,
         ref_conflict_policy=request.conflict_policy or RefConflictPolicy.KEEP_TARGET,
         connections=(source_spec.connection_id, target_spec.connection_id),
+        visibilities=seen,
+        confirm_visibility=request.confirm_visibility,
     )
     if request.conflict_policy is not None:
         _set_policy(ctx, binding.id, request.conflict_policy)
@@ -164,6 +180,15 @@ def find_binding(session: Session, one: EndpointInfo, other: EndpointInfo) -> Bi
     ).scalar_one_or_none()
 
 
+@dataclass(frozen=True, slots=True)
+class Visibilities:
+    """What the source and the target said of their visibility when they were opened
+    (None: the provider cannot say)."""
+
+    source: str | None = None
+    target: str | None = None
+
+
 def get_or_create_binding(
     ctx: ServiceContext,
     source: EndpointInfo,
@@ -171,13 +196,18 @@ def get_or_create_binding(
     *,
     ref_conflict_policy: RefConflictPolicy = RefConflictPolicy.KEEP_TARGET,
     connections: tuple[str | None, str | None] = (None, None),
+    visibilities: Visibilities = Visibilities(),
+    confirm_visibility: bool = False,
 ) -> tuple[Binding, bool]:
     """Reuse the pair's Binding (refreshing moved locators) or create it, source = authority.
 
     ``connections`` are the source's and the target's connection ids. Raises
     ``WrongDirection`` when the pair exists with ``source`` as its standby, and
     ``ConnectionMismatch`` when it exists and a named connection differs from the one it
-    stores (a side named without one keeps its own).
+    stores (a side named without one keeps its own). A new Binding whose target is more
+    public than its source (``visibilities``) is refused with ``VisibilityUnconfirmed``
+    unless ``confirm_visibility``; with it, the confirmation of these visibilities is
+    stored on the Binding, new or found, in the same transaction.
     """
     for _ in range(2):  # a concurrent creator may win the unique constraint once
         with ctx.db.transaction() as session:
@@ -191,6 +221,13 @@ def get_or_create_binding(
                     )
                 _check_connections(binding, (source, target), connections)
                 _refresh_locators(binding, source, target)
+                if confirm_visibility:
+                    binding.visibility_confirmation = confirmation_hash(
+                        binding,
+                        binding.authority,
+                        visibilities.source or "",
+                        visibilities.target or "",
+                    )
                 return binding, False
             try:
                 with session.begin_nested():
@@ -206,12 +243,33 @@ def get_or_create_binding(
                         authority_side=Side.A.value,
                         ref_conflict_policy=ref_conflict_policy.value,
                     )
+                    judge_visibility(binding, visibilities, confirm_visibility)
                     session.add(binding)
                     session.flush()
                 return binding, True
             except IntegrityError:
                 continue
     raise RuntimeError("binding creation raced twice")  # pragma: no cover
+
+
+def judge_visibility(binding: Binding, seen: Visibilities, confirm: bool) -> None:
+    """Record what both sides said of their visibility on a new Binding, and refuse one
+    whose standby would publish the authority's data without the operator's yes (the
+    rule the access stage applies to every Run: ``visibility.observe``)."""
+    _, refused = observe(binding, Side.A, seen.source, seen.target)
+    if refused and not confirm:
+        raise VisibilityUnconfirmed(
+            f"{binding.b_provider}:{binding.b_locator} is {seen.target} but "
+            f"{binding.a_provider}:{binding.a_locator} is {seen.source}: syncing would "
+            "publish private data; bind with confirm_visibility (--confirm-visibility) "
+            "if the standby may be more public"
+        )
+    binding.a_visibility = seen.source
+    binding.b_visibility = seen.target
+    if confirm:
+        binding.visibility_confirmation = confirmation_hash(
+            binding, Side.A, seen.source or "", seen.target or ""
+        )
 
 
 def _check_connections(

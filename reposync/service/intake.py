@@ -57,7 +57,7 @@ from reposync.service.outbox import dispatch_deliveries, written_in
 from reposync.service.pipeline.leases import database_now
 from reposync.service.pipeline.stages.visibility import observe
 from reposync.service.runs import mark_cancel_requested
-from reposync.service.watches import observe_branch_moves
+from reposync.service.watches import FilesOf, files_in, local_git_dir, observe_branch_moves
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +121,7 @@ def receive_local(
     provider = ctx.open_provider(spec)
     try:
         info = provider.endpoint()
+        git_dir = local_git_dir(provider) if refs else None
     finally:
         provider.close()
     change = RepositoryChange(
@@ -134,11 +135,15 @@ def receive_local(
     )
     delivery_id = f"{event}-{uuid.uuid4().hex}"
     return receive(
-        ctx, Notification(info.provider, delivery_id, event, None, Outcome.ACCEPTED, (change,))
+        ctx,
+        Notification(info.provider, delivery_id, event, None, Outcome.ACCEPTED, (change,)),
+        files_of=files_in([git_dir]) if git_dir is not None else None,
     )
 
 
-def receive(ctx: ServiceContext, notification: Notification) -> Receipt:
+def receive(
+    ctx: ServiceContext, notification: Notification, *, files_of: FilesOf | None = None
+) -> Receipt:
     """The one intake function: record ``notification`` once and apply its changes.
 
     The Bindings it concerns are looked up first, in reads of ``LOOKUP_CHUNK``
@@ -148,6 +153,8 @@ def receive(ctx: ServiceContext, notification: Notification) -> Receipt:
     is idempotent (a locator set, a notice kept, an owed Run coalesced), so a delivery
     whose last transaction never committed is applied whole by its redelivery, and a
     concurrent copy that loses the race on the record changed nothing the first did not.
+    ``files_of`` says what a ref move changed, for ``branch.moved`` (a local repository's
+    hook: its Git directory is here).
     """
     effects: dict[int, str] = {}
     requested: list[int] = []
@@ -180,7 +187,7 @@ def receive(ctx: ServiceContext, notification: Notification) -> Receipt:
                 raise _Duplicate from None
             _apply_chunk(ctx, session, delivery, chunks[-1], now, effects, requested)
             if only is not None and notification.outcome is Outcome.ACCEPTED:
-                _observe_refs(session, only, now)
+                _observe_refs(session, only, now, files_of)
             delivery.bindings = {str(k): v for k, v in sorted(effects.items())}
             # branch.moved of the watches the delivery moved (outbox rows, this transaction)
             outbox_rows = written_in(session)
@@ -390,7 +397,9 @@ def _apply(
     return ",".join(done) or "nothing_to_do"
 
 
-def _observe_refs(session: Session, change: RepositoryChange, now: datetime) -> None:
+def _observe_refs(
+    session: Session, change: RepositoryChange, now: datetime, files_of: FilesOf | None = None
+) -> None:
     """Branch watches see every ref move a delivery reports, in the delivery's transaction
     (so a redelivery, refused as a duplicate, never moves a cursor twice). A move without
     its object ids (GitHub's ``create``/``delete`` events: the push beside them has them)
@@ -402,7 +411,12 @@ def _observe_refs(session: Session, change: RepositoryChange, now: datetime) -> 
     ]
     if moves:
         observe_branch_moves(
-            session, change.provider, change.repository_id, moves, change.occurred_at or now
+            session,
+            change.provider,
+            change.repository_id,
+            moves,
+            change.occurred_at or now,
+            files_of=files_of,
         )
 
 

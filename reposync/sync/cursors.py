@@ -16,7 +16,18 @@ shows:
   A chain of distinct revisions therefore ends at its last movement whatever the
   delivery order; a same-instant cycle (``A -> B``, ``B -> A``) or fork cannot be
   ordered by anything the deliveries carry, and the cursor stays where following the
-  chain from its current movement leads.
+  chain from its current movement leads;
+* a newer movement that lands where the cursor already shows (``after`` equal) takes
+  its time but is **no new movement**: the same arrival seen twice (by a Run, then by a
+  delivery whose forge clock runs ahead) is announced once.
+
+A Run sees no movement, only where the branch **is** when it reads the source: a
+``Sighting`` (``sight``). It moves the cursor from what the cursor shows (or, for an
+empty cursor, from the revision the Binding last synced) to what the Run read, at the
+time the read had certainly ended (``until``), unless a movement reported at or after
+the read began (``since``) already moved the cursor: that one may be newer than what
+the Run read, so the cursor keeps it and the next Run looks again. A delivery older than
+a Run's sighting is then late like any other.
 
 Pure: datetimes and strings in, a new cursor out; the service stores it.
 """
@@ -70,6 +81,8 @@ def advance(cursor: Cursor, move: Move) -> Cursor:
         return cursor
     pair = (move.before, move.after)
     if cursor.moved_at is None or move.occurred_at > cursor.moved_at:
+        if not cursor.empty and move.after == cursor.after:  # the same arrival, later
+            return Cursor(cursor.before, cursor.after, move.occurred_at, (pair,))
         return Cursor(move.before, move.after, move.occurred_at, (pair,))
     if move.occurred_at < cursor.moved_at or pair in cursor.tied:
         return cursor
@@ -93,6 +106,38 @@ def _follow(before: str, after: str, tied: tuple[tuple[str, str], ...]) -> tuple
         before, after = step
 
 
+@dataclass(frozen=True, slots=True)
+class Sighting:
+    """Where a Run read a branch: ``revision`` (Git's all-zero id: it did not exist),
+    read after ``since`` and before ``until``; ``synced`` is the revision the Binding
+    last verified for it (None: never synced), the cursor's origin when it is empty."""
+
+    revision: str
+    since: datetime
+    until: datetime
+    synced: str | None = None
+
+
+def sight(cursor: Cursor, sighting: Sighting) -> Cursor:
+    """The cursor once a Run's ``sighting`` has been taken (``cursor`` itself when it stays).
+
+    It moves only to a revision the cursor does not show, and only when no movement at
+    or after ``since`` moved the cursor; an empty cursor moves only when the Run saw the
+    branch move since the Binding last synced it (a watch learns of no movement older
+    than what the Binding had seen).
+    """
+    revision = sighting.revision
+    if cursor.after == revision:
+        return cursor
+    if cursor.moved_at is not None and cursor.moved_at >= sighting.since:
+        return cursor
+    before = cursor.after if not cursor.empty else sighting.synced
+    if before is None or before == revision:
+        return cursor
+    return Cursor(before, revision, sighting.until, ((before, revision),))
+
+
 def moved(old: Cursor, new: Cursor) -> bool:
-    """Whether ``new`` shows another movement than ``old`` (what ``branch.moved`` reports)."""
-    return (old.before, old.after, old.moved_at) != (new.before, new.after, new.moved_at)
+    """Whether ``new`` shows another movement than ``old`` (what ``branch.moved``
+    reports); a later time for the movement it shows is none."""
+    return (old.before, old.after) != (new.before, new.after)

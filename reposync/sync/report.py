@@ -2,6 +2,15 @@
 
 Pure: the service aggregates RunItems with one GROUP BY and hands the rows over, so a
 report costs the same for ten items or a million.
+
+Each problem says three things: ``error_code`` (the precise, stable cause),
+``problem_type`` (one of ``ProblemType``'s seven kinds: what a user interface offers to do
+about it, from the error tree's class, so nothing here restates it) and ``category``
+(what the entry is). Categories ``conflict``, ``blocked``, ``error`` and ``run_error``
+are failures; ``preserved`` (target-only objects kept), ``pending_change`` (superseded
+by a newer source) and ``data_gap`` (objects that cannot be synced) are notices: nothing
+failed, and their kind is the one whose action they would take if anyone acts
+(``NOTICE_TYPES``).
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ from typing import Any
 from reposync.errors import (
     Conflict,
     PermissionDenied,
+    ProblemType,
     RateLimited,
     ResultUnknown,
     ResultUnknownUnresolved,
@@ -37,6 +47,25 @@ COUNTER_NAMES = (
 
 CONFLICT_CODE = Conflict.code
 
+#: What each entry of a report's problems is (``Problem.category``): failures first.
+FAILURE_CATEGORIES = ("conflict", "blocked", "error", "run_error")
+NOTICE_CATEGORIES = ("preserved", "pending_change", "data_gap")
+#: The kind of a notice: target-only objects make the standby differ from the authority
+#: (acting on them is on the standby, as for a conflict); a pending change and a data gap
+#: are objects this Run did not sync (a follow-up Run takes the first, nothing the second).
+NOTICE_TYPES = {
+    "preserved": ProblemType.REPOSITORY_CONFLICT,
+    "pending_change": ProblemType.SYNC_FAILED,
+    "data_gap": ProblemType.SYNC_FAILED,
+}
+
+
+def problem_type_of(code: str) -> ProblemType:
+    """The kind of a failure with this code: its class's in the error tree; an item's own
+    code (a forge's refusal: ``invalid``, ``dependency_missing``) is a failed sync."""
+    known = error_class(code)
+    return known.problem_type if known is not None else ProblemType.SYNC_FAILED
+
 
 @dataclass(frozen=True, slots=True)
 class ItemAggregate:
@@ -55,7 +84,9 @@ class ItemAggregate:
 @dataclass(frozen=True, slots=True)
 class Problem:
     error_code: str
-    problem_type: str
+    problem_type: ProblemType
+    #: What the entry is (``FAILURE_CATEGORIES`` or ``NOTICE_CATEGORIES``).
+    category: str
     message: str
     suggested_action: str
     retryable: bool
@@ -66,7 +97,8 @@ class Problem:
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "error_code": self.error_code,
-            "problem_type": self.problem_type,
+            "problem_type": self.problem_type.value,
+            "category": self.category,
             "message": self.message,
             "suggested_action": self.suggested_action,
             "retryable": self.retryable,
@@ -153,7 +185,7 @@ def item_problems(rows: Iterable[ItemAggregate]) -> list[Problem]:
     """One problem per (type, kind of trouble), with a count and a few examples."""
     merged: dict[tuple[str, str, str], Problem] = {}
     for problem in _row_problems(rows):
-        key = (problem.object_type or "", problem.problem_type, problem.error_code)
+        key = (problem.object_type or "", problem.category, problem.error_code)
         seen = merged.get(key)
         if seen is None:
             merged[key] = problem
@@ -174,7 +206,8 @@ def _row_problems(rows: Iterable[ItemAggregate]) -> Iterator[Problem]:
         if _is_conflict(row):
             yield Problem(
                 error_code=CONFLICT_CODE,
-                problem_type="conflict",
+                problem_type=Conflict.problem_type,
+                category="conflict",
                 message=row.error_message
                 or f"{row.count} {row.object_type} object(s) exist on the target with "
                 "different content and are not managed by this Binding; kept as they are",
@@ -187,7 +220,8 @@ def _row_problems(rows: Iterable[ItemAggregate]) -> Iterator[Problem]:
         elif row.action is Action.REPORT:
             yield Problem(
                 error_code="target_only_preserved",
-                problem_type="preserved",
+                problem_type=NOTICE_TYPES["preserved"],
+                category="preserved",
                 message=f"{row.count} {row.object_type} object(s) exist only on the "
                 "target; preserved, not managed",
                 suggested_action="none, or delete them on the target if unwanted",
@@ -201,7 +235,8 @@ def _row_problems(rows: Iterable[ItemAggregate]) -> Iterator[Problem]:
             known = error_class(code)
             yield Problem(
                 error_code=code,
-                problem_type="blocked" if row.state is ItemState.BLOCKED else "error",
+                problem_type=problem_type_of(code),
+                category="blocked" if row.state is ItemState.BLOCKED else "error",
                 message=row.error_message or f"{row.count} {row.object_type} item(s) {row.state}",
                 suggested_action=known.suggested_action if known else ITEM_ACTION,
                 retryable=known.rerun_clears() if known else False,
@@ -212,7 +247,8 @@ def _row_problems(rows: Iterable[ItemAggregate]) -> Iterator[Problem]:
         elif row.state is ItemState.SUPERSEDED:
             yield Problem(
                 error_code="superseded",
-                problem_type="pending_change",
+                problem_type=NOTICE_TYPES["pending_change"],
+                category="pending_change",
                 message=f"{row.count} {row.object_type} object(s) changed on the source "
                 "after planning; a follow-up Run picks them up",
                 suggested_action="none: a follow-up Run is queued",

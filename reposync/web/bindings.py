@@ -67,8 +67,11 @@ class BindingsView(MethodView):
         """Create the Binding of two repositories (200 with the pair's Binding when it
         exists already).
 
-        ``source`` becomes the authority; a missing target repository is created. With
-        ``confirm_visibility`` the current visibilities are confirmed at once. A side's
+        ``source`` becomes the authority; a missing target repository is created. A
+        target more public than the source (a private repository mirrored to a public
+        one) needs ``confirm_visibility: true``: without it the request is refused (409
+        ``visibility_unconfirmed``) and nothing is written; with it the current
+        visibilities are confirmed at once (also on the pair's existing Binding). A side's
         ``*_connection_id`` (``GET /github/repositories`` lists one per repository) is the
         GitHub App installation whose token opens it; omitted, the configured credentials.
 
@@ -101,14 +104,13 @@ class BindingsView(MethodView):
                 source_connection=sides[0][1],
                 target_connection=sides[1][1],
                 create_target=admit is None,
+                confirm_visibility=args["confirm_visibility"],
             ),
             admit,
         )
         if admit is not None:  # a member: they see (and may run) what they bound
             grant(ctx, user.id, bound.a_provider, bound.a_repository_id)
             grant(ctx, user.id, bound.b_provider, bound.b_repository_id)
-        if args["confirm_visibility"]:
-            confirm_visibility(ctx, bound.id)
         # bind() answers the row as it found it: read it back to show what was stored.
         status = 201 if created else 200
         return get_binding_for(ctx, user, bound.id), status, _location(bound.id)

@@ -54,7 +54,8 @@ def check(ctx: ServiceContext, tmp_path: Path) -> None:
     assert len(synced) == 1 + 3 + 2  # main, the branches and the tags
     problems = problems_by_code(first)
     assert problems["invalid_ref_name"]["count"] == 2
-    assert problems["invalid_ref_name"]["problem_type"] == "data_gap"
+    assert problems["invalid_ref_name"]["category"] == "data_gap"
+    assert problems["invalid_ref_name"]["problem_type"] == "sync_failed"
     assert sorted(problems["invalid_ref_name"]["examples"]) == [
         "refs/heads/bad\\xff\\xfename",
         "refs/heads/broken..name",

@@ -126,8 +126,9 @@ def test_retries_are_bounded_and_the_last_error_is_in_the_report(quick, synced):
         run = sync(quick, request)
     assert run.status == "failed"
     assert run.error_code == "provider_unavailable"
-    [problem] = [p for p in run.report["problems"] if p["problem_type"] == "run_error"]
+    [problem] = [p for p in run.report["problems"] if p["category"] == "run_error"]
     assert problem["error_code"] == "provider_unavailable"
+    assert problem["problem_type"] == "sync_failed"
     assert "gave up after 3 attempts" in problem["message"]
     assert problem["retryable"] is True
     assert len([e for e in events(quick, run.id) if e.type == "retry_scheduled"]) == 2

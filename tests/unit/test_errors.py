@@ -36,3 +36,59 @@ def test_rate_limited_carries_retry_at():
     assert data["error_code"] == "rate_limited"
     assert data["retry_at"] == "2026-12-02T12:00:00+00:00"
     assert data["retryable"] is True
+
+
+#: The classes whose kind is not ReposyncError's ``sync_failed`` (their subclasses inherit).
+KINDS = {
+    errors.Unauthenticated: "authorization_required",
+    errors.Forbidden: "authorization_required",
+    errors.ConnectionNotGranted: "authorization_required",
+    errors.PermissionDenied: "authorization_required",
+    errors.VisibilityUnconfirmed: "authorization_required",
+    errors.GitHubCodeRefused: "authorization_required",
+    errors.RateLimited: "temporarily_rate_limited",
+    errors.QuotaExceeded: "quota_exceeded",
+    errors.ResultUnknown: "external_result_unknown",
+    errors.ResultUnknownUnresolved: "external_result_unknown",
+    errors.Conflict: "repository_conflict",
+    errors.VerifyMismatch: "verification_failed",
+}
+
+
+def test_every_code_maps_to_one_of_the_seven_problem_kinds():
+    """Each class's problem_type is a ProblemType: its own or its nearest ancestor's in
+    KINDS, sync_failed for the rest; the error documents carry it beside the code."""
+    assert {kind.value for kind in errors.ProblemType} == {
+        "authorization_required",
+        "temporarily_rate_limited",
+        "quota_exceeded",
+        "external_result_unknown",
+        "repository_conflict",
+        "verification_failed",
+        "sync_failed",
+    }
+    for cls in errors.all_error_classes():
+        assert isinstance(cls.problem_type, errors.ProblemType), cls
+        nearest = next((KINDS[base] for base in cls.__mro__ if base in KINDS), "sync_failed")
+        assert cls.problem_type == nearest, cls
+        assert errors.error_class(cls.code) is cls
+    error = errors.PermissionDenied("no access")
+    assert error.to_dict()["problem_type"] == "authorization_required"
+
+
+def test_the_module_docstring_names_every_kind_with_its_classes():
+    """The docstring's table of kinds lists each kind once, with the classes KINDS gives it."""
+    table: dict[str, str] = {}
+    current = None
+    for line in (errors.__doc__ or "").splitlines():
+        first = line.split()[0] if line.split() else ""
+        if line.startswith("    ") and first in set(errors.ProblemType):
+            current = first
+            table[current] = line.removeprefix("    " + first)
+        elif current is not None and line.startswith("      "):
+            table[current] += line
+        else:
+            current = None
+    assert set(table) == {kind.value for kind in errors.ProblemType}
+    for cls, kind in KINDS.items():
+        assert cls.__name__ in table[kind].replace(",", " ").split(), (cls, kind)

@@ -1,6 +1,11 @@
 """The Run page: stage timeline, progress, problems with their action as a button, items,
 and the actions themselves (cancel, retry, recover).
 
+A problem's action follows its kind (``problem_type``, ``ProblemType``): ``KIND_ACTIONS``
+says what to do in words and the template offers the button or link that does it; a
+notice (a problem whose ``category`` is one of ``NOTICE_CATEGORIES``: nothing failed) is
+shown as a note, without one.
+
 Live progress: ``static/run.js`` follows the API's own Server-Sent Event stream with a
 stream token (``POST /runs/<id>/stream``) and re-renders the Run's live part
 (``GET /runs/<id>/live``) as events arrive.
@@ -23,8 +28,10 @@ from werkzeug.wrappers.response import Response as BaseResponse
 
 from reposync.config import Settings
 from reposync.errors import (
+    ProblemType,
     ReposyncError,
     ResultUnknown,
+    error_class,
 )
 from reposync.lifecycle import Stage
 from reposync.service.authorization import (
@@ -43,12 +50,44 @@ from reposync.service.queries import (
 from reposync.service.recovery import recover_run
 from reposync.service.runs import request_cancel, retry_run
 from reposync.service.users import issue_stream_token
+from reposync.sync.report import NOTICE_CATEGORIES, problem_type_of
 from reposync.web.pages import session
 from reposync.web.pages.common import PAGE_SIZE, blueprint, signed_in_user
 
 #: Events the Run page renders before the live stream takes over.
 RECENT_EVENTS = 100
 ITEM_STATES = ("pending", "applying", "completed", "skipped", "blocked", "failed")
+#: What to do about each kind of problem (README's "Problem types" says the same); the
+#: template puts the button or link beside it.
+KIND_ACTIONS: dict[ProblemType, str] = {
+    ProblemType.AUTHORIZATION_REQUIRED: (
+        "grant reposync's credentials the access named (Grant access), or confirm the "
+        "visibility on the Binding"
+    ),
+    ProblemType.TEMPORARILY_RATE_LIMITED: "nothing: the Run waits for the limit and resumes",
+    ProblemType.QUOTA_EXCEEDED: "raise the forge's quota or remove data, then Retry",
+    ProblemType.EXTERNAL_RESULT_UNKNOWN: "Recover: read-back proves what each write did",
+    ProblemType.REPOSITORY_CONFLICT: (
+        "resolve the objects on the standby, or choose the Binding's conflict policy"
+    ),
+    ProblemType.VERIFICATION_FAILED: "run a Full audit: it reads every managed object back",
+    ProblemType.SYNC_FAILED: "read the message and the suggestion, fix the cause, then Retry",
+}
+
+
+def _shown(problem: dict[str, Any]) -> dict[str, Any]:
+    """A report's problem as the page shows it: its kind (a report written before kinds
+    existed has none: the error tree's, by code), whether it is a notice, and the kind's
+    action."""
+    stated = problem.get("problem_type")
+    kinds = {kind.value for kind in ProblemType}
+    kind = ProblemType(stated) if stated in kinds else problem_type_of(problem["error_code"])
+    return {
+        **problem,
+        "problem_type": kind.value,
+        "notice": problem.get("category") in NOTICE_CATEGORIES,
+        "kind_action": KIND_ACTIONS[kind],
+    }
 
 
 # --- Run ----------------------------------------------------------------------------------
@@ -76,6 +115,7 @@ def _live_context(run_id: int) -> dict[str, Any]:
             0,
             {
                 "error_code": run.error_code,
+                "category": "run_error",
                 "message": run.error_message or "",
                 "suggested_action": _suggested(run.error_code),
                 "retryable": True,
@@ -89,6 +129,7 @@ def _live_context(run_id: int) -> dict[str, Any]:
             0,
             {
                 "error_code": ResultUnknown.code,
+                "category": "blocked",
                 "message": f"{unknown} write(s) whose outcome nobody observed",
                 "suggested_action": ResultUnknown.suggested_action,
                 "retryable": False,
@@ -103,7 +144,7 @@ def _live_context(run_id: int) -> dict[str, Any]:
         "run": run,
         "progress": progress,
         "timeline": timeline,
-        "problems": problems,
+        "problems": [_shown(p) for p in problems],
         "unknown": unknown,
         "handoff": handoff_info,
         "reverse": reverse,
@@ -112,12 +153,8 @@ def _live_context(run_id: int) -> dict[str, Any]:
 
 
 def _suggested(code: str) -> str:
-    from reposync import errors
-
-    for value in vars(errors).values():
-        if isinstance(value, type) and issubclass(value, ReposyncError) and value.code == code:
-            return value.suggested_action
-    return ReposyncError.suggested_action
+    known = error_class(code)
+    return (known or ReposyncError).suggested_action
 
 
 def _grant_url(settings: Settings, binding_id: int) -> str | None:

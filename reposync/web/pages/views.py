@@ -126,7 +126,9 @@ def _side(form_prefix: str) -> tuple[str, str | None]:
 def create_binding() -> BaseResponse:
     """Bind two repositories as ``POST /bindings`` does; then its page. An admin binds
     any locators; a member binds repositories picked from their Connect GitHub grants
-    (``authorize_connections``), and is granted both, as through the API."""
+    (``authorize_connections``), and is granted both, as through the API. A standby more
+    public than the authority needs the form's visibility checkbox (the problem page
+    says so otherwise, and nothing is written)."""
     ctx, user = session.service_context(), signed_in_user()
     (source, source_connection), (target, target_connection) = _side("source"), _side("target")
     if not source or not target:
@@ -144,14 +146,13 @@ def create_binding() -> BaseResponse:
             source_connection=source_connection,
             target_connection=target_connection,
             create_target=admit is None,
+            confirm_visibility=bool(request.form.get("confirm_visibility")),
         ),
         admit,
     )
     if admit is not None:  # a member: they see (and may run) what they bound
         grant(ctx, user.id, bound.a_provider, bound.a_repository_id)
         grant(ctx, user.id, bound.b_provider, bound.b_repository_id)
-    if request.form.get("confirm_visibility"):
-        confirm_visibility(ctx, bound.id)
     return redirect(url_for("pages.binding", binding_id=bound.id))
 
 

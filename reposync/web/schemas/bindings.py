@@ -121,7 +121,11 @@ class BindingCreateSchema(Schema):
     ref_conflict_policy = one_of(POLICIES, load_default=None)
     confirm_visibility = fields.Boolean(
         load_default=False,
-        metadata={"description": "confirm a standby more public than the authority"},
+        metadata={
+            "description": "confirm that the target may be more public than the source: "
+            "required to bind such a pair (409 visibility_unconfirmed without it, nothing "
+            "written); stores a confirmation of the current visibilities"
+        },
     )
     source_connection_id = text(
         255,

@@ -6,6 +6,8 @@ from typing import Any
 
 from marshmallow import Schema, ValidationError, fields, validate
 
+from reposync.errors import ProblemType
+
 #: Ids are 32-bit integer columns: larger values cannot name a record (and would overflow).
 MAX_ID = 2**31 - 1
 #: The largest page the service answers (``reposync.service.queries.MAX_PAGE``).
@@ -56,6 +58,10 @@ class ProblemSchema(Schema):
         required=True, metadata={"description": "stable error code (reposync.errors)"}
     )
     suggested_action = fields.String(metadata={"description": "what an operator can do"})
+    problem_type = one_of(
+        [kind.value for kind in ProblemType],
+        metadata={"description": "the kind of problem, one action each (README)"},
+    )
     retryable = fields.Boolean()
     retry_at = fields.DateTime(metadata={"description": "when a rate limit lifts"})
     errors = fields.Dict(

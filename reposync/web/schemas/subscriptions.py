@@ -12,6 +12,7 @@ from marshmallow import Schema, ValidationError, fields, pre_dump, validate
 
 from reposync.models import DeliveryStatus, WebhookDelivery
 from reposync.service.outbox import EVENTS
+from reposync.service.watches import CHANGE_KINDS, FILES_LISTED
 from reposync.service.webhook_transport import standard_secret_problem
 from reposync.web.pagination import PageArgsSchema
 from reposync.web.schemas.common import MAX_ID, no_nul, one_of, record_id, text
@@ -304,8 +305,19 @@ class EventRepositorySchema(Schema):
     locator = fields.String(required=True)
 
 
+class ChangedFileSchema(Schema):
+    """One file a branch movement changed (``git diff-tree -M --name-status``)."""
+
+    path = fields.String(required=True)
+    change = one_of(list(CHANGE_KINDS), required=True)
+    previous_path = fields.String(
+        required=True, allow_none=True, metadata={"description": "a renamed file's old path"}
+    )
+
+
 class BranchMovedDataSchema(Schema):
-    """branch.moved: a watched branch's cursor moved (``service/watches.py``)."""
+    """branch.moved: a watched branch's cursor moved (``service/watches.py``), seen in a
+    delivery or by a Run that read the branch (a lost delivery is heard of anyway)."""
 
     watch_id = fields.Integer(required=True)
     repository = fields.Nested(EventRepositorySchema, required=True)
@@ -319,6 +331,27 @@ class BranchMovedDataSchema(Schema):
         fields.Integer(),
         required=True,
         metadata={"description": "the Bindings whose authority this repository is"},
+    )
+    observed_by = one_of(
+        ["delivery", "run"],
+        required=True,
+        metadata={"description": "a webhook delivery, or a Run that read the branch"},
+    )
+    run_id = fields.Integer(
+        required=True, allow_none=True, metadata={"description": "the Run that saw it"}
+    )
+    files = fields.List(
+        fields.Nested(ChangedFileSchema),
+        required=True,
+        allow_none=True,
+        metadata={
+            "description": f"what the movement changed, at most {FILES_LISTED}; null "
+            "when no repository on reposync's machine holds both revisions, or the branch "
+            "was created or deleted"
+        },
+    )
+    files_truncated = fields.Boolean(
+        required=True, metadata={"description": "more files changed than listed"}
     )
 
 

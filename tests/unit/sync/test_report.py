@@ -5,10 +5,13 @@ from __future__ import annotations
 import pytest
 
 from reposync import errors
+from reposync.errors import ProblemType
 from reposync.lifecycle import RunStatus
 from reposync.sync.report import (
     CONFLICT_CODE,
     COUNTER_NAMES,
+    FAILURE_CATEGORIES,
+    NOTICE_CATEGORIES,
     ItemAggregate,
     PlanningCounters,
     Problem,
@@ -318,7 +321,7 @@ def test_conflict_row_becomes_a_conflict_problem():
     assert len(problems) == 1
     problem = problems[0]
     assert problem.error_code == CONFLICT_CODE
-    assert problem.problem_type == "conflict"
+    assert (problem.problem_type, problem.category) == ("repository_conflict", "conflict")
     assert problem.retryable is False
     assert problem.count == 2
     assert problem.object_type == "git_ref"
@@ -330,64 +333,82 @@ def test_conflict_row_becomes_a_conflict_problem():
 def test_failed_row_with_conflict_code_is_a_conflict_problem():
     """A write refused as a conflict reads as a conflict, with the item's own message."""
     problems = item_problems([row(A.UPDATE, S.FAILED, CONFLICT_CODE, error_message="ref moved")])
-    assert [(p.error_code, p.problem_type, p.message) for p in problems] == [
-        (CONFLICT_CODE, "conflict", "ref moved")
+    assert [(p.error_code, p.problem_type, p.category, p.message) for p in problems] == [
+        (CONFLICT_CODE, "repository_conflict", "conflict", "ref moved")
     ]
 
 
 def test_report_row_becomes_a_preserved_problem():
-    """Target-only objects are reported as preserved, not retryable."""
+    """Target-only objects are a notice (category preserved), not retryable; their kind
+    is the standby's divergence from the authority."""
     (problem,) = item_problems([row(A.REPORT, S.COMPLETED, count=3, examples=("branch x",))])
-    assert (problem.error_code, problem.problem_type) == ("target_only_preserved", "preserved")
+    assert (problem.error_code, problem.category) == ("target_only_preserved", "preserved")
+    assert problem.problem_type == "repository_conflict"
     assert problem.count == 3
     assert problem.retryable is False
     assert problem.message.startswith("3 git_ref object(s) exist only on the target")
 
 
 @pytest.mark.parametrize(
-    ("code", "retryable", "suggestion"),
+    ("code", "retryable", "suggestion", "kind"),
     [
-        ("result_unknown", True, "recover the Run"),
-        ("verify_mismatch", True, "run a full audit"),
-        ("permission_denied", False, "grant the connection's credentials access"),
-        ("attempts_exhausted", False, "retry the Run once the cause is fixed"),
-        ("rate_limited", True, "the Run resumes at retry_at"),
-        ("provider_unavailable", True, "wait for the forge to come back"),
-        ("git_transport_failed", True, "the Run can be retried"),
-        ("dependency_missing", False, "inspect the Run's items and retry"),
-        ("weird_code", False, "inspect the Run's items and retry"),
+        ("result_unknown", True, "recover the Run", "external_result_unknown"),
+        ("verify_mismatch", True, "run a full audit", "verification_failed"),
+        (
+            "permission_denied",
+            False,
+            "grant the connection's credentials access",
+            "authorization_required",
+        ),
+        ("quota_exceeded", False, "raise the forge's quota", "quota_exceeded"),
+        ("attempts_exhausted", False, "retry the Run once the cause is fixed", "sync_failed"),
+        ("rate_limited", True, "the Run resumes at retry_at", "temporarily_rate_limited"),
+        ("provider_unavailable", True, "wait for the forge to come back", "sync_failed"),
+        ("git_transport_failed", True, "the Run can be retried", "sync_failed"),
+        ("dependency_missing", False, "inspect the Run's items and retry", "sync_failed"),
+        ("weird_code", False, "inspect the Run's items and retry", "sync_failed"),
     ],
 )
-def test_failed_row_problem_suggestion_and_retryability(code, retryable, suggestion):
-    """Failed items carry their code, the error tree's suggestion and whether a rerun
-    clears it (an item's own code, like a refusal: a generic suggestion, not retryable)."""
+def test_failed_row_problem_suggestion_and_retryability(code, retryable, suggestion, kind):
+    """Failed items carry their code, the error tree's suggestion, kind and whether a rerun
+    clears it (an item's own code, like a refusal: a generic suggestion, not retryable, a
+    failed sync)."""
     (problem,) = item_problems([row(A.CREATE, S.FAILED, code, count=2)])
     assert problem.error_code == code
-    assert problem.problem_type == "error"
+    assert (problem.problem_type, problem.category) == (kind, "error")
     assert problem.retryable is retryable
     assert suggestion in problem.suggested_action
     assert problem.message == "2 git_ref item(s) failed"
 
 
 def test_the_report_and_the_error_tree_say_the_same():
-    """One source: every code of the tree reads in a report as the tree says."""
+    """One source: every code of the tree reads in a report as the tree says, its kind
+    included, for a failed and a blocked item alike."""
     for cls in errors.all_error_classes():
-        (problem,) = item_problems([row(A.CREATE, S.FAILED, cls.code)])
-        assert problem.suggested_action == cls.suggested_action
-        assert problem.retryable is cls.rerun_clears()
+        for state in (S.FAILED, S.BLOCKED):
+            (problem,) = item_problems([row(A.CREATE, state, cls.code)])
+            assert problem.suggested_action == cls.suggested_action
+            assert problem.retryable is cls.rerun_clears()
+            assert problem.problem_type is cls.problem_type, cls
 
 
 def test_blocked_row_is_a_blocked_problem():
-    """Blocked items are problem_type 'blocked'; without a code they read 'item_failed'."""
+    """Blocked items are category 'blocked'; without a code they read 'item_failed', a
+    failed sync."""
     blocked_with_code, blocked_without = item_problems(
         [row(A.DELETE, S.BLOCKED, "result_unknown"), row(A.CREATE, S.BLOCKED)]
     )
-    assert (blocked_with_code.error_code, blocked_with_code.problem_type) == (
-        "result_unknown",
-        "blocked",
-    )
+    assert (
+        blocked_with_code.error_code,
+        blocked_with_code.category,
+        blocked_with_code.problem_type,
+    ) == ("result_unknown", "blocked", "external_result_unknown")
     assert blocked_with_code.retryable is True
-    assert (blocked_without.error_code, blocked_without.problem_type) == ("item_failed", "blocked")
+    assert (
+        blocked_without.error_code,
+        blocked_without.category,
+        blocked_without.problem_type,
+    ) == ("item_failed", "blocked", "sync_failed")
     assert blocked_without.message == "1 git_ref item(s) blocked"
 
 
@@ -398,11 +419,12 @@ def test_failed_row_prefers_the_items_error_message():
 
 
 def test_superseded_row_is_a_retryable_pending_change():
-    """Superseded items become one retryable 'pending_change' problem."""
+    """Superseded items become one retryable 'pending_change' notice."""
     (problem,) = item_problems(
         [row(A.UPDATE, S.SUPERSEDED, "superseded", count=4, examples=("branch m",))]
     )
-    assert (problem.error_code, problem.problem_type) == ("superseded", "pending_change")
+    assert (problem.error_code, problem.category) == ("superseded", "pending_change")
+    assert problem.category in NOTICE_CATEGORIES
     assert problem.retryable is True
     assert problem.count == 4
     assert list(problem.examples) == ["branch m"]
@@ -446,24 +468,54 @@ def test_superseded_across_actions_is_one_problem():
 
 
 def test_problem_to_dict_includes_optional_fields_only_when_set():
-    """to_dict always has the five report fields and count; type and examples when set."""
-    bare = Problem("code", "error", "msg", "do this", retryable=False)
+    """to_dict always has the six report fields and count; type and examples when set."""
+    bare = Problem("code", ProblemType.SYNC_FAILED, "error", "msg", "do this", retryable=False)
     assert bare.to_dict() == {
         "error_code": "code",
-        "problem_type": "error",
+        "problem_type": "sync_failed",
+        "category": "error",
         "message": "msg",
         "suggested_action": "do this",
         "retryable": False,
         "count": 1,
     }
-    full = Problem("code", "error", "msg", "do this", True, 2, "git_ref", ("branch a",))
+    full = Problem(
+        "code", ProblemType.QUOTA_EXCEEDED, "error", "msg", "do this", True, 2, "git_ref", ("x",)
+    )
     assert full.to_dict() == {
         "error_code": "code",
-        "problem_type": "error",
+        "problem_type": "quota_exceeded",
+        "category": "error",
         "message": "msg",
         "suggested_action": "do this",
         "retryable": True,
         "count": 2,
         "object_type": "git_ref",
-        "examples": ["branch a"],
+        "examples": ["x"],
     }
+
+
+def test_every_problem_a_report_can_hold_has_one_of_the_seven_kinds():
+    """Whatever rows a Run ends with, each problem's kind is a ProblemType and its
+    category says whether it is a failure or a notice."""
+    kinds = {kind.value for kind in ProblemType}
+    assert len(kinds) == 7
+    codes = [None, "item_failed", "weird_code", *(c.code for c in errors.all_error_classes())]
+    rows = [
+        row(action, state, code)
+        for action in A
+        for state in S
+        for code in codes
+        if not (action is A.REPORT and code is not None)
+    ]
+    problems = item_problems(rows)
+    assert {p.category for p in problems} == {
+        "conflict",
+        "preserved",
+        "error",
+        "blocked",
+        "pending_change",
+    }
+    for problem in problems:
+        assert problem.to_dict()["problem_type"] in kinds
+        assert problem.category in (*FAILURE_CATEGORIES, *NOTICE_CATEGORIES)

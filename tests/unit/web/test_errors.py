@@ -61,6 +61,7 @@ def test_every_error_class_answers_its_status_and_code(app, cls):
     assert body["detail"] == error.message
     assert body["suggested_action"] == cls.suggested_action
     assert body["retryable"] is cls.retryable
+    assert body["problem_type"] == cls.problem_type.value
 
 
 def test_rate_limits_say_when_to_come_back(app):

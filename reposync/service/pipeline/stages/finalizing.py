@@ -2,7 +2,8 @@
 
 Everything happens in one fenced transaction: a Run is either still running (and
 resumable) or finished with its report, its status, a free Binding and the webhook
-deliveries that report its end (``notifications.py``).
+deliveries that report its end (``notifications.py``) and the movements it saw of
+watched branches (``watched_branches.py``: a lost delivery's ``branch.moved``).
 """
 
 from __future__ import annotations
@@ -20,14 +21,16 @@ from reposync.lifecycle import RunMode, RunStatus, Stage, Trigger
 from reposync.models import Binding, InventoryEntry, Run, RunItem, utcnow
 from reposync.service.context import Step
 from reposync.service.event_runs import after_run
-from reposync.service.outbox import dispatch_deliveries
+from reposync.service.outbox import dispatch_deliveries, written_in
 from reposync.service.pipeline.execution import StageExecution
 from reposync.service.pipeline.leases import release
+from reposync.service.pipeline.stages import watched_branches
 from reposync.service.pipeline.stages.applying import block_unfinished, settle_unfinished
 from reposync.service.pipeline.stages.default_branch import default_branch_report
 from reposync.service.pipeline.stages.notifications import run_end_notifications
 from reposync.service.runs import new_run
 from reposync.sync.report import (
+    NOTICE_TYPES,
     ItemAggregate,
     PlanningCounters,
     Problem,
@@ -77,6 +80,8 @@ def finish(
     problems.extend(_rejected_problems(rejected))
     if error is not None:
         problems.insert(0, _error_problem(error))
+    # What the Run read of watched branches, before its inventory rows go below.
+    sighted = watched_branches.prepare(ex)
     status = final_status(
         counters, cancelled=cancelled, error_code=error.code if error is not None else None
     )
@@ -138,6 +143,8 @@ def finish(
             error=error.to_dict() if error is not None else None,
             follow_up_run_id=follow_up.id if follow_up is not None else None,
         )
+        if sighted is not None and watched_branches.observe(ex, session, sighted):
+            deliveries = list(dict.fromkeys([*deliveries, *written_in(session)]))
         faults.point("finalizing.after_notify")
     ex.run.status = status.value
     metrics.record_run_finished(status.value, run.trigger)
@@ -345,7 +352,8 @@ def _unsupported_problems(unsupported: dict[str, int]) -> list[Problem]:
     return [
         Problem(
             error_code="unsupported_ref_namespace",
-            problem_type="data_gap",
+            problem_type=NOTICE_TYPES["data_gap"],
+            category="data_gap",
             message=f"{count} ref(s) under {namespace} are not synced (only branches and tags are)",
             suggested_action="nothing to do if they are local conventions; otherwise "
             "convert them to branches or tags",
@@ -377,7 +385,8 @@ def _rejected_problems(rejected: dict[str, Any]) -> list[Problem]:
     return [
         Problem(
             error_code=code,
-            problem_type="data_gap",
+            problem_type=NOTICE_TYPES["data_gap"],
+            category="data_gap",
             message=f"{found['count']} {_REJECTED.get(code, ('objects are not synced', ''))[0]}",
             suggested_action=_REJECTED.get(code, ("", "inspect the source"))[1],
             retryable=False,
@@ -392,7 +401,8 @@ def _rejected_problems(rejected: dict[str, Any]) -> list[Problem]:
 def _error_problem(error: ReposyncError) -> Problem:
     return Problem(
         error_code=error.code,
-        problem_type="run_error",
+        problem_type=error.problem_type,
+        category="run_error",
         message=error.message,
         suggested_action=error.suggested_action,
         retryable=error.retryable,
