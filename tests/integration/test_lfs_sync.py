@@ -16,8 +16,9 @@ from sqlalchemy import select
 from reposync.models import RunItem
 from reposync.service.bindings import SyncRequest
 from reposync.service.embedded import sync
+from reposync.sync.lfs import LfsPointer
 from tests.gitrepo import generate, refs
-from tests.lfsrepo import clone_with_lfs, commit_lfs, object_path, store, stored
+from tests.lfsrepo import clone_with_lfs, commit_lfs, commit_pointers, object_path, store, stored
 
 BIG = b"large binary payload\n" * 400
 
@@ -147,3 +148,27 @@ def test_objects_over_the_size_cap_are_refused_with_a_clear_problem(ctx, tmp_pat
     assert set(stored(target)) == set(stored(source)) - {big.oid}
     codes = {p["error_code"] for p in run.report["problems"]}
     assert "lfs_object_too_large" in codes
+
+
+def test_a_false_size_on_one_branch_holds_back_only_that_branch(ctx, tmp_path):
+    """An LFS object is its OID and its size: ``good`` points at (G, 10) whose object is
+    stored, ``bad`` at (G, 3); only ``bad`` fails (lfs_object_corrupt), ``good`` reaches
+    the target with its object in the first Run and stays there in the next."""
+    source = generate(tmp_path / "src.git", commits=2, branches=0, tags=0)
+    content = b"0123456789"
+    real = store(source, content)
+    false = LfsPointer(real.oid, 3)
+    commit_pointers(source, "refs/heads/good", {"data.bin": real})
+    commit_pointers(source, "refs/heads/bad", {"data.bin": false})
+    target = tmp_path / "dst.git"
+    request = SyncRequest(f"local:{source}", f"local:{target}")
+
+    for run in (sync(ctx, request), sync(ctx, request)):
+        items = _items(ctx, run.id)
+        assert refs(target)["refs/heads/good"] == refs(source)["refs/heads/good"]
+        assert "refs/heads/bad" not in refs(target)
+        bad = items["refs/heads/bad"]
+        assert (bad.state, bad.error_code) == ("failed", "lfs_object_corrupt")
+        assert "(3 bytes)" in (bad.error_message or "")
+        assert {p["error_code"] for p in run.report["problems"]} == {"lfs_object_corrupt"}
+    assert stored(target) == {real.oid: content}
