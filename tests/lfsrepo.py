@@ -63,13 +63,16 @@ def commit_lfs(
     return commit_pointers(path, ref, pointers), list(pointers.values())
 
 
-def commit_pointers(path: Path, ref: str, pointers: Mapping[str, LfsPointer]) -> str:
-    """A commit on ``ref`` (from main, or a root commit) adding these pointer files as
-    they are, whether or not the store has their objects (a pointer may lie)."""
+def commit_pointers(
+    path: Path, ref: str, pointers: Mapping[str, LfsPointer], *, base: str = "refs/heads/main"
+) -> str:
+    """A commit on ``ref`` (a new ref starts from ``base``, or is a root commit) adding
+    these pointer files as they are, whether or not the store has their objects (a
+    pointer may lie)."""
     repo = pygit2.Repository(str(git_dir(path)))
     existing = repo.references.get(ref)
-    if existing is None and "refs/heads/main" in repo.references:
-        existing = repo.references["refs/heads/main"]
+    if existing is None and base in repo.references:
+        existing = repo.references[base]
     parent = existing.peel(pygit2.Commit) if existing is not None else None
     builder = repo.TreeBuilder(parent.tree) if parent is not None else repo.TreeBuilder()
     attributes = "".join(f"/{name} filter=lfs diff=lfs merge=lfs -text\n" for name in pointers)
