@@ -63,7 +63,8 @@ into this tree at one boundary each, never leaked.
         ├── LfsObjectError              lfs_object_error         (an item's code)
         │   ├── LfsObjectMissing        lfs_object_missing
         │   ├── LfsObjectCorrupt        lfs_object_corrupt
-        │   └── LfsObjectTooLarge       lfs_object_too_large
+        │   ├── LfsObjectTooLarge       lfs_object_too_large
+        │   └── LfsObjectNotAFile       lfs_object_not_a_file    (a link in a local store)
         └── ProviderUnavailable         provider_unavailable     (retryable)
 
 Why one module of ~670 lines: the tree above is one public contract (its codes are in
@@ -622,6 +623,21 @@ class LfsObjectTooLarge(LfsObjectError):
     suggested_action = (
         "raise REPOSYNC_LFS_MAX_OBJECT_SIZE if the target accepts the object, or remove it "
         "from the ref's history"
+    )
+    clears_on_rerun = False
+
+
+class LfsObjectNotAFile(LfsObjectError):
+    """A local LFS store's entry for an object is not a regular file reached without
+    symbolic links: a link (perhaps out of the repository, to ``/etc`` or a secret), a
+    directory, a pipe or a device, or a path through a linked directory. It is never
+    read, sent on, or written through."""
+
+    code = "lfs_object_not_a_file"
+    suggested_action = (
+        "remove the entry named in the message and upload the object itself (git lfs push "
+        "--object-id origin OID from a clone that has it); links in an LFS store are never "
+        "followed"
     )
     clears_on_rerun = False
 
