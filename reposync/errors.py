@@ -53,6 +53,7 @@ into this tree at one boundary each, never leaked.
         ├── VerifyMismatch              verify_mismatch          (a rerun clears it)
         ├── Conflict                    conflict
         ├── PushTooLarge                push_too_large
+        ├── TargetRefusedPush           target_refused_push      (a rerun clears it once fixed)
         ├── WikiDisabled                wiki_disabled            (a rerun clears it once enabled)
         ├── WikiNotInitialized          wiki_not_initialized     (a rerun clears it once created)
         ├── WriteRefused                write_refused            (item code in .refusal)
@@ -509,6 +510,25 @@ class PushTooLarge(ProviderError):
         "push that ref's history to the target in parts (older commits first) outside "
         "reposync, or rewrite it without its largest files; the next Run then syncs it"
     )
+
+
+class TargetRefusedPush(ProviderError):
+    """The target refused a push for its own reasons, not because its refs changed: its
+    disk or quota is full, a pre-receive or update hook declined, its fsck refused an
+    object, it could not write what was sent (git's ``[remote rejected] (unpacker
+    error)``, ``(hook declined)``, ...; ``reposync.git.push_report`` tells it from a
+    conflict). The refused refs' items fail with this code and the message quotes the
+    target's own words; nothing of them was written, and a Run after the cause is fixed
+    pushes them (a full disk freed, a hook that lets reposync through)."""
+
+    code = "target_refused_push"
+    http_status = 502
+    suggested_action = (
+        "fix what the target said in the message (free space or raise the quota on the "
+        "target, let the hook that declined accept reposync's pushes, repair the object "
+        "its check refused), then run again; the refused refs were not written"
+    )
+    clears_on_rerun = True
 
 
 class WikiDisabled(ProviderError):

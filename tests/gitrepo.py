@@ -131,6 +131,20 @@ def commit_blob(path: Path, ref: str, size: int, seed: int) -> str:
     return str(oid)
 
 
+def bad_tree_commit(path: Path, ref: str) -> str:
+    """A commit on top of main (set as ``ref``) whose tree names one file twice: an
+    object ``git fsck`` refuses (``duplicateEntries``), as a target with
+    ``receive.fsckObjects`` does."""
+    repo = pygit2.Repository(str(_git_dir(path)))
+    blob = repo.create_blob(b"twice\n")
+    entry = b"100644 twice.txt\0" + blob.raw
+    tree = repo.odb.write(pygit2.enums.ObjectType.TREE, entry + entry)
+    parent = repo.references["refs/heads/main"].peel(pygit2.Commit)
+    oid = repo.create_commit(None, SIGNATURE, SIGNATURE, "bad tree", tree, [parent.id])
+    repo.references.create(ref, oid, force=True)
+    return str(oid)
+
+
 def set_ref(path: Path, ref: str, target: str) -> None:
     repo = pygit2.Repository(str(_git_dir(path)))
     repo.references.create(ref, pygit2.Oid(hex=target), force=True)

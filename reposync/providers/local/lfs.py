@@ -30,7 +30,12 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import BinaryIO
 
-from reposync.errors import LfsObjectCorrupt, LfsObjectMissing, LfsObjectNotAFile
+from reposync.errors import (
+    LfsObjectCorrupt,
+    LfsObjectMissing,
+    LfsObjectNotAFile,
+    TargetRefusedPush,
+)
 from reposync.providers.base import ItemError, LfsOperation, LfsTransfer
 from reposync.sync.lfs import LfsPointer
 
@@ -38,6 +43,8 @@ _CHUNK = 1 << 20
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 #: Non-blocking: opening a named pipe must not wait for a writer (it is refused after).
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+#: Write failures that are the target's own trouble, not the object's.
+_TARGET_TROUBLE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
 
 
 class _Absent(Exception):
@@ -75,7 +82,20 @@ class LocalLfsStore:
         return os.fdopen(fd, "rb")
 
     def upload(self, transfer: LfsTransfer, content: BinaryIO) -> None:
-        pointer = transfer.pointer
+        """Store the object (``LfsStore.lfs_upload``). A full disk or quota, or a
+        read-only file system, is the target's refusal (``TargetRefusedPush``): the
+        refs needing the object wait for a Run after it is fixed."""
+        try:
+            self._store(transfer.pointer, content)
+        except OSError as error:
+            if error.errno not in _TARGET_TROUBLE:
+                raise
+            raise TargetRefusedPush(
+                f"the target could not store LFS object {transfer.pointer.oid} "
+                f"({transfer.pointer.size} bytes) in {self.root}: {error.strerror}"
+            ) from None
+
+    def _store(self, pointer: LfsPointer, content: BinaryIO) -> None:
         digest = hashlib.sha256()
         size = 0
         with self._directory(["lfs", "tmp"], create=True) as tmp_dir:

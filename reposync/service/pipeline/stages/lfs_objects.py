@@ -18,10 +18,10 @@ chunks of ``LFS_BATCH_SIZE``:
 
 An object is its OID **and** its size (as git-lfs's Batch API names it): two pointers
 with one OID and different sizes are two objects, at most one of which can exist. An
-object that cannot be moved (missing or corrupt on the source, too large) fails the
-items of the refs whose new history needs that (OID, size), with its code; those refs,
-and only those, are left out of the push. A checkpoint with no changed ref never gets
-here: no LFS content is read.
+object that cannot be moved (missing, corrupt or not a file on the source, too large,
+refused by the target's full disk) fails the items of the refs whose new history needs
+that (OID, size), with its code; those refs, and only those, are left out of the push.
+A checkpoint with no changed ref never gets here: no LFS content is read.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from reposync.errors import (
     LfsObjectTooLarge,
     ProviderUnavailable,
     ResultUnknown,
+    TargetRefusedPush,
 )
 from reposync.git.lfs_scan import scan_pointers
 from reposync.models import ObjectLink
@@ -185,7 +186,7 @@ def _copy_one(
         ex.lease.check()  # an upload is an external write
         try:
             target.lfs_upload(upload, spool)
-        except LfsObjectError as error:
+        except (LfsObjectError, TargetRefusedPush) as error:
             state.failures[pointer] = ItemError.of(error)
             return
         except (ResultUnknown, ProviderUnavailable) as error:
