@@ -68,7 +68,7 @@ into this tree at one boundary each, never leaked.
         │   └── LfsObjectNotAFile       lfs_object_not_a_file    (a link in a local store)
         └── ProviderUnavailable         provider_unavailable     (retryable)
 
-Why one module of ~670 lines: the tree above is one public contract (its codes are in
+Why one module of ~700 lines: the tree above is one public contract (its codes are in
 reports, JSON output and API answers), read and reviewed as a whole; almost every line
 is a class with its code, status and suggested action. Split by layer, a new error would
 need a decision where it lives, and the test that every code is unique and reads the same
