@@ -26,6 +26,7 @@ from reposync.models import RunItem
 from reposync.service.bindings import SyncRequest
 from reposync.service.context import ServiceContext
 from reposync.service.embedded import sync
+from tests.github_env import embedded_world
 from tests.gitrepo import bad_tree_commit, commit_blob, commit_on, generate, refs
 from tests.lfsrepo import commit_lfs, stored
 
@@ -206,3 +207,27 @@ def test_a_target_disk_too_full_for_an_lfs_object_holds_back_its_ref_until_freed
     assert freed.status == "completed", freed.report["problems"]
     assert refs(target) == refs(source)
     assert stored(target) == {pointer.oid: content}
+
+
+def test_github_declining_a_push_is_its_refusal_with_its_words(github_fake, tmp_path):
+    """GitHub's receive-pack runs a pre-receive hook that declines (as GitHub does for a
+    file over 100 MB or a protected branch): the ref fails target_refused_push with the
+    words GitHub sent over HTTP, not a conflict; GitHub's refs are unchanged."""
+    github_fake.state.create_repo("acme/widgets", private=True)
+    with embedded_world(github_fake, tmp_path) as (ctx, _):
+        source = generate(tmp_path / "src.git", commits=2, branches=0, tags=0)
+        request = SyncRequest(f"local:{source}", "github:acme/widgets")
+        assert sync(ctx, request).status == "completed"
+        github = Path(github_fake.state.git_dir("acme/widgets"))
+        before = refs(github)
+        hook = github / "hooks" / "pre-receive"
+        hook.parent.mkdir(exist_ok=True)
+        hook.write_text("#!/bin/sh\necho 'error: GH001: Large files detected.' >&2\nexit 1\n")
+        hook.chmod(0o755)
+        commit_on(source, "refs/heads/main", "work to push")
+
+        run = sync(ctx, request)
+
+        items = _refused(ctx, run, {"refs/heads/main"})
+        assert "GH001: Large files detected." in (items["refs/heads/main"].error_message or "")
+        assert refs(github) == before

@@ -123,7 +123,7 @@ def test_an_update_hook_declining_one_ref_holds_back_only_that_ref(pair):
     assert refs(target) == {n: o for n, o in src.items() if n != "refs/heads/branch-00001"}
 
 
-def test_an_object_the_target_s_fsck_refuses_is_its_refusal_with_its_words(pair, tmp_path):
+def test_an_object_the_target_s_fsck_refuses_is_its_refusal_with_its_words(pair):
     """receive.fsckObjects on the target and a tree with a duplicate entry: git reports
     an unpacker error; the ref is refused (not a conflict), quoting the fsck message."""
     source, target = pair
