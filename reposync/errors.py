@@ -55,6 +55,7 @@ into this tree at one boundary each, never leaked.
         ├── VerifyMismatch              verify_mismatch          (a rerun clears it)
         ├── Conflict                    conflict
         ├── PushTooLarge                push_too_large
+        ├── TargetRefusedPush           target_refused_push      (a rerun clears it once fixed)
         ├── WikiDisabled                wiki_disabled            (a rerun clears it once enabled)
         ├── WikiNotInitialized          wiki_not_initialized     (a rerun clears it once created)
         ├── WriteRefused                write_refused            (item code in .refusal)
@@ -65,7 +66,8 @@ into this tree at one boundary each, never leaked.
         ├── LfsObjectError              lfs_object_error         (an item's code)
         │   ├── LfsObjectMissing        lfs_object_missing
         │   ├── LfsObjectCorrupt        lfs_object_corrupt
-        │   └── LfsObjectTooLarge       lfs_object_too_large
+        │   ├── LfsObjectTooLarge       lfs_object_too_large
+        │   └── LfsObjectNotAFile       lfs_object_not_a_file    (a link in a local store)
         └── ProviderUnavailable         provider_unavailable     (retryable)
 
 Each class also names the **kind** of problem it is (``problem_type``, one of
@@ -81,7 +83,7 @@ everything else, so a new class has one without restating it::
     verification_failed       VerifyMismatch
     sync_failed               every other class (ReposyncError's own)
 
-Why one module of ~720 lines: the tree above is one public contract (its codes are in
+Why one module of ~800 lines: the tree above is one public contract (its codes are in
 reports, JSON output and API answers), read and reviewed as a whole; almost every line
 is a class with its code, status and suggested action. Split by layer, a new error would
 need a decision where it lives, and the test that every code is unique and reads the same
@@ -605,6 +607,25 @@ class PushTooLarge(ProviderError):
     )
 
 
+class TargetRefusedPush(ProviderError):
+    """The target refused a push for its own reasons, not because its refs changed: its
+    disk or quota is full, a pre-receive or update hook declined, its fsck refused an
+    object, it could not write what was sent (git's ``[remote rejected] (unpacker
+    error)``, ``(hook declined)``, ...; ``reposync.git.push_report`` tells it from a
+    conflict). The refused refs' items fail with this code and the message quotes the
+    target's own words; nothing of them was written, and a Run after the cause is fixed
+    pushes them (a full disk freed, a hook that lets reposync through)."""
+
+    code = "target_refused_push"
+    http_status = 502
+    suggested_action = (
+        "fix what the target said in the message (free space or raise the quota on the "
+        "target, let the hook that declined accept reposync's pushes, repair the object "
+        "its check refused), then run again; the refused refs were not written"
+    )
+    clears_on_rerun = True
+
+
 class WikiDisabled(ProviderError):
     """The target has its wiki turned off (GitHub: ``has_wiki`` false), so the wiki's refs
     cannot be written there: its wiki items fail with this code, the rest of the Run goes
@@ -717,6 +738,21 @@ class LfsObjectTooLarge(LfsObjectError):
     suggested_action = (
         "raise REPOSYNC_LFS_MAX_OBJECT_SIZE if the target accepts the object, or remove it "
         "from the ref's history"
+    )
+    clears_on_rerun = False
+
+
+class LfsObjectNotAFile(LfsObjectError):
+    """A local LFS store's entry for an object is not a regular file reached without
+    symbolic links: a link (perhaps out of the repository, to ``/etc`` or a secret), a
+    directory, a pipe or a device, or a path through a linked directory. It is never
+    read, sent on, or written through."""
+
+    code = "lfs_object_not_a_file"
+    suggested_action = (
+        "remove the entry named in the message and upload the object itself (git lfs push "
+        "--object-id origin OID from a clone that has it); links in an LFS store are never "
+        "followed"
     )
     clears_on_rerun = False
 

@@ -169,6 +169,20 @@ def commit_snapshot(path: Path, ref: str, files: Mapping[bytes, bytes]) -> str:
     return commit
 
 
+def bad_tree_commit(path: Path, ref: str) -> str:
+    """A commit on top of main (set as ``ref``) whose tree names one file twice: an
+    object ``git fsck`` refuses (``duplicateEntries``), as a target with
+    ``receive.fsckObjects`` does."""
+    repo = pygit2.Repository(str(_git_dir(path)))
+    blob = repo.create_blob(b"twice\n")
+    entry = b"100644 twice.txt\0" + blob.raw
+    tree = repo.odb.write(pygit2.enums.ObjectType.TREE, entry + entry)
+    parent = repo.references["refs/heads/main"].peel(pygit2.Commit)
+    oid = repo.create_commit(None, SIGNATURE, SIGNATURE, "bad tree", tree, [parent.id])
+    repo.references.create(ref, oid, force=True)
+    return str(oid)
+
+
 def set_ref(path: Path, ref: str, target: str) -> None:
     repo = pygit2.Repository(str(_git_dir(path)))
     repo.references.create(ref, pygit2.Oid(hex=target), force=True)

@@ -56,31 +56,41 @@ def commit_lfs(
 ) -> tuple[str, list[LfsPointer]]:
     """A commit on ``ref`` (from main, or a root commit) adding ``files`` as LFS pointers;
     their objects go to the store unless ``keep_objects`` is False."""
+    pointers = {
+        name: store(path, content) if keep_objects else pointer_of(content)
+        for name, content in files.items()
+    }
+    return commit_pointers(path, ref, pointers), list(pointers.values())
+
+
+def commit_pointers(
+    path: Path, ref: str, pointers: Mapping[str, LfsPointer], *, base: str = "refs/heads/main"
+) -> str:
+    """A commit on ``ref`` (a new ref starts from ``base``, or is a root commit) adding
+    these pointer files as they are, whether or not the store has their objects (a
+    pointer may lie)."""
     repo = pygit2.Repository(str(git_dir(path)))
     existing = repo.references.get(ref)
-    if existing is None and "refs/heads/main" in repo.references:
-        existing = repo.references["refs/heads/main"]
+    if existing is None and base in repo.references:
+        existing = repo.references[base]
     parent = existing.peel(pygit2.Commit) if existing is not None else None
     builder = repo.TreeBuilder(parent.tree) if parent is not None else repo.TreeBuilder()
-    attributes = "".join(f"/{name} filter=lfs diff=lfs merge=lfs -text\n" for name in files)
+    attributes = "".join(f"/{name} filter=lfs diff=lfs merge=lfs -text\n" for name in pointers)
     if parent is not None and ".gitattributes" in parent.tree:
         attributes = parent.tree[".gitattributes"].data.decode() + attributes
     builder.insert(".gitattributes", repo.create_blob(attributes), pygit2.enums.FileMode.BLOB)
-    pointers = []
-    for name, content in files.items():
-        pointer = store(path, content) if keep_objects else pointer_of(content)
-        pointers.append(pointer)
+    for name, pointer in pointers.items():
         builder.insert(name, repo.create_blob(pointer_text(pointer)), pygit2.enums.FileMode.BLOB)
     oid = repo.create_commit(
         None,
         SIGNATURE,
         SIGNATURE,
-        f"add {', '.join(files)}",
+        f"add {', '.join(pointers)}",
         builder.write(),
         [parent.id] if parent is not None else [],
     )
     repo.references.create(ref, oid, force=True)
-    return str(oid), pointers
+    return str(oid)
 
 
 def git_lfs(cwd: Path, *args: str, env: Mapping[str, str] | None = None) -> str:

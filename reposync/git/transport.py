@@ -27,6 +27,7 @@ from reposync.errors import GitTransportError
 from reposync.git import procfs
 from reposync.git.environment import git_env
 from reposync.git.packsize import PackEstimator, advertised_oids, store_bytes
+from reposync.git.push_report import Refusal, describe, parse_porcelain, refusal, remote_words
 from reposync.git.workspace import PushWorkspace, set_alternates
 
 #: Stay far below ARG_MAX (2 MiB here) and MAX_ARG_STRLEN: one group = one git process.
@@ -78,11 +79,17 @@ class RefUpdate:
 
 @dataclass(slots=True)
 class PushOutcome:
-    """What ``git push --porcelain`` said, per ref. Read-back still decides the truth."""
+    """What ``git push --porcelain`` said, per ref (``reposync.git.push_report``).
+    Read-back still decides the truth."""
 
     groups: int = 0
     accepted: set[str] = field(default_factory=set)
+    #: Refs refused because the target's ref is not what the plan expected (ref -> git's
+    #: summary): conflicts.
     rejected: dict[str, str] = field(default_factory=dict)
+    #: Refs the target refused for its own reasons (a full disk, a declining hook, an
+    #: object its fsck refused), ref -> the cause and the target's own words.
+    refused: dict[str, str] = field(default_factory=dict)
     #: Refs not pushed because their own pack exceeds the target's limit (ref -> why).
     too_large: dict[str, str] = field(default_factory=dict)
 
@@ -151,7 +158,8 @@ def push(
     refused) and how many there are: a batch of several pushes says how far it is.
 
     Raises ``GitTransportError`` when git cannot talk to the target at all; refused refs
-    are reported, not raised.
+    are reported, not raised: ``rejected`` (conflicts) apart from ``refused`` (the
+    target's own reasons).
     """
     outcome = PushOutcome()
     limit = max_pack_bytes
@@ -178,7 +186,12 @@ def push(
             if limit is not None and target_has is not None:
                 target_has.update(u.new for u in group if u.new and u.name in outcome.accepted)
             if on_push is not None:
-                settled = len(outcome.accepted) + len(outcome.rejected) + len(outcome.too_large)
+                settled = (
+                    len(outcome.accepted)
+                    + len(outcome.rejected)
+                    + len(outcome.refused)
+                    + len(outcome.too_large)
+                )
                 on_push(settled, len(updates))
     return outcome
 
@@ -194,16 +207,18 @@ def _push_group(
     """An atomic ``git push`` of ``group``; what it said, per ref, into ``outcome``.
 
     An atomic push that git refuses for some refs (a lease that no longer holds, a
-    create whose name is taken) refuses the others with them ("atomic push failed", or
-    not a word about them). Those others are pushed again, atomically, without the refs
-    refused for their own reasons: one moved branch is a conflict, not the failure of
-    the 499 refs beside it. Each retry has fewer refs, so this ends.
+    create whose name is taken, an update hook declining one ref) refuses the others
+    with them ("atomic push failed", "atomic push failure", or not a word about them).
+    Those others are pushed again, atomically, without the refs refused for their own
+    reasons: one moved branch is a conflict, not the failure of the 499 refs beside it.
+    Each retry has fewer refs, so this ends.
     """
     remaining = list(group)
     while remaining:
         outcome.groups += 1
-        parsed, too_large = _push_once(workspace, target_url, remaining, env, receive_pack)
+        parsed, words, too_large = _push_once(workspace, target_url, remaining, env, receive_pack)
         held_back: list[RefUpdate] = []
+        own: dict[str, str] = {}
         for update in remaining:
             ok, summary = parsed.get(update.name, (False, ""))
             if ok:
@@ -213,21 +228,20 @@ def _push_group(
                     f"the target refused the push of {len(remaining)} ref(s) as too large "
                     f"({too_large})"
                 )
-            elif not summary or ATOMIC_SIBLING in summary:
+            elif not summary or refusal(update.name, summary, words) is Refusal.SIBLING:
                 held_back.append(update)
             else:
-                outcome.rejected[update.name] = summary
+                own[update.name] = summary
         if len(held_back) == len(remaining):  # none refused for its own sake: no retry
             # What git said stands; a ref it said nothing about is read-back's to judge.
-            outcome.rejected.update(
-                (u.name, parsed[u.name][1]) for u in held_back if u.name in parsed
-            )
-            return
+            own = {u.name: parsed[u.name][1] for u in held_back if u.name in parsed}
+            held_back = []
+        for name, summary in own.items():
+            if refusal(name, summary, words) is Refusal.TARGET:
+                outcome.refused[name] = describe(summary, words)
+            else:
+                outcome.rejected[name] = summary
         remaining = held_back
-
-
-#: What git says of the refs of an atomic push that were refused only with the others.
-ATOMIC_SIBLING = "atomic push failed"
 
 
 def _push_once(
@@ -236,9 +250,10 @@ def _push_once(
     group: Sequence[RefUpdate],
     env: Mapping[str, str] | None,
     receive_pack: str | None,
-) -> tuple[dict[str, tuple[bool, str]], str | None]:
-    """One ``git push --atomic`` of ``group``: its porcelain lines per ref, and the
-    target's "pack too large" refusal when that is why it failed."""
+) -> tuple[dict[str, tuple[bool, str]], list[str], str | None]:
+    """One ``git push --atomic`` of ``group``: its porcelain lines per ref, the target's
+    own words (``remote_words``), and its "pack too large" refusal when that is why it
+    failed."""
     workspace.stage({u.name: u.new for u in group if u.new is not None})
     leases = [u.argv()[0] for u in group if u.expected_old is not None]
     deletes = [f":{u.name}" for u in group if u.new is None]
@@ -271,7 +286,7 @@ def _push_once(
     too_large = next(
         (line.strip() for line in result.stderr.splitlines() if PACK_TOO_LARGE in line), None
     )
-    return parsed, too_large
+    return parsed, remote_words(result.stderr), too_large
 
 
 def fetch_refs(
@@ -388,19 +403,6 @@ def _missing_objects(
         input_text="".join(f"{oid}\n" for oid in oids),
     )
     return [line.split()[0] for line in result.stdout.splitlines() if line.endswith(" missing")]
-
-
-def parse_porcelain(stdout: str) -> dict[str, tuple[bool, str]]:
-    """``git push --porcelain`` lines -> {ref: (accepted, summary)}."""
-    parsed: dict[str, tuple[bool, str]] = {}
-    for line in stdout.splitlines():
-        parts = line.split("\t")
-        if len(parts) < 3 or len(parts[0]) != 1:
-            continue
-        flag, refspec, summary = parts[0], parts[1], "\t".join(parts[2:])
-        name = refspec.rsplit(":", 1)[-1]
-        parsed[name] = (flag != "!", summary)
-    return parsed
 
 
 def run_git(

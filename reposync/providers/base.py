@@ -561,9 +561,10 @@ class LfsTransfer:
 
 @runtime_checkable
 class LfsStore(Protocol):
-    """A repository with a Git LFS object store, addressed by OID as git-lfs's Batch API
-    addresses it. Without it on both sides, refs move without their LFS objects being
-    looked at (their pointers are plain blobs to Git)."""
+    """A repository with a Git LFS object store, addressed by OID and size as git-lfs's
+    Batch API addresses it (one OID with another size is another, impossible, object).
+    Without it on both sides, refs move without their LFS objects being looked at
+    (their pointers are plain blobs to Git)."""
 
     @abstractmethod
     def lfs_batch(

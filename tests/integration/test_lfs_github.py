@@ -3,6 +3,7 @@ the real pipeline; the real git-lfs client reads what reposync uploaded."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +13,10 @@ from sqlalchemy import select
 from reposync.models import RunItem
 from reposync.service.bindings import SyncRequest
 from reposync.service.embedded import sync
+from reposync.sync.lfs import LfsPointer
 from tests.github_env import embedded_world
 from tests.gitrepo import generate, refs
-from tests.lfsrepo import clone_with_lfs, commit_lfs, stored
+from tests.lfsrepo import clone_with_lfs, commit_lfs, commit_pointers, store, stored
 
 REPO = "acme/widgets"
 MODEL = b"weights " * 3000
@@ -109,3 +111,50 @@ def test_an_object_over_githubs_limit_fails_its_ref_which_github_never_gets(worl
     github_refs = refs(Path(fake.state.git_dir(REPO)))
     assert "refs/heads/big" not in github_refs
     assert "refs/heads/main" in github_refs
+
+
+def _good_and_bad(source: Path) -> LfsPointer:
+    """``good`` points at (G, 10), whose object is stored; ``bad`` at (G, 3)."""
+    real = store(source, b"0123456789")
+    commit_pointers(source, "refs/heads/good", {"data.bin": real})
+    commit_pointers(source, "refs/heads/bad", {"data.bin": LfsPointer(real.oid, 3)})
+    return real
+
+
+def test_one_oid_with_a_false_size_on_another_branch_holds_back_only_that_branch(world, tmp_path):
+    """(G, 10) and (G, 3) in one Batch chunk are two objects: GitHub gets G and ``good``,
+    ``bad`` fails lfs_object_corrupt and never reaches GitHub."""
+    ctx, fake = world
+    source = generate(tmp_path / "src.git", commits=2, branches=0, tags=0)
+    real = _good_and_bad(source)
+
+    run = sync(ctx, SyncRequest(f"local:{source}", f"github:{REPO}"))
+
+    github_refs = refs(Path(fake.state.git_dir(REPO)))
+    assert github_refs["refs/heads/good"] == refs(source)["refs/heads/good"]
+    assert "refs/heads/bad" not in github_refs
+    bad = _item(ctx, run.id, "refs/heads/bad")
+    assert (bad.state, bad.error_code) == ("failed", "lfs_object_corrupt")
+    assert fake.lfs.objects(REPO) == {real.oid: b"0123456789"}
+
+
+def test_from_github_a_false_size_holds_back_only_its_branch(world, tmp_path):
+    """GitHub as the source of both branches: G comes down once, verified, for ``good``;
+    the bytes GitHub serves for (G, 3) are not 3 bytes, so ``bad`` fails, alone."""
+    ctx, fake = world
+    local = generate(tmp_path / "src.git", commits=2, branches=0, tags=0)
+    real = _good_and_bad(local)
+    github = Path(fake.state.git_dir(REPO))
+    subprocess.run(
+        ["git", "--git-dir", str(local), "push", "-q", "--mirror", str(github)], check=True
+    )
+    store(github, b"0123456789")
+    target = tmp_path / "copy.git"
+
+    run = sync(ctx, SyncRequest(f"github:{REPO}", f"local:{target}"))
+
+    assert refs(target)["refs/heads/good"] == refs(local)["refs/heads/good"]
+    assert "refs/heads/bad" not in refs(target)
+    bad = _item(ctx, run.id, "refs/heads/bad")
+    assert (bad.state, bad.error_code) == ("failed", "lfs_object_corrupt")
+    assert stored(target) == {real.oid: b"0123456789"}

@@ -8,16 +8,26 @@ forge's store is git-lfs's own layout: the real git-lfs client clones from it.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 
 from reposync.models import RunItem
 from reposync.service.bindings import SyncRequest
 from reposync.service.embedded import sync
+from reposync.sync.lfs import LfsPointer
 from tests.gitrepo import generate, refs
-from tests.lfsrepo import clone_with_lfs, commit_lfs, object_path, store, stored
+from tests.lfsrepo import (
+    clone_with_lfs,
+    commit_lfs,
+    commit_pointers,
+    object_path,
+    store,
+    stored,
+)
 
 BIG = b"large binary payload\n" * 400
 
@@ -147,3 +157,127 @@ def test_objects_over_the_size_cap_are_refused_with_a_clear_problem(ctx, tmp_pat
     assert set(stored(target)) == set(stored(source)) - {big.oid}
     codes = {p["error_code"] for p in run.report["problems"]}
     assert "lfs_object_too_large" in codes
+
+
+def test_a_false_size_on_one_branch_holds_back_only_that_branch(ctx, tmp_path):
+    """An LFS object is its OID and its size: ``good`` points at (G, 10) whose object is
+    stored, ``bad`` at (G, 3); only ``bad`` fails (lfs_object_corrupt), ``good`` reaches
+    the target with its object in the first Run and stays there in the next."""
+    source = generate(tmp_path / "src.git", commits=2, branches=0, tags=0)
+    content = b"0123456789"
+    real = store(source, content)
+    false = LfsPointer(real.oid, 3)
+    commit_pointers(source, "refs/heads/good", {"data.bin": real})
+    commit_pointers(source, "refs/heads/bad", {"data.bin": false})
+    target = tmp_path / "dst.git"
+    request = SyncRequest(f"local:{source}", f"local:{target}")
+
+    for run in (sync(ctx, request), sync(ctx, request)):
+        items = _items(ctx, run.id)
+        assert refs(target)["refs/heads/good"] == refs(source)["refs/heads/good"]
+        assert "refs/heads/bad" not in refs(target)
+        bad = items["refs/heads/bad"]
+        assert (bad.state, bad.error_code) == ("failed", "lfs_object_corrupt")
+        assert "(3 bytes)" in (bad.error_message or "")
+        assert {p["error_code"] for p in run.report["problems"]} == {"lfs_object_corrupt"}
+    assert stored(target) == {real.oid: content}
+
+
+def _link_out(entry: Path, outside: Path) -> None:
+    """Make ``entry`` (an LFS store file or directory) a symbolic link to ``outside``."""
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    if entry.is_file():
+        entry.unlink()
+    entry.symlink_to(outside)
+
+
+@pytest.mark.parametrize("linked", ["object", "fan-out directory", "store"])
+def test_a_source_store_entry_linked_out_of_the_repository_is_never_followed(ctx, tmp_path, linked):
+    """A symbolic link in the source's LFS store (the object's file, a fan-out directory
+    or ``lfs`` itself) to a file outside whose bytes are even the object's: not read,
+    not sent; the ref needing it fails lfs_object_not_a_file, the others go (all of them
+    fail when the whole store is a link)."""
+    source = generate(tmp_path / "src.git", commits=2, branches=0, tags=0)
+    fine = store(source, b"fine\n")
+    commit_pointers(source, "refs/heads/main", {"fine.bin": fine})
+    secret = b"a file outside the repository\n"
+    _, (leak,) = commit_lfs(source, "refs/heads/leak", {"x.bin": secret}, keep_objects=False)
+    outside = tmp_path / "outside"
+    store(outside, secret)  # outside/lfs/objects/..., the layout a link would lead into
+    if linked == "object":
+        _link_out(object_path(source, leak.oid), object_path(outside, leak.oid))
+    elif linked == "fan-out directory":
+        _link_out(
+            object_path(source, leak.oid).parent.parent,
+            object_path(outside, leak.oid).parent.parent,
+        )
+    else:
+        store(outside, b"fine\n")
+        shutil.rmtree(source / "lfs")
+        _link_out(source / "lfs", outside / "lfs")
+    target = tmp_path / "dst.git"
+
+    run = sync(ctx, SyncRequest(f"local:{source}", f"local:{target}"))
+
+    items = _items(ctx, run.id)
+    assert (items["refs/heads/leak"].state, items["refs/heads/leak"].error_code) == (
+        "failed",
+        "lfs_object_not_a_file",
+    )
+    assert "refs/heads/leak" not in refs(target)
+    assert secret not in stored(target).values()
+    if linked == "store":
+        assert items["refs/heads/main"].error_code == "lfs_object_not_a_file"
+        assert stored(target) == {}
+    else:
+        assert refs(target)["refs/heads/main"] == refs(source)["refs/heads/main"]
+        assert stored(target) == {fine.oid: b"fine\n"}
+    problem = next(p for p in run.report["problems"] if p["error_code"] == "lfs_object_not_a_file")
+    assert "never followed" in problem["suggested_action"]
+
+
+@pytest.mark.parametrize("linked", ["fan-out directory", "store", "tmp"])
+def test_a_linked_directory_in_the_target_store_is_never_written_through(ctx, tmp_path, linked):
+    """The target's ``lfs``, ``lfs/tmp`` or a fan-out directory is a link to a directory
+    outside the repository: nothing is written there; the ref needing the object fails
+    lfs_object_not_a_file and is not pushed."""
+    source = generate(tmp_path / "src.git", commits=2, branches=0, tags=0)
+    _, (pointer,) = commit_lfs(source, "refs/heads/main", {"data.bin": b"payload\n" * 4})
+    target = generate(tmp_path / "dst.git", commits=0, branches=0, tags=0)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    entry = {
+        "fan-out directory": object_path(target, pointer.oid).parent.parent,
+        "store": target / "lfs",
+        "tmp": target / "lfs" / "tmp",
+    }[linked]
+    _link_out(entry, outside)
+
+    run = sync(ctx, SyncRequest(f"local:{source}", f"local:{target}"))
+
+    item = _items(ctx, run.id)["refs/heads/main"]
+    assert (item.state, item.error_code) == ("failed", "lfs_object_not_a_file")
+    assert "refs/heads/main" not in refs(target)
+    assert list(outside.rglob("*")) == []
+
+
+def test_a_link_where_the_target_object_belongs_is_replaced_not_trusted(ctx, tmp_path):
+    """The target's entry for the object is a link to a file outside (of the right size):
+    not taken as present; the object is written as a file in its place, and the file
+    the link named is untouched."""
+    source = generate(tmp_path / "src.git", commits=2, branches=0, tags=0)
+    content = b"payload\n" * 4
+    _, (pointer,) = commit_lfs(source, "refs/heads/main", {"data.bin": content})
+    target = generate(tmp_path / "dst.git", commits=0, branches=0, tags=0)
+    outside = tmp_path / "outside.bin"
+    outside.write_bytes(b"x" * len(content))
+    _link_out(object_path(target, pointer.oid), outside)
+
+    run = sync(ctx, SyncRequest(f"local:{source}", f"local:{target}"))
+
+    assert run.status == "completed", run.report["problems"]
+    entry = object_path(target, pointer.oid)
+    assert not entry.is_symlink()
+    assert entry.read_bytes() == content
+    assert outside.read_bytes() == b"x" * len(content)
+    assert refs(target)["refs/heads/main"] == refs(source)["refs/heads/main"]

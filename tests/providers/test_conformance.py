@@ -44,6 +44,7 @@ from reposync.providers.base import (
 from reposync.providers.registry import provider_class
 from reposync.sync import objects
 from reposync.sync.canonical import ObjectRef, content_hash
+from reposync.sync.lfs import LfsPointer
 from reposync.sync.vocabulary import Action, ObjectType, Representation
 from tests.lfsrepo import pointer_of
 from tests.providers.conformance import HARNESSES, Harness, make_harness
@@ -1052,4 +1053,35 @@ def test_a_lost_lfs_upload_response_is_proven_by_asking_again(harness):
     (again,) = store.lfs_batch(LfsOperation.UPLOAD, [pointer])
     assert again.present
     assert harness.lfs_objects(spec) == {pointer.oid: content}
+    harness.assert_clean()
+
+
+@pytest.mark.parametrize("false_first", [False, True], ids=["true-first", "false-first"])
+def test_an_lfs_object_is_its_oid_and_size_and_each_is_answered_for_itself(harness, false_first):
+    """One batch asking for (G, its size) and (G, another size): the true one is present
+    and served; the false one is not present, and a download of it never yields bytes
+    of its size (an error, or bytes the mover's check refuses). Either order."""
+    spec = harness.make_repository(empty=True)
+    store = _lfs(harness.open_target(spec))
+    content = b"0123456789"
+    true = pointer_of(content)
+    false = LfsPointer(true.oid, 3)
+    (upload,) = store.lfs_batch(LfsOperation.UPLOAD, [true])
+    store.lfs_upload(upload, io.BytesIO(content))
+    asked = [false, true] if false_first else [true, false]
+
+    uploads = {a.pointer: a for a in store.lfs_batch(LfsOperation.UPLOAD, asked)}
+    downloads = {a.pointer: a for a in store.lfs_batch(LfsOperation.DOWNLOAD, asked)}
+
+    assert (uploads[true].present, uploads[true].error) == (True, None)
+    assert not uploads[false].present
+    assert downloads[true].error is None
+    with closing(store.lfs_download(downloads[true])) as stream:
+        assert stream.read() == content
+    if downloads[false].error is None:
+        with closing(store.lfs_download(downloads[false])) as stream:
+            assert len(stream.read()) != false.size
+    else:
+        assert downloads[false].error.code == "lfs_object_corrupt"
+    assert harness.lfs_objects(spec) == {true.oid: content}
     harness.assert_clean()

@@ -59,6 +59,24 @@ class GitHubLfs:
         self.clock = clock
 
     def batch(self, operation: LfsOperation, pointers: Sequence[LfsPointer]) -> list[LfsTransfer]:
+        """One answer per pointer, in order. An object is its OID and size, and the
+        Batch API answers by OID: one OID asked with two sizes (a pointer's false size
+        beside the true one) goes in two requests, so each answer reaches the pointer it
+        was asked for."""
+        answers: dict[LfsPointer, LfsTransfer] = {}
+        pending = list(dict.fromkeys(pointers))
+        while pending:
+            by_oid: dict[str, LfsPointer] = {}
+            for pointer in pending:
+                by_oid.setdefault(pointer.oid, pointer)
+            answers.update(self._batch_round(operation, list(by_oid.values())))
+            pending = [p for p in pending if p not in answers]
+        return [answers[pointer] for pointer in pointers]
+
+    def _batch_round(
+        self, operation: LfsOperation, pointers: Sequence[LfsPointer]
+    ) -> dict[LfsPointer, LfsTransfer]:
+        """One Batch request, of distinct OIDs."""
         body = {
             "operation": operation.value,
             "transfers": ["basic"],
@@ -71,33 +89,10 @@ class GitHubLfs:
         for obj in data.get("objects") or []:
             if isinstance(obj, dict) and isinstance(obj.get("oid"), str):
                 by_oid[obj["oid"]] = obj
-        answers = []
-        for pointer in pointers:
-            obj = by_oid.get(pointer.oid)
-            if obj is None:
-                answers.append(
-                    LfsTransfer(
-                        pointer,
-                        ItemError(LfsObjectError.code, "GitHub's batch answer left it out"),
-                    )
-                )
-                continue
-            error = obj.get("error")
-            actions = obj.get("actions") or {}
-            if isinstance(error, dict):
-                answers.append(LfsTransfer(pointer, _object_error(pointer, error)))
-            elif operation is LfsOperation.UPLOAD and "upload" not in actions:
-                answers.append(LfsTransfer(pointer, present=True))  # GitHub has it
-            elif operation is LfsOperation.DOWNLOAD and "download" not in actions:
-                answers.append(
-                    LfsTransfer(
-                        pointer,
-                        ItemError(LfsObjectError.code, "GitHub gave no download action"),
-                    )
-                )
-            else:
-                answers.append(LfsTransfer(pointer, action={**actions, _RECEIVED: received}))
-        return answers
+        return {
+            pointer: _answer(operation, pointer, by_oid.get(pointer.oid), received)
+            for pointer in pointers
+        }
 
     def download(self, transfer: LfsTransfer) -> BinaryIO:
         action = self._fresh(transfer, LfsOperation.DOWNLOAD)["download"]
@@ -228,6 +223,27 @@ class GitHubLfs:
             )
         except (requests.Timeout, requests.ConnectionError) as exc:
             raise ResultUnknown(f"LFS {method}: no response ({type(exc).__name__})") from exc
+
+
+def _answer(
+    operation: LfsOperation, pointer: LfsPointer, obj: Mapping[str, Any] | None, received: float
+) -> LfsTransfer:
+    """What GitHub's answer object says of one pointer."""
+    if obj is None:
+        return LfsTransfer(
+            pointer, ItemError(LfsObjectError.code, "GitHub's batch answer left it out")
+        )
+    error = obj.get("error")
+    actions = obj.get("actions") or {}
+    if isinstance(error, dict):
+        return LfsTransfer(pointer, _object_error(pointer, error))
+    if operation is LfsOperation.UPLOAD and "upload" not in actions:
+        return LfsTransfer(pointer, present=True)  # GitHub has it
+    if operation is LfsOperation.DOWNLOAD and "download" not in actions:
+        return LfsTransfer(
+            pointer, ItemError(LfsObjectError.code, "GitHub gave no download action")
+        )
+    return LfsTransfer(pointer, action={**actions, _RECEIVED: received})
 
 
 def _object_error(pointer: LfsPointer, error: Mapping[str, Any]) -> ItemError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import time
 from pathlib import Path
 
@@ -9,10 +10,10 @@ import pytest
 
 from reposync.errors import GitTransportError, LeaseLost
 from reposync.git import procfs
-from reposync.git.transport import RefUpdate, _groups, guarded, parse_porcelain, run_git
+from reposync.git.transport import RefUpdate, _groups, guarded, run_git
 from reposync.git.transport import push as push_from
 from reposync.git.workspace import PushWorkspace
-from tests.gitrepo import commit_on, generate, init_bare, refs
+from tests.gitrepo import bad_tree_commit, commit_on, generate, init_bare, refs
 
 
 def push(source: str, target: str, updates: list[RefUpdate]):
@@ -77,19 +78,66 @@ def test_a_stale_lease_refuses_its_ref_and_the_rest_lands_in_a_second_atomic_pus
     assert refs(target)["refs/heads/branch-00002"] == moved2
 
 
-def test_a_target_that_refuses_every_ref_is_asked_once(pair):
-    """A refusal of every ref for its own reason (a declining pre-receive hook) is no
-    reason to push again: each ref is rejected with the target's word, in one push."""
-    source, target = pair
-    hook = target / "hooks" / "pre-receive"
+def _hook(target: Path, name: str, script: str) -> None:
+    hook = target / "hooks" / name
     hook.parent.mkdir(exist_ok=True)
-    hook.write_text("#!/bin/sh\necho 'frozen for maintenance' >&2\nexit 1\n")
+    hook.write_text("#!/bin/sh\n" + script)
     hook.chmod(0o755)
+
+
+def test_a_target_that_refuses_every_ref_is_asked_once(pair):
+    """A refusal of every ref for the target's own reason (a declining pre-receive hook)
+    is no conflict and no reason to push again: each ref is refused, in one push, with
+    the cause and the hook's own words."""
+    source, target = pair
+    _hook(target, "pre-receive", "echo 'frozen for maintenance' >&2\nexit 1\n")
     src = refs(source)
     outcome = push(str(source), str(target), [RefUpdate(n, o, None) for n, o in src.items()])
-    assert set(outcome.rejected) == set(src)
-    assert {"pre-receive hook declined" in why for why in outcome.rejected.values()} == {True}
+    assert set(outcome.refused) == set(src)
+    assert outcome.rejected == {}
+    for why in outcome.refused.values():
+        assert why.startswith("a hook on the target declined it")
+        assert "pre-receive hook declined" in why
+        assert "frozen for maintenance" in why
     assert (outcome.accepted, outcome.groups, refs(target)) == (set(), 1, {})
+
+
+def test_an_update_hook_declining_one_ref_holds_back_only_that_ref(pair):
+    """An update hook refuses one ref of an atomic push: receive-pack refuses the others
+    as "atomic push failure"; they are pushed again without it and land; the declined
+    ref is the target's refusal, not a conflict."""
+    source, target = pair
+    _hook(
+        target,
+        "update",
+        'if [ "$1" = refs/heads/branch-00001 ]; then echo "branch-00001 is frozen" >&2; '
+        "exit 1; fi\n",
+    )
+    src = refs(source)
+    outcome = push(str(source), str(target), [RefUpdate(n, o, None) for n, o in src.items()])
+    assert set(outcome.refused) == {"refs/heads/branch-00001"}
+    assert "branch-00001 is frozen" in outcome.refused["refs/heads/branch-00001"]
+    assert outcome.rejected == {}
+    assert outcome.accepted == set(src) - {"refs/heads/branch-00001"}
+    assert outcome.groups == 2
+    assert refs(target) == {n: o for n, o in src.items() if n != "refs/heads/branch-00001"}
+
+
+def test_an_object_the_target_s_fsck_refuses_is_its_refusal_with_its_words(pair):
+    """receive.fsckObjects on the target and a tree with a duplicate entry: git reports
+    an unpacker error; the ref is refused (not a conflict), quoting the fsck message."""
+    source, target = pair
+    subprocess.run(
+        ["git", "--git-dir", str(target), "config", "receive.fsckObjects", "true"], check=True
+    )
+    bad = bad_tree_commit(source, "refs/heads/bad")
+    outcome = push(str(source), str(target), [RefUpdate("refs/heads/bad", bad, None)])
+    (why,) = outcome.refused.values()
+    assert why.startswith("the target's object check (fsck) refused an object")
+    assert "unpacker error" in why
+    assert "duplicateEntries" in why
+    assert outcome.rejected == {}
+    assert refs(target) == {}
 
 
 def test_delete_with_lease(pair):
@@ -129,20 +177,6 @@ def test_groups_respect_the_argument_budget():
     assert sum(len(g) for g in groups) == 3000
     assert len(groups) > 1
     assert all(sum(len(a) + 9 for u in g for a in u.argv()) <= 50_000 for g in groups)
-
-
-def test_parse_porcelain():
-    """Accepted and rejected lines are told apart by their flag."""
-    out = (
-        "To /tmp/x\n"
-        "*\tabc:refs/heads/a\t[new branch]\n"
-        "!\tdef:refs/heads/b\t[rejected] (stale info)\n"
-        "Done\n"
-    )
-    assert parse_porcelain(out) == {
-        "refs/heads/a": (True, "[new branch]"),
-        "refs/heads/b": (False, "[rejected] (stale info)"),
-    }
 
 
 def alive(pid: int) -> bool:

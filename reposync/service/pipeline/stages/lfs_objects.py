@@ -16,9 +16,12 @@ chunks of ``LFS_BATCH_SIZE``:
    uploaded. An upload whose answer was lost is settled by that question, never re-sent
    blindly; if the target still lacks it, the batch is retried later (retryable error).
 
-An object that cannot be moved (missing or corrupt on the source, too large) fails the
-items of the refs whose new history needs it, with its code; those refs are left out of
-the push. A checkpoint with no changed ref never gets here: no LFS content is read.
+An object is its OID **and** its size (as git-lfs's Batch API names it): two pointers
+with one OID and different sizes are two objects, at most one of which can exist. An
+object that cannot be moved (missing, corrupt or not a file on the source, too large,
+refused by the target's full disk) fails the items of the refs whose new history needs
+that (OID, size), with its code; those refs, and only those, are left out of the push.
+A checkpoint with no changed ref never gets here: no LFS content is read.
 """
 
 from __future__ import annotations
@@ -37,10 +40,10 @@ from sqlalchemy import select
 from reposync.errors import (
     LfsObjectCorrupt,
     LfsObjectError,
-    LfsObjectMissing,
     LfsObjectTooLarge,
     ProviderUnavailable,
     ResultUnknown,
+    TargetRefusedPush,
 )
 from reposync.git.lfs_scan import scan_pointers
 from reposync.models import ObjectLink
@@ -85,9 +88,9 @@ class _Counts:
 class _Chunk:
     """One Batch API chunk's progress."""
 
-    failures: dict[str, ItemError] = field(default_factory=dict)
-    sent: dict[str, LfsPointer] = field(default_factory=dict)
-    unsure: dict[str, Exception] = field(default_factory=dict)
+    failures: dict[LfsPointer, ItemError] = field(default_factory=dict)
+    sent: set[LfsPointer] = field(default_factory=set)
+    unsure: dict[LfsPointer, Exception] = field(default_factory=dict)
 
 
 def move_lfs_objects(
@@ -103,7 +106,7 @@ def move_lfs_objects(
         return {}
     known = _target_tips(ex, items)
     counts = _Counts()
-    failures: dict[str, ItemError] = {}
+    failures: dict[LfsPointer, ItemError] = {}
     try:
         pointers = scan_pointers(git_dir, [str(i.source_revision) for i in writes], known)
         for chunk in _chunks(pointers, LFS_BATCH_SIZE):
@@ -122,13 +125,13 @@ def _move_chunk(
     target: LfsStore,
     pointers: list[LfsPointer],
     counts: _Counts,
-) -> dict[str, ItemError]:
+) -> dict[LfsPointer, ItemError]:
     cap = ex.ctx.settings.lfs_max_object_size
     state = _Chunk()
     wanted: list[LfsPointer] = []
     for pointer in pointers:
         if pointer.size > cap:
-            state.failures[pointer.oid] = ItemError(
+            state.failures[pointer] = ItemError(
                 LfsObjectTooLarge.code,
                 f"LFS object {pointer.oid} has {pointer.size} bytes, more than "
                 f"REPOSYNC_LFS_MAX_OBJECT_SIZE ({cap})",
@@ -139,7 +142,7 @@ def _move_chunk(
     if wanted:
         for answer in target.lfs_batch(LfsOperation.UPLOAD, wanted):
             if answer.error is not None:
-                state.failures[answer.pointer.oid] = answer.error
+                state.failures[answer.pointer] = answer.error
             elif answer.present:
                 counts.skipped += 1
             else:
@@ -150,7 +153,7 @@ def _move_chunk(
         spool_dir.mkdir(parents=True, exist_ok=True)
         for upload, download in zip(needed, downloads, strict=True):
             if download.error is not None:
-                state.failures[download.pointer.oid] = download.error
+                state.failures[download.pointer] = download.error
                 continue
             _copy_one(ex, source, target, download, upload, spool_dir, state)
         _read_back(target, state, counts)
@@ -173,22 +176,22 @@ def _copy_one(
         try:
             with closing(source.lfs_download(download)) as stream:
                 problem = _spool_verified(stream, spool, pointer)
-        except LfsObjectMissing as error:
-            state.failures[pointer.oid] = ItemError.of(error)
+        except LfsObjectError as error:  # missing, or not a file the store may read
+            state.failures[pointer] = ItemError.of(error)
             return
         if problem is not None:
-            state.failures[pointer.oid] = problem
+            state.failures[pointer] = problem
             return
         spool.seek(0)
         ex.lease.check()  # an upload is an external write
         try:
             target.lfs_upload(upload, spool)
-        except LfsObjectError as error:
-            state.failures[pointer.oid] = ItemError.of(error)
+        except (LfsObjectError, TargetRefusedPush) as error:
+            state.failures[pointer] = ItemError.of(error)
             return
         except (ResultUnknown, ProviderUnavailable) as error:
-            state.unsure[pointer.oid] = error
-        state.sent[pointer.oid] = pointer
+            state.unsure[pointer] = error
+        state.sent.add(pointer)
 
 
 def _spool_verified(stream: IO[bytes], spool: IO[bytes], pointer: LfsPointer) -> ItemError | None:
@@ -218,19 +221,20 @@ def _read_back(target: LfsStore, state: _Chunk, counts: _Counts) -> None:
     """Only what the target now reports present counts as uploaded (read-back)."""
     if not state.sent:
         return
-    answers = target.lfs_batch(LfsOperation.UPLOAD, list(state.sent.values()))
+    answers = target.lfs_batch(LfsOperation.UPLOAD, sorted(state.sent))
     lost: list[str] = []
     for answer in answers:
-        oid = answer.pointer.oid
+        pointer = answer.pointer
         if answer.present:
             counts.uploaded += 1
-            counts.bytes_uploaded += answer.pointer.size
-        elif oid in state.unsure:
-            lost.append(f"{oid}: {state.unsure[oid]}")
+            counts.bytes_uploaded += pointer.size
+        elif pointer in state.unsure:
+            lost.append(f"{pointer.oid}: {state.unsure[pointer]}")
         else:
-            state.failures[oid] = ItemError(
+            state.failures[pointer] = ItemError(
                 LfsObjectError.code,
-                f"the target does not hold LFS object {oid} after its upload was accepted",
+                f"the target does not hold LFS object {pointer.oid} ({pointer.size} bytes) "
+                "after its upload was accepted",
             )
     if lost:  # not landed, and its upload failed on the way: the batch is tried again
         raise ProviderUnavailable("LFS uploads did not reach the target: " + "; ".join(lost[:5]))
@@ -240,14 +244,15 @@ def _refs_needing(
     git_dir: Path,
     writes: Sequence[ApplyItem],
     known: Sequence[str],
-    failures: dict[str, ItemError],
+    failures: dict[LfsPointer, ItemError],
 ) -> dict[int, ItemError]:
-    """Which items' new history holds an object that could not be moved (one walk per
-    ref: only when something failed)."""
+    """Which items' new history holds an object that could not be moved, by OID and size
+    (a ref whose pointer names the same OID with its true size needs nothing broken);
+    one walk per ref, only when something failed."""
     refused: dict[int, ItemError] = {}
     for item in writes:
         for pointer in scan_pointers(git_dir, [str(item.source_revision)], known):
-            error = failures.get(pointer.oid)
+            error = failures.get(pointer)
             if error is not None:
                 refused[item.id] = ItemError(
                     error.code,
@@ -278,7 +283,8 @@ def _target_tips(ex: StageExecution, items: Sequence[ApplyItem]) -> list[str]:
 
 
 def _chunks(pointers: Iterable[LfsPointer], size: int) -> Iterator[list[LfsPointer]]:
-    """Chunks of distinct OIDs (a pointer held by two blobs is asked for once per chunk)."""
+    """Chunks of distinct objects (a pointer held by two blobs is asked for once per
+    chunk). One OID may appear with two sizes: those are two objects, both kept."""
     iterator = iter(pointers)
     while chunk := list(islice(iterator, size)):
-        yield list({p.oid: p for p in chunk}.values())
+        yield list(dict.fromkeys(chunk))

@@ -18,6 +18,7 @@ from reposync.errors import (
     GitTransportError,
     ProviderError,
     PushTooLarge,
+    TargetRefusedPush,
     WikiDisabled,
     WikiNotInitialized,
 )
@@ -227,6 +228,10 @@ class GitRefApplier:
                 report.verify_hashes[item.id] = item.desired_hash
             if name in pushed.too_large:
                 report.refused[item.id] = ItemError(PushTooLarge.code, pushed.too_large[name])
+            elif name in pushed.refused:  # the target's own trouble, not a conflict
+                report.refused[item.id] = ItemError(
+                    TargetRefusedPush.code, f"{name} was not pushed: {pushed.refused[name]}"
+                )
             elif name in pushed.rejected:
                 report.refused[item.id] = ItemError(
                     Conflict.code,
