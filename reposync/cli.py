@@ -82,6 +82,12 @@ def build_parser() -> argparse.ArgumentParser:
     handoff.add_argument("target", metavar="TARGET", help="the standby that takes over")
     handoff.add_argument("--json", action="store_true", help="print the outcome as JSON")
     handoff.add_argument("--confirm-visibility", action="store_true", help=CONFIRM_HELP)
+    handoff.add_argument(
+        "--confirm-writes-stopped",
+        action="store_true",
+        help="confirm nobody writes to SOURCE any more (required when reposync cannot "
+        "freeze it: a GitHub repository)",
+    )
 
     # --- runs ---
     runs = commands.add_parser("runs", help="list, show, follow and cancel Runs")
@@ -410,7 +416,7 @@ def _handoff(settings: Settings, args: argparse.Namespace) -> int:
     with _database(settings) as db:
         ctx = _context(settings, db)
         request = SyncRequest(args.source, args.target, confirm_visibility=args.confirm_visibility)
-        outcome = handoff(ctx, bind(ctx, request).id)
+        outcome = handoff(ctx, bind(ctx, request).id, writes_stopped=args.confirm_writes_stopped)
     if args.json:
         print(json.dumps(asdict(outcome), sort_keys=True))
     elif outcome.switched:

@@ -40,7 +40,8 @@ into this tree at one boundary each, never leaked.
     ├── NotAllowedNow                   not_allowed_now
     │   ├── ResultUnknownUnresolved     result_unknown_unresolved
     │   ├── ConnectionMismatch          connection_mismatch
-    │   └── VisibilityUnconfirmed       visibility_unconfirmed
+    │   ├── VisibilityUnconfirmed       visibility_unconfirmed
+    │   └── WritesNotStopped            writes_not_stopped       (a handoff from GitHub)
     ├── BindingBusy                     binding_busy
     ├── IdempotencyKeyInProgress        idempotency_key_in_progress (retryable)
     ├── LeaseLost                       lease_lost
@@ -479,6 +480,17 @@ class VisibilityUnconfirmed(NotAllowedNow):
         "if the standby may be more public than the authority, confirm it: "
         "confirm_visibility: true (POST or PATCH /bindings), --confirm-visibility, or the "
         "visibility checkbox on the page"
+    )
+
+
+class WritesNotStopped(NotAllowedNow):
+    """A handoff from an authority reposync cannot freeze (GitHub), and nobody said that
+    writes to it stopped: one made after the switch would be overwritten later."""
+
+    code = "writes_not_stopped"
+    suggested_action = (
+        "stop every write to the authority (archive it or take push rights away), then "
+        "hand off with --confirm-writes-stopped (confirm_writes_stopped: true)"
     )
 
 

@@ -13,7 +13,7 @@ subclasses with stable codes. A provider never swallows an error and never retri
 non-idempotent write blindly.
 
 Why one module of ~650 lines: it is the one document a provider author reads, and the
-conformance suite checks against it; almost all of it is docstrings of the 14
+conformance suite checks against it; almost all of it is docstrings of the 15
 capabilities and the value types they exchange. Split, the contract would be read in
 pieces and ``CAPABILITIES`` would have to import them all back.
 """
@@ -300,13 +300,30 @@ class VisibilityReporter(Protocol):
 
 @runtime_checkable
 class StandbyMarker(Protocol):
-    """A standby that can refuse edits made outside the sync (set by every applying Run
-    and by a handoff); without it nothing guards the standby."""
+    """A standby that can refuse edits made outside the sync (set when a Binding is made,
+    by every applying Run and by a handoff); without it nothing guards the standby."""
 
     @abstractmethod
     def mark_standby(self, authority: str | None) -> None:
         """Record that this repository is a standby of ``authority`` (``None``: it is not):
-        edits outside the sync are then refused."""
+        edits and pushes from anyone but reposync are then refused, with a message naming
+        ``authority``. Idempotent: a lock removed by hand is put back."""
+
+
+@runtime_checkable
+class ShadowMaterializer(Protocol):
+    """A repository whose derived shadow branches (``sync.canonical.shadow_refs``) can
+    become real branches. An authority only derives them; a standby holds them as
+    branches. A handoff turns the old authority into a standby, so without this the first
+    Run in the new direction would push them back to it."""
+
+    @abstractmethod
+    def materialize_shadows(self) -> dict[str, str]:
+        """Create, as a branch, each shadow this repository would derive that is no
+        branch yet; returns the branches created (name -> commit). Its listing is the
+        same before and after (a real branch of a shadow's name is listed as the shadow
+        was). Idempotent. Raises ``PermissionDenied`` or ``WriteRefused`` when the forge
+        refuses a branch (a local repository: after creating the others)."""
 
 
 @runtime_checkable
@@ -619,6 +636,7 @@ CAPABILITIES: tuple[type, ...] = (
     EmptyChecker,
     VisibilityReporter,
     StandbyMarker,
+    ShadowMaterializer,
     LockRecoverer,
     GitRemoteSource,
     WikiRemoteSource,

@@ -43,6 +43,7 @@ from reposync.lifecycle import Side
 from reposync.models import Binding, utcnow
 from reposync.providers.base import EndpointInfo, EndpointSpec, ProviderEnvironment
 from reposync.providers.registry import parse_locator, provider_class
+from reposync.service import standby
 from reposync.service.context import ServiceContext
 from reposync.service.cron import next_slot, validate_cron
 from reposync.service.lookups import active_run, endpoint_spec, get_binding
@@ -154,6 +155,10 @@ def bind_pair(
     )
     if request.conflict_policy is not None:
         _set_policy(ctx, binding.id, request.conflict_policy)
+    if created and not request.dry_run:
+        # The standby refuses edits and pushes from now on, not from its first Run (a dry
+        # run writes nothing: its Binding's standby is locked by its first applying Run).
+        standby.guard(ctx, binding)
     log.info(
         "binding %s (%s): %s -> %s",
         binding.id,
@@ -382,13 +387,15 @@ def sync_blockers(ctx: ServiceContext, binding_id: int) -> list[str]:
 
 
 def delete_binding(ctx: ServiceContext, binding_id: int) -> None:
-    """Forget a Binding, its Runs and links; never while it runs or a write is unknown."""
+    """Forget a Binding, its Runs and links; never while it runs or a write is unknown.
+    Its standby takes edits and pushes again (unless another Binding keeps it one)."""
     with ctx.db.transaction() as session:
         binding = get_binding(session, binding_id)
         if active_run(session, binding_id) is not None:
             raise NotAllowedNow(f"binding {binding_id} has an active Run; cancel it first")
         require_no_unknown(session, binding_id, "deleting the Binding")
         session.delete(binding)
+    standby.release(ctx, binding)  # nobody keeps its standby in sync any more
 
 
 def confirm_visibility(ctx: ServiceContext, binding_id: int) -> Binding:

@@ -1,15 +1,21 @@
 """Authority handoff: the standby becomes the authority without losing anything.
 
+0. An authority reposync cannot freeze (GitHub: ``standby.can_freeze``) is handed off
+   only with the operator's word that writes to it stopped (``writes_stopped``).
 1. A final forward Run, full audit (kind ``handoff``): the standby equals the authority.
-2. The old authority is frozen where the provider can (a local forge refuses edits), and
-   its digest is taken.
+2. The old authority is frozen where the provider can (a local forge refuses edits and
+   pushes: ``service/standby.py``), and its digest is taken.
 3. A reverse dry-run from the new authority must plan no write at all.
 4. The old authority's digest must be unchanged (nothing moved during the handoff).
 5. One fenced transaction flips ``authority_side``, increments ``authority_epoch`` and
    turns ``sync_enabled`` off until a full apply in the new direction.
+6. The old authority, a standby now, gets its shadow branches as real branches
+   (``ShadowMaterializer``): an authority derives the branch of a pull request whose head
+   is no branch of its own, a standby holds it. The reverse dry-run saw them derived;
+   without this step the first Run in the new direction would push them back.
 
-Any failed step aborts with the reason in the handoff Run's report; the authority stays
-where it was.
+Any failed step before the switch aborts with the reason in the handoff Run's report;
+the authority stays where it was.
 """
 
 from __future__ import annotations
@@ -21,10 +27,11 @@ from typing import Any, cast
 from sqlalchemy import CursorResult, update
 from sqlalchemy.orm import Session
 
-from reposync.errors import NotAllowedNow, ReposyncError
+from reposync.errors import NotAllowedNow, ReposyncError, WritesNotStopped
 from reposync.lifecycle import AuditMode, RunKind, RunMode, Side, Stage, Trigger
 from reposync.models import Binding, Run
-from reposync.providers.base import StandbyMarker
+from reposync.providers.base import ShadowMaterializer
+from reposync.service import standby
 from reposync.service.context import ServiceContext, Step
 from reposync.service.events import emit
 from reposync.service.lookups import active_run, endpoint_spec, get_binding
@@ -51,12 +58,16 @@ class HandoffOutcome:
     authority_epoch: int
 
 
-def start_handoff(ctx: ServiceContext, binding_id: int) -> Run:
-    """Queue the handoff: its forward Run now, the rest in the worker that executes it."""
+def start_handoff(ctx: ServiceContext, binding_id: int, *, writes_stopped: bool = False) -> Run:
+    """Queue the handoff: its forward Run now, the rest in the worker that executes it.
+
+    ``writes_stopped``: the operator's word that nobody writes to the authority any more,
+    required when reposync cannot freeze it (``WritesNotStopped`` otherwise)."""
     with ctx.db.session() as session:
         if active_run(session, binding_id) is not None:
             raise NotAllowedNow(f"binding {binding_id} has an active Run; wait for it first")
         require_no_unknown(session, binding_id, "a handoff")
+        _require_frozen_or_stopped(get_binding(session, binding_id), writes_stopped)
     run = create_run(
         ctx, binding_id, audit_mode=AuditMode.FULL, kind=RunKind.HANDOFF, trigger=Trigger.MANUAL
     )
@@ -65,10 +76,19 @@ def start_handoff(ctx: ServiceContext, binding_id: int) -> Run:
 
 
 def handoff(
-    ctx: ServiceContext, binding_id: int, forward_run_id: int | None = None
+    ctx: ServiceContext,
+    binding_id: int,
+    forward_run_id: int | None = None,
+    *,
+    writes_stopped: bool = False,
 ) -> HandoffOutcome:
-    """Run the whole handoff in this process (the embedded mode, or the handoff task)."""
+    """Run the whole handoff in this process (the embedded mode, or the handoff task).
+
+    A new handoff (no ``forward_run_id``) checks ``writes_stopped`` as ``start_handoff``
+    does; the task that executes a queued one was checked when it was queued."""
     if forward_run_id is None:
+        with ctx.db.session() as session:
+            _require_frozen_or_stopped(get_binding(session, binding_id), writes_stopped)
         forward_run_id = create_run(
             ctx, binding_id, audit_mode=AuditMode.FULL, kind=RunKind.HANDOFF, trigger=Trigger.MANUAL
         ).id
@@ -79,13 +99,22 @@ def handoff(
         session.expunge(binding)
     settled = _settled(forward, binding)
     if settled is not None:  # a duplicate delivery of the handoff task: touch nothing
+        if settled.switched and binding.authority_epoch == forward.authority_epoch + 1:
+            # ... but finish step 6, which the first execution may not have reached.
+            _keep_shadows(ctx, binding, Side(forward.source_side), forward.id)
         return settled
     if forward.status != "completed":
         return _abort(
             ctx, binding_id, forward, None, f"the final forward Run ended {forward.status}"
         )
     old, new = Side(forward.source_side), Side(forward.target_side)
-    _mark(ctx, binding, old, authority=endpoint_spec(binding, new).display)  # freeze it
+    try:
+        standby.freeze(ctx, binding, old, authority=endpoint_spec(binding, new).display)
+    except ReposyncError as exc:
+        standby.thaw(ctx, binding, old)  # whatever part of the lock went in
+        return _abort(
+            ctx, binding_id, forward, None, f"the authority could not be frozen: {exc.message}"
+        )
 
     reverse = create_run(
         ctx,
@@ -110,7 +139,7 @@ def handoff(
     else:
         reason = ""
     if reason:
-        _mark(ctx, binding, old, authority=None)  # thaw the old authority
+        standby.thaw(ctx, binding, old)  # the old authority stays the authority
         return _abort(ctx, binding_id, forward, reverse.id, reason)
 
     switched = _switch(ctx, binding_id, forward, reverse.id)
@@ -126,7 +155,7 @@ def handoff(
                     new.value,
                     forward.authority_epoch + 1,
                 )
-        _mark(ctx, binding, old, authority=None)
+        standby.thaw(ctx, binding, old)
         return _abort(
             ctx,
             binding_id,
@@ -134,7 +163,8 @@ def handoff(
             reverse.id,
             "the Binding was claimed by another execution during the switch",
         )
-    _mark(ctx, binding, new, authority=None)  # the new authority is writable again
+    standby.thaw(ctx, binding, new)  # the new authority is writable again
+    _keep_shadows(ctx, binding, old, forward.id)
     return HandoffOutcome(
         True, forward.id, reverse.id, "switched", new.value, forward.authority_epoch + 1
     )
@@ -266,18 +296,70 @@ def _digest(ctx: ServiceContext, binding: Binding, side: Side) -> str:
         provider.close()
 
 
-def _mark(ctx: ServiceContext, binding: Binding, side: Side, *, authority: str | None) -> None:
-    """Freeze (or thaw) one side against edits outside the sync, where it can be done."""
+def _require_frozen_or_stopped(binding: Binding, writes_stopped: bool) -> None:
+    """Step 0: an authority reposync cannot freeze needs the operator's word.
+
+    The digest check sees a write made during the handoff, not one made after the switch:
+    on a forge nobody froze, that write would be overwritten by the next Run (or become a
+    conflict). Only the operator can stop it (archive the repository, take push rights
+    away), and says so."""
+    provider, _, locator, _ = binding.side(binding.authority)
+    if writes_stopped or standby.can_freeze(provider):
+        return
+    raise WritesNotStopped(
+        f"reposync cannot freeze {provider}:{locator}, the authority of binding {binding.id}: "
+        "stop every write to it (pushes, issues, pull requests, releases), then hand off "
+        "confirming it (--confirm-writes-stopped, or confirm_writes_stopped: true)"
+    )
+
+
+def _keep_shadows(ctx: ServiceContext, binding: Binding, side: Side, run_id: int) -> None:
+    """Step 6: the old authority's derived shadow branches become real branches.
+
+    After the switch, so an aborted handoff leaves the authority as it was. Nothing is
+    lost when it fails: the next Run in the new direction plans those branches (its event
+    says so)."""
     assert ctx.open_provider is not None
     try:
         provider = ctx.open_provider(endpoint_spec(binding, side))
-    except ReposyncError:
+    except ReposyncError as exc:
+        _not_kept(ctx, binding, side, run_id, exc)
         return
     try:
-        if isinstance(provider, StandbyMarker):
-            provider.mark_standby(authority)
+        if not isinstance(provider, ShadowMaterializer):
+            return
+        created = provider.materialize_shadows()  # a provider opened fresh derives them
+    except ReposyncError as exc:
+        _not_kept(ctx, binding, side, run_id, exc)
+        return
     finally:
         provider.close()
+    if created:
+        with ctx.db.transaction() as session:
+            emit(
+                session,
+                run_id,
+                "shadow_branches_kept",
+                Stage.COMPLETED.value,
+                counts={"branches": len(created)},
+                message=f"{len(created)} shadow branch(es) of pull requests kept as branches "
+                f"on side {side.value}, the standby now",
+            )
+
+
+def _not_kept(
+    ctx: ServiceContext, binding: Binding, side: Side, run_id: int, exc: ReposyncError
+) -> None:
+    log.warning("binding %s: shadow branches not kept: %s", binding.id, exc.message)
+    with ctx.db.transaction() as session:
+        emit(
+            session,
+            run_id,
+            "shadow_branches_not_kept",
+            Stage.COMPLETED.value,
+            message=f"shadow branches not kept on side {side.value} ({exc.message}); the "
+            "next Run in the new direction pushes them",
+        )
 
 
 def _load(ctx: ServiceContext, run_id: int) -> Run:

@@ -35,6 +35,7 @@ from reposync.web.schemas.bindings import (
     BindingQueryArgsSchema,
     BindingSchema,
     BindingUpdateSchema,
+    HandoffSchema,
 )
 from reposync.web.schemas.common import id_rule
 from reposync.web.schemas.runs import RunSchema
@@ -168,15 +169,19 @@ class BindingView(MethodView):
 class HandoffView(MethodView):
     @blueprint.doc(operationId="hand_off_binding")
     @admin_only
+    @blueprint.arguments(HandoffSchema, required=False)
     @blueprint.response(202, RunSchema, headers={"Location": {"schema": {"type": "string"}}})
     @documents(blueprint, 401, 403, 404, 409)
-    def post(self, binding_id: int) -> Any:
+    def post(self, args: dict[str, Any], binding_id: int) -> Any:
         """Hand authority to the standby: queue a handoff Run; admin only.
 
         The Run syncs forward in full, proves the reverse direction has nothing to do and
         flips the authority in one fenced transaction (409 when the Binding forbids it).
+        An authority reposync cannot freeze (GitHub) needs ``confirm_writes_stopped``.
         """
         ctx = service_context()
         authorize_binding(ctx, current_user(), binding_id)
-        run = start_handoff(ctx, binding_id)
+        run = start_handoff(
+            ctx, binding_id, writes_stopped=args.get("confirm_writes_stopped", False)
+        )
         return run, 202, {"Location": url_for("runs.RunView", run_id=run.id)}

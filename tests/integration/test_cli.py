@@ -355,3 +355,28 @@ def test_ctrl_c_then_the_next_invocation_resumes_and_reports_that_run(tmp_path, 
     assert (report["run_id"], report["status"]) == (1, "completed")
     assert report["object_types"]["label"]["created"] == 5
     assert refs(target) == {k: v for k, v in refs(source).items() if k in refs(target)}
+
+
+def test_a_handoff_from_github_needs_the_confirmation_that_writes_stopped(
+    capsys, tmp_path, data_dir, github_fake, monkeypatch
+):
+    """reposync cannot freeze a GitHub authority: without ``--confirm-writes-stopped``
+    the handoff exits 1 naming the flag, and no Run starts."""
+    github_fake.state.create_repo("acme/app", private=True, auto_init=True)
+    for name, value in {
+        "REPOSYNC_GITHUB_API_URL": github_fake.api_url,
+        "REPOSYNC_GITHUB_UPLOADS_URL": github_fake.uploads_url,
+        "REPOSYNC_GITHUB_GIT_URL": github_fake.git_url,
+        "REPOSYNC_GITHUB_TOKEN": github_fake.add_token("acme"),
+    }.items():
+        monkeypatch.setenv(name, value)
+    old, new = "github:acme/app", f"local:{tmp_path / 'dst.git'}"
+
+    status, _, err = run_cli(capsys, "handoff", old, new)
+
+    assert status == 1
+    assert "[writes_not_stopped]" in err
+    assert "--confirm-writes-stopped" in err
+    status, out, _ = run_cli(capsys, "runs", "list", "--json")
+    assert status == 0
+    assert json.loads(out)["items"] == []

@@ -1,19 +1,30 @@
-"""Authority handoff between two local forges, and the block of an unknown write outcome."""
+"""Authority handoff between two local forges (and from GitHub), the standby's lock, and
+the block of an unknown write outcome."""
 
 from __future__ import annotations
+
+import subprocess
+from pathlib import Path
 
 import pytest
 from sqlalchemy import select
 
-from reposync.errors import NotAllowedNow, ResultUnknownUnresolved
+from reposync.errors import (
+    NotAllowedNow,
+    PermissionDenied,
+    ResultUnknownUnresolved,
+    WritesNotStopped,
+)
 from reposync.models import Binding, Run, RunItem
 from reposync.service import handoff as handoff_module
-from reposync.service.bindings import SyncRequest, bind
+from reposync.service import standby as standby_module
+from reposync.service.bindings import SyncRequest, bind, delete_binding
 from reposync.service.context import ServiceContext
 from reposync.service.embedded import sync
 from reposync.service.handoff import handoff
 from reposync.service.recovery import recover_run, redispatch_stalled
 from reposync.service.runs import create_run
+from tests.github_env import embedded_world
 from tests.gitrepo import commit_on, generate, refs, set_ref
 from tests.integration.test_forge_sync import WHEN, forge
 from tests.unknown_writes import plant_unknown
@@ -71,14 +82,14 @@ def test_handoff_switches_authority_then_syncs_the_other_way(ctx, pair):
 def test_a_source_change_during_handoff_aborts_and_keeps_the_authority(ctx, pair, monkeypatch):
     """The authority moves while the handoff checks it: no switch, a clear reason."""
     a, _, binding_id = pair
-    mark = handoff_module._mark
+    freeze = standby_module.freeze
 
-    def mark_and_change(ctx_, binding, side, *, authority):
-        mark(ctx_, binding, side, authority=authority)
-        if authority is not None:  # right after the freeze, git itself still writes
-            commit_on(a, "refs/heads/main", "a push nobody expected")
+    def freeze_and_change(ctx_, binding, side, *, authority):
+        freeze(ctx_, binding, side, authority=authority)
+        # right after the freeze, a write that no lock stops (git run on the files)
+        commit_on(a, "refs/heads/main", "a push nobody expected")
 
-    monkeypatch.setattr(handoff_module, "_mark", mark_and_change)
+    monkeypatch.setattr(standby_module, "freeze", freeze_and_change)
     outcome = handoff(ctx, binding_id)
 
     assert not outcome.switched
@@ -188,7 +199,9 @@ def test_an_active_run_is_not_recovered(ctx, pair):
 
 def test_handoff_with_a_shadow_branch_sees_no_difference(ctx, tmp_path):
     """An open pull request whose head is no branch: the standby gets a real shadow
-    branch, the authority only derives it, and the reverse dry-run finds them equal."""
+    branch, the authority only derives it, the reverse dry-run finds them equal, and once
+    switched the old authority holds it as a branch: a full audit the new way plans
+    nothing (it planned the shadow as a branch to create)."""
     a = generate(tmp_path / "sa.git", commits=3, branches=0, tags=0)
     main = refs(a)["refs/heads/main"]
     head = commit_on(a, "refs/heads/main", "reviewed work")
@@ -212,3 +225,120 @@ def test_handoff_with_a_shadow_branch_sees_no_difference(ctx, tmp_path):
     outcome = handoff(ctx, bind(ctx, request).id)
 
     assert outcome.switched, outcome.reason
+    assert refs(a)["refs/heads/reposync/pr/1/head"] == head  # a standby's real branch
+    audit = sync(ctx, SyncRequest(f"local:{b}", f"local:{a}", full_audit=True, dry_run=True))
+    assert (audit.status, audit.report["planned_actions"]) == ("completed", {})
+
+
+def plain_push(repository: Path, work: Path, branch: str) -> subprocess.CompletedProcess[str]:
+    """What a person does: clone, commit, ``git push`` (no reposync environment)."""
+    if not work.exists():
+        subprocess.run(["git", "clone", "-q", "-b", "main", str(repository), str(work)], check=True)
+    (work / f"{branch}.txt").write_text(branch)
+    subprocess.run(["git", "add", "-A"], cwd=work, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=P", "-c", "user.email=p@e", "commit", "-qm", branch],
+        cwd=work,
+        check=True,
+    )
+    return subprocess.run(
+        ["git", "push", "origin", f"HEAD:refs/heads/{branch}"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("target_hooks", [False, True])
+def test_after_a_handoff_the_old_authority_refuses_a_plain_push(ctx, pair, tmp_path, target_hooks):
+    """The old authority, a standby now, refuses ``git push`` naming the new authority;
+    the new one takes it, and reposync's own push carries it over (with the target's
+    hooks run too: reposync passes its own lock)."""
+    a, b, binding_id = pair
+    assert handoff(ctx, binding_id).switched
+
+    refused = plain_push(a, tmp_path / "wa", "late")
+    assert refused.returncode != 0
+    assert f"standby of local:{b}" in refused.stderr
+    assert "refs/heads/late" not in refs(a)
+    assert plain_push(b, tmp_path / "wb", "new-work").returncode == 0
+
+    hooks_ctx = ServiceContext(
+        settings=ctx.settings.with_overrides(local_target_hooks=target_hooks), db=ctx.db
+    )
+    back = sync(hooks_ctx, SyncRequest(f"local:{b}", f"local:{a}"))
+
+    assert back.status == "completed", back.report["problems"]
+    assert refs(a)["refs/heads/new-work"] == refs(b)["refs/heads/new-work"]
+
+
+def test_a_new_binding_locks_its_standby_at_once_and_deleting_it_unlocks(ctx, tmp_path):
+    """No Run needed: the Binding's creation freezes a local standby (pushes and forge
+    edits); deleting the Binding thaws it. A dry run's Binding freezes nothing yet."""
+    a = generate(tmp_path / "a.git", commits=2, branches=0, tags=0)
+    b = generate(tmp_path / "b.git", commits=2, branches=0, tags=0)
+    dry = bind(ctx, SyncRequest(f"local:{a}", f"local:{b}", dry_run=True))
+    assert plain_push(b, tmp_path / "w0", "free").returncode == 0
+    delete_binding(ctx, dry.id)
+
+    binding = bind(ctx, SyncRequest(f"local:{a}", f"local:{b}"))
+
+    refused = plain_push(b, tmp_path / "w1", "locked")
+    assert f"standby of local:{a}" in refused.stderr
+    with forge(b) as f, pytest.raises(PermissionDenied, match=f"standby of local:{a}"):
+        f.create_label("late", color="000000")
+    delete_binding(ctx, binding.id)
+    assert plain_push(b, tmp_path / "w2", "unlocked").returncode == 0
+    with forge(b) as f:
+        f.create_label("mine again", color="000000")
+
+
+def test_a_repository_standby_of_two_bindings_stays_locked_while_one_remains(ctx, tmp_path):
+    """Deleting one Binding does not thaw a standby another Binding still keeps."""
+    a, b, c = (generate(tmp_path / f"{n}.git", commits=2, branches=0, tags=0) for n in "abc")
+    first = bind(ctx, SyncRequest(f"local:{a}", f"local:{b}"))
+    bind(ctx, SyncRequest(f"local:{c}", f"local:{b}"))
+
+    delete_binding(ctx, first.id)
+
+    refused = plain_push(b, tmp_path / "wb", "locked")
+    assert f"standby of local:{c}" in refused.stderr
+
+
+def test_a_handoff_from_github_needs_the_word_that_writes_stopped(tmp_path, github_fake):
+    """GitHub cannot be frozen: its handoff (queued or in-process) is refused until the
+    operator confirms writes stopped, before any Run; a local authority needs no word."""
+    github_fake.state.create_repo("acme/app", private=True, auto_init=True)
+    with embedded_world(github_fake, tmp_path) as (ctx, _):
+        request = SyncRequest("github:acme/app", f"local:{tmp_path / 'b.git'}")
+        assert sync(ctx, request).status == "completed"
+        binding_id = bind(ctx, request).id
+
+        with pytest.raises(WritesNotStopped, match="--confirm-writes-stopped"):
+            handoff(ctx, binding_id)
+        with pytest.raises(WritesNotStopped, match="github:acme/app"):
+            handoff_module.start_handoff(ctx, binding_id)
+        with ctx.db.session() as session:
+            assert session.execute(select(Run.id).where(Run.kind == "handoff")).first() is None
+
+        assert handoff(ctx, binding_id, writes_stopped=True).switched
+        assert handoff(ctx, binding_id).switched  # local -> GitHub: the local side freezes
+
+
+def test_an_authority_that_cannot_be_locked_is_not_handed_off(ctx, pair):
+    """The freeze fails (a user's pre-receive hook and one moved aside earlier both
+    exist): the handoff aborts with that reason, touching neither hook."""
+    a, _, binding_id = pair
+    hooks = a / "hooks"
+    (hooks / "pre-receive").write_text("#!/bin/sh\nexit 0\n")
+    (hooks / "pre-receive.reposync-chained").write_text("#!/bin/sh\nexit 0\n")
+
+    outcome = handoff(ctx, binding_id)
+
+    assert not outcome.switched
+    assert outcome.reason.startswith("the authority could not be frozen")
+    assert (outcome.authority_side, outcome.authority_epoch) == ("a", 1)
+    assert (hooks / "pre-receive").read_text() == "#!/bin/sh\nexit 0\n"
+    with forge(a) as f:  # still the authority: writable
+        f.create_label("still-mine", color="000000")

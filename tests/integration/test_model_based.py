@@ -22,8 +22,11 @@ the *source* only:
   remove, re-upload), reactions (add, remove).
 
 The source itself is the model. Runs are rules too: a checkpoint Run, a full-audit Run, a
-dry run (checkpoint or full). The source never changes during a Run, so every Run must
-end ``completed`` with no follow-up Run. After every applying Run:
+dry run (checkpoint or full), and (once per example) a handoff to the standby and back,
+after each of which a full-audit dry run in the new direction plans no write (issue 23:
+a pull request's shadow branch was planned for the old authority). The source never
+changes during a Run, so every Run must end ``completed`` with no follow-up Run. After
+every applying Run (and the handoffs' forward Runs):
 
 * the target equals the source canonically: per forge type the (number, unique key,
   content hash, replied-to comment) of every object, identities left out; a local
@@ -70,7 +73,7 @@ import pygit2
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 from sqlalchemy import func, select
 
 from reposync.config import Settings
@@ -79,9 +82,10 @@ from reposync.models.db import Database
 from reposync.providers.base import EndpointSpec
 from reposync.providers.local import LocalProvider
 from reposync.providers.local.authoring import ForgeAuthoring
-from reposync.service.bindings import SyncRequest
+from reposync.service.bindings import SyncRequest, bind
 from reposync.service.context import ServiceContext
 from reposync.service.embedded import sync
+from reposync.service.handoff import WRITE_ACTIONS, handoff
 from reposync.sync.canonical import ObjectRef
 from reposync.sync.vocabulary import ObjectType
 from tests.gitrepo import generate, init_bare, refs
@@ -175,6 +179,8 @@ class ForgeSync(RuleBasedStateMachine):
         self.converged: Any = None
         #: (fingerprint, full audit, items) of the last dry run.
         self.dry_plan: Any = None
+        #: Whether this example handed the authority over and back already.
+        self.handed_over = False
 
     @initialize(
         rounds=st.integers(min_value=0, max_value=2),
@@ -951,6 +957,30 @@ class ForgeSync(RuleBasedStateMachine):
         if fingerprint == self.converged:  # nothing to do, and the plan says so
             assert not any(planned.get(a, 0) for a in ("create", "update", "delete")), planned
         self.dry_plan = (fingerprint, full, self.items(run.id))
+
+    @precondition(lambda self: not self.handed_over)  # ~1 s each: once per example
+    @rule()
+    def handoff_and_back(self):
+        """The standby becomes the authority, then hands it back: each handoff switches,
+        a full-audit dry run in the new direction then plans no write, and the target
+        equals the source as after any converged Run."""
+        self.handed_over = True
+        fingerprint = self.fingerprint()
+        for old, new in ((self.source, self.target), (self.target, self.source)):
+            binding = bind(self.ctx, SyncRequest(f"local:{old}", f"local:{new}"))
+            outcome = handoff(self.ctx, binding.id)
+            assert outcome.switched, outcome.reason
+            audit = sync(
+                self.ctx,
+                SyncRequest(f"local:{new}", f"local:{old}", full_audit=True, dry_run=True),
+            )
+            planned = audit.report["planned_actions"]
+            assert audit.status == "completed", audit.report["problems"]
+            assert not any(planned.get(a) for a in WRITE_ACTIONS), planned
+        assert self.fingerprint() == fingerprint  # the model's source is as it was
+        assert self.target_state() == self.expected_state()
+        self.converged = fingerprint
+        self.dry_plan = None
 
     def applying_run(self, *, full: bool) -> None:
         fingerprint = self.fingerprint()

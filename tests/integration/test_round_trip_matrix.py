@@ -4,28 +4,39 @@ structure: each object with its parent's anchor (an issue's number, a release's 
 review's content), a reply with what it answers. The only differences allowed are the
 documented representations, and the report's ``data_gaps`` count exactly those.
 
+Issue 23: after any handoff, a full audit in the new direction plans nothing. Random
+sources (pull requests on a branch, from a deleted branch, from a fork's, on a commit
+the repository lacks; open, closed, merged; reviewed or not; issues, labels, a release)
+are handed local -> local and back, and local -> GitHub and back, with a pull request
+opened from a fork on GitHub between the two.
+
 Prints the per-type table (equal / represented / lost) with ``pytest -s``.
 """
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 from collections import Counter
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, Phase, example, given, settings
+from hypothesis import strategies as st
 
 from reposync.providers.base import EndpointSpec
 from reposync.providers.local import LocalProvider
 from reposync.service.bindings import SyncRequest, bind
+from reposync.service.context import ServiceContext
 from reposync.service.embedded import sync
-from reposync.service.handoff import handoff
+from reposync.service.handoff import WRITE_ACTIONS, handoff
 from reposync.sync.vocabulary import ObjectType
 from tests.github_env import embedded_world
-from tests.gitrepo import generate, refs
-from tests.integration.test_forge_sync import populate
+from tests.gitrepo import commit_on, delete_refs, generate, refs
+from tests.integration.test_forge_sync import WHEN, forge, populate
 from tests.integration.test_issue_release_fidelity import family_forge
 from tests.integration.test_review_fidelity import review_forge
 
@@ -191,3 +202,176 @@ def test_a_to_b_and_a_handoff_back_keeps_everything(tmp_path, ctx, name):
     print(table)
     assert all(lost == 0 for *_, lost in rows), table
     assert all(eq == n for t, n, eq, _, _ in rows if ObjectType(t) not in ARCHIVED), table
+
+
+# -- issue 23: after any handoff, a full audit the new way plans nothing -------------------
+
+#: How a pull request's head relates to the repository: a branch of it; a branch deleted
+#: since (its commit on no branch); a fork's branch (a name that is no branch here); a
+#: commit the repository never had.
+HEADS = ("branch", "deleted_branch", "fork", "missing_commit")
+MISSING_SHA = "0123456789abcdef0123456789abcdef01234567"
+
+pull_requests = st.lists(
+    st.tuples(
+        st.sampled_from(HEADS),
+        st.sampled_from(["open", "closed", "merged"]),
+        st.booleans(),  # reviewed, with a reply and a review request
+    ),
+    min_size=1,
+    max_size=4,
+)
+sources = st.fixed_dictionaries(
+    {
+        "pulls": pull_requests,
+        "issues": st.lists(st.sampled_from(["open", "closed"]), max_size=2),
+        "release": st.booleans(),
+    }
+)
+#: Random examples per target, after one with every kind of head: a GitHub example takes
+#: ~12 s (eight Runs against the test server), a local one ~2 s; the model-based test
+#: hands random local histories over too.
+EXAMPLES = {"local": 5, "github": 2}
+EVERY_HEAD = {
+    "pulls": [(head, "open", True) for head in HEADS] + [("deleted_branch", "closed", False)],
+    "issues": ["open"],
+    "release": True,
+}
+
+
+def random_source(path: Path, recipe: dict[str, Any]) -> None:
+    """A source built from a drawn recipe (HEAD on ``main``, as a forge has it)."""
+    generate(path, commits=3, branches=0, tags=1)
+    with_main_head(path)
+    main = refs(path)["refs/heads/main"]
+    when = itertools.count()
+    with forge(path) as f:
+        f.create_label("bug", color="d73a4a")
+        for k, state in enumerate(recipe["issues"]):
+            issue = f.create_issue(
+                f"issue {k}",
+                author="ann",
+                created_at=WHEN + timedelta(minutes=next(when)),
+                labels=["bug"],
+                state=state,
+                closed_at=WHEN if state == "closed" else None,
+            )
+            f.add_comment("issue", issue, "seen", author="bob", created_at=WHEN)
+        for k, (head, state, reviewed) in enumerate(recipe["pulls"]):
+            head_ref, head_sha = f"topic-{k}", MISSING_SHA
+            if head != "missing_commit":
+                head_sha = commit_on(path, f"refs/heads/{head_ref}", f"work {k}")
+            if head == "fork":
+                head_ref = f"patch-{k}"  # the fork's branch: no branch of that name here
+            if head in ("deleted_branch", "fork"):
+                delete_refs(path, [f"refs/heads/topic-{k}"])
+            closed = state != "open"
+            pull = f.create_pull_request(
+                f"pull {k} ({head})",
+                author="bob",
+                created_at=WHEN + timedelta(minutes=next(when)),
+                base_ref="main",
+                base_sha=main,
+                head_ref=head_ref,
+                head_sha=head_sha,
+                state="closed" if closed else "open",
+                closed_at=WHEN if closed else None,
+                merged=state == "merged",
+                merged_at=WHEN if state == "merged" else None,
+            )
+            if reviewed:
+                on = main if head == "missing_commit" else head_sha
+                review = f.add_review(
+                    pull, state="COMMENTED", body="notes", commit_id=on, author="carol"
+                )
+                if head != "missing_commit":  # a line of the file the head commit adds
+                    line = {"commit_id": on, "path": f"work_{k}.txt", "line": 1}
+                    first = f.add_review_comment(
+                        review, body="why?", author="carol", created_at=WHEN, **line
+                    )
+                    f.add_review_comment(
+                        review,
+                        body="because",
+                        author="bob",
+                        created_at=WHEN,
+                        in_reply_to=first,
+                        **line,
+                    )
+                f.request_review(pull, "dave")
+        if recipe["release"]:
+            tag = next(n for n in refs(path) if n.startswith("refs/tags/"))
+            release = f.create_release(
+                tag.removeprefix("refs/tags/"), author="ann", name="One", created_at=WHEN
+            )
+            f.upload_asset(release, "app.zip", b"PK" + b"z" * 300)
+
+
+def hand_over(ctx: ServiceContext, old: str, new: str, *, writes_stopped: bool = False) -> None:
+    """Hand ``old``'s authority to ``new``, then audit ``new`` -> ``old`` in full, dry."""
+    binding = bind(ctx, SyncRequest(old, new))
+    outcome = handoff(ctx, binding.id, writes_stopped=writes_stopped)
+    assert outcome.switched, outcome.reason
+    audit = sync(ctx, SyncRequest(new, old, full_audit=True, dry_run=True))
+    assert audit.status == "completed", audit.report["problems"]
+    planned = audit.report["planned_actions"]
+    writes = {action: n for action, n in planned.items() if action in WRITE_ACTIONS}
+    assert writes == {}, (old, new, planned)
+
+
+def github_fork_pull(fake: Any, repo: str, n: int) -> None:
+    """A contributor's pull request from a fork: its head only in ``refs/pull/N/head``."""
+    git_dir = Path(fake.state.git_dir(repo))
+    commit_on(git_dir, f"refs/heads/fork-{n}", "a contributor's fix")
+    fake.state.add_pull(repo, f"Fix {n} from a fork", head=f"fork-{n}", author="contrib")
+    delete_refs(git_dir, [f"refs/heads/fork-{n}"])
+
+
+_examples = itertools.count()
+
+
+def _handoffs(target: str, tmp_path: Path, world: Any, recipe: dict[str, Any]) -> None:
+    ctx, _, fake = world
+    n = next(_examples)
+    a = tmp_path / f"a-{n}.git"
+    random_source(a, recipe)
+    source = f"local:{a}"
+    if target == "local":
+        other = f"local:{tmp_path / f'b-{n}.git'}"
+    else:
+        other = f"github:acme/handed-{n}"
+        fake.state.create_repo(other.removeprefix("github:"), private=True)
+    forward = sync(ctx, SyncRequest(source, other))
+    assert forward.status == "completed", forward.report["problems"]
+
+    hand_over(ctx, source, other)
+    if target == "github":  # GitHub's own kind of pull request, then synced home
+        github_fork_pull(fake, other.removeprefix("github:"), n)
+        home = sync(ctx, SyncRequest(other, source, full_audit=True))
+        assert home.status == "completed", home.report["problems"]
+    hand_over(ctx, other, source, writes_stopped=target == "github")
+
+
+# Shrinking a failure through the real pipeline takes minutes: failures print as found.
+_handoff_settings = settings(
+    deadline=None,
+    phases=[p for p in Phase if p is not Phase.shrink],
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+
+@settings(_handoff_settings, max_examples=EXAMPLES["local"])
+@example(recipe=EVERY_HEAD)
+@given(recipe=sources)
+def test_after_a_local_handoff_and_back_a_full_audit_plans_nothing(tmp_path, world, recipe):
+    """local -> local and back: after each handoff a full-audit dry run the new way
+    plans no write, whatever pull requests (forks', deleted branches') the source holds."""
+    _handoffs("local", tmp_path, world, recipe)
+
+
+@settings(_handoff_settings, max_examples=EXAMPLES["github"])
+@example(recipe=EVERY_HEAD)
+@given(recipe=sources)
+def test_after_a_github_handoff_and_back_a_full_audit_plans_nothing(tmp_path, world, recipe):
+    """local -> GitHub and back (a fork's pull request opened on GitHub in between):
+    after each handoff a full-audit dry run the new way plans no write."""
+    _handoffs("github", tmp_path, world, recipe)

@@ -57,10 +57,11 @@ from reposync.providers.base import (
 )
 from reposync.providers.github.provider import GitHubProvider
 from reposync.providers.local import LocalForge, LocalProvider
+from reposync.providers.local.authoring import ForgeAuthoring
 from reposync.sync.vocabulary import ObjectType
 from tests.fakes.contract import RecordingValidator
 from tests.github_env import checked_sessions, github_settings
-from tests.gitrepo import generate
+from tests.gitrepo import commit_on, delete_refs, generate, refs, set_ref
 from tests.lfsrepo import stored
 
 T = ObjectType
@@ -140,6 +141,12 @@ class Harness(ABC):
         identities = [r.target_identity for r in results]
         assert all(identities), results
         return [str(i) for i in identities]
+
+    @abstractmethod
+    def open_pull_on_no_branch(self, spec: EndpointSpec) -> tuple[int, str]:
+        """An open pull request whose head commit is in the repository but on none of its
+        branches (its branch deleted; on GitHub kept in ``refs/pull/N/head``), seeded
+        outside the provider; returns its number and head commit."""
 
     # -- the backing store, read directly -------------------------------------------------
 
@@ -222,6 +229,28 @@ class LocalHarness(Harness):
     def _open(self, spec: EndpointSpec) -> Provider:
         return LocalProvider.open(spec)
 
+    def open_pull_on_no_branch(self, spec: EndpointSpec) -> tuple[int, str]:
+        path = Path(spec.locator)
+        set_ref(path, "refs/heads/topic", refs(path)["refs/heads/main"])
+        head = commit_on(path, "refs/heads/topic", "reviewed work")
+        delete_refs(path, ["refs/heads/topic"])
+        forge = LocalForge(spec.locator)
+        try:
+            identity = ForgeAuthoring(forge).create_pull_request(
+                "Head on no branch",
+                author="bob",
+                base_ref="main",
+                base_sha=refs(path)["refs/heads/main"],
+                head_ref="topic",
+                head_sha=head,
+            )
+            [pull] = forge.reader.read_batch(ObjectType.PULL_REQUEST, [identity]).values()
+        finally:
+            forge.close()
+        assert pull is not None
+        assert pull.number is not None
+        return pull.number, head
+
     def lfs_objects(self, spec: EndpointSpec) -> dict[str, bytes]:
         return stored(Path(spec.locator))
 
@@ -287,6 +316,13 @@ class GitHubHarness(Harness):
 
     def _open(self, spec: EndpointSpec) -> Provider:
         return GitHubProvider.open(spec, self.env)
+
+    def open_pull_on_no_branch(self, spec: EndpointSpec) -> tuple[int, str]:
+        git_dir = Path(self.fake.state.git_dir(spec.locator))
+        head = commit_on(git_dir, "refs/heads/topic", "reviewed work")
+        number = self.fake.state.add_pull(spec.locator, "Head on no branch", head="topic").number
+        delete_refs(git_dir, ["refs/heads/topic"])
+        return number, head
 
     def lfs_objects(self, spec: EndpointSpec) -> dict[str, bytes]:
         return dict(self.fake.lfs.objects(spec.locator))

@@ -1085,3 +1085,32 @@ def test_an_lfs_object_is_its_oid_and_size_and_each_is_answered_for_itself(harne
         assert downloads[false].error.code == "lfs_object_corrupt"
     assert harness.lfs_objects(spec) == {true.oid: content}
     harness.assert_clean()
+
+
+# -- shadow branches ----------------------------------------------------------------------
+
+
+def test_derived_shadow_branches_become_branches_listed_as_before(harness):
+    """``ShadowMaterializer``: the shadow an authority derives for a pull request whose
+    head is on no branch becomes a branch at the same commit; the listing is unchanged,
+    and a standby's listing (no derivation) now shows it too. Again: nothing to make."""
+    spec = harness.make_repository(empty=False)
+    number, head = harness.open_pull_on_no_branch(spec)
+    provider = harness.open_target(spec)
+    assert isinstance(provider, base.ShadowMaterializer)
+    shadow = f"refs/heads/reposync/pr/{number}/head"
+
+    def listing() -> dict[str, str]:
+        entries = provider.inventory_index([T.GIT_REF, T.PULL_REQUEST]).entries
+        return {e.identity: e.revision for e in entries if e.object_type is T.GIT_REF}
+
+    derived = listing()
+    assert derived[shadow] == head
+
+    assert provider.materialize_shadows() == {shadow: head}
+
+    assert listing() == derived
+    provider.derive_shadows = False  # as a standby reads itself
+    assert listing() == derived
+    assert provider.materialize_shadows() == {}
+    harness.assert_clean()

@@ -28,6 +28,7 @@ from reposync.errors import (
     RepositoryNotFound,
     UsageError,
     WikiDisabled,
+    WriteRefused,
 )
 from reposync.git.transport import run_git
 from reposync.providers.base import (
@@ -48,6 +49,7 @@ from reposync.providers.base import (
     ObjectWriter,
     Provider,
     ProviderEnvironment,
+    ShadowMaterializer,
     TargetWrite,
     VisibilityReporter,
     WikiRemoteSource,
@@ -120,6 +122,7 @@ class GitHubProvider(
     WikiRemoteSource,
     DefaultBranchWriter,
     LfsStore,
+    ShadowMaterializer,
 ):
     name = "github"
     #: github.com does not publish its limit; pushes of thousands of refs are reported to
@@ -424,6 +427,13 @@ class GitHubProvider(
         fetches); refs outside branches and tags are counted in ``listing.unsupported``,
         names reposync cannot sync in ``listing.rejected``.
         """
+        supported, pull_heads = self._branches_and_tags(listing)
+        if self.derive_shadows:
+            supported.update(self._shadows(inventory, supported, pull_heads))
+        return supported
+
+    def _branches_and_tags(self, listing: InventoryListing) -> tuple[dict[str, str], set[str]]:
+        """The refs reposync syncs, and the commits of ``refs/pull/N/head``."""
         supported: dict[str, str] = {}
         pull_heads: set[str] = set()
         for name, oid in self._remote_refs():
@@ -438,11 +448,36 @@ class GitHubProvider(
             listing.unsupported[namespace] = listing.unsupported.get(namespace, 0) + 1
             if _PULL_HEAD.fullmatch(name):
                 pull_heads.add(oid)
-        if pull_heads and self.derive_shadows:  # no pull request ever: no listing
-            supported.update(
-                shadow_refs(inventory.open_pull_heads(), supported, pull_heads.__contains__)
-            )
-        return supported
+        return supported, pull_heads
+
+    @staticmethod
+    def _shadows(
+        inventory: Inventory, refs: dict[str, str], pull_heads: set[str]
+    ) -> dict[str, str]:
+        if not pull_heads:  # no pull request ever: no listing
+            return {}
+        return shadow_refs(inventory.open_pull_heads(), refs, pull_heads.__contains__)
+
+    def materialize_shadows(self) -> dict[str, str]:
+        """The derived shadow branches, created through the REST API
+        (``ShadowMaterializer``): their commits are in the repository already (its
+        ``refs/pull/N/head``), so nothing is pushed. A branch made meanwhile (422
+        "Reference already exists") counts as made."""
+        refs, pull_heads = self._branches_and_tags(InventoryListing([]))
+        derived = self._shadows(Inventory(self.client, self._repo), refs, pull_heads)
+        created: dict[str, str] = {}
+        for name, oid in sorted(derived.items()):
+            try:
+                self.client.write(
+                    "POST", f"/repos/{self._repo}/git/refs", json_body={"ref": name, "sha": oid}
+                )
+            except WriteRefused as exc:
+                if exc.refusal != "conflict" and "already exists" not in exc.message.lower():
+                    raise
+                continue
+            created[name] = oid
+            self.stats.writes += 1
+        return created
 
     def _wiki_refs(self, listing: InventoryListing) -> dict[str, str]:
         """The wiki's branches and tags: none while the wiki is disabled or has no

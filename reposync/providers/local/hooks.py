@@ -13,6 +13,17 @@ else ``<git_dir>/hooks``):
 * ``post-receive``: hands a push's lines to ``reposync-notify push``; the wiki
   (``<name>.wiki.git``), when it exists, gets one that reports to the same script.
 
+The standby lock (``lock``/``unlock``, which ``LocalProvider.mark_standby`` calls as the
+authority moves) is a ``pre-receive`` hook of its own: while the repository's config names
+an authority (``reposync.standbyof``) it refuses every push that does not carry
+``REPOSYNC_SYNC_PUSH`` in its environment, naming the authority. reposync's own pushes
+set it (``LocalProvider.git_remote``); a remote pusher cannot (ssh and HTTP hand a
+hook no environment of the client's), a local user can, as they can write the files
+anyway: the lock keeps mistakes out, not people with the repository's files in reach. A
+``pre-receive`` the user had moves to ``pre-receive.reposync-chained`` while the lock holds
+the name, runs after the lock's check, and comes back when the lock goes. A refused push
+never reaches ``post-receive``, so ``reposync hooks install``'s hook reports nothing.
+
 The local forge's authoring API runs ``reposync-notify forge`` after each edit it
 commits (``notify``): providers never import the service, so the script is the bridge,
 and both doors end in the same intake and its coalescing.
@@ -39,8 +50,17 @@ log = logging.getLogger(__name__)
 
 NOTIFY = "reposync-notify"
 POST_RECEIVE = "post-receive"
+PRE_RECEIVE = "pre-receive"
+#: Where the user's own pre-receive hook waits while the standby lock holds its name.
+CHAINED = "pre-receive.reposync-chained"
 #: The line that marks a hook as reposync's own: reinstalling replaces only those.
 MARKER = "# reposync: installed by `reposync hooks install`; reinstalling replaces it"
+#: The line that marks the standby lock.
+LOCK_MARKER = (
+    "# reposync: the standby lock; reposync installs and removes it as the authority moves"
+)
+#: Set in the environment of reposync's own pushes: the standby lock lets them through.
+SYNC_PUSH_ENV = "REPOSYNC_SYNC_PUSH"
 #: How long an edit waits for the notification (the edit itself is committed already).
 NOTIFY_TIMEOUT = 60.0
 
@@ -109,15 +129,103 @@ def _refuse_foreign(path: Path) -> None:
         )
 
 
-def _write(path: Path, text: str) -> None:
-    """Replace ``path`` at once (never a half-written hook), executable by its owner only."""
+def _write(path: Path, text: str, mode: int = 0o700) -> None:
+    """Replace ``path`` at once (never a half-written hook), executable by its owner only
+    unless ``mode`` says otherwise."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.reposync-tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o700)
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     with os.fdopen(fd, "w") as handle:
         handle.write(text)
-    os.chmod(temporary, 0o700)
+    os.chmod(temporary, mode)
     os.replace(temporary, path)
+
+
+# -- the standby lock ---------------------------------------------------------------------
+
+
+def lock(git_dir: Path) -> bool:
+    """Put the standby lock in place (idempotent: a lock removed by hand comes back).
+
+    Returns False when the repository runs no hooks at all (``core.hooksPath`` set to
+    ``/dev/null``): nothing can lock it. Raises ``UsageError`` when both a user's hook and
+    an earlier one moved aside exist (neither is clobbered), ``OSError`` when the hooks
+    directory cannot be written.
+    """
+    directory = hooks_dir(git_dir)
+    if directory == Path(os.devnull):
+        log.warning("%s runs no hooks (core.hooksPath): the standby lock cannot hold", git_dir)
+        return False
+    hook, chained = directory / PRE_RECEIVE, directory / CHAINED
+    script = _lock_script()
+    if _is_lock(hook):
+        if hook.read_text(errors="replace") != script:
+            _write(hook, script, mode=0o755)
+        return True
+    if _present(hook):
+        if _present(chained):
+            raise UsageError(
+                f"{hook} and {chained} both exist; reposync moves a pre-receive hook of yours "
+                f"to {chained.name} while the standby lock holds its name: merge them into "
+                f"{chained.name} and remove {hook.name}"
+            )
+        os.replace(hook, chained)
+    _write(hook, script, mode=0o755)  # run by whoever pushes, not only the owner
+    return True
+
+
+def unlock(git_dir: Path) -> None:
+    """Remove the standby lock; the user's pre-receive hook, if it had one, comes back.
+    A pre-receive hook that is not the lock is left alone."""
+    directory = hooks_dir(git_dir)
+    if directory == Path(os.devnull):
+        return
+    hook, chained = directory / PRE_RECEIVE, directory / CHAINED
+    if _present(hook) and not _is_lock(hook):
+        return
+    if _present(chained):
+        os.replace(chained, hook)
+    elif _present(hook):
+        hook.unlink()
+
+
+def is_locked(git_dir: Path) -> bool:
+    """Whether the standby lock is in place."""
+    return _is_lock(hooks_dir(git_dir) / PRE_RECEIVE)
+
+
+def _present(path: Path) -> bool:
+    return path.exists() or path.is_symlink()
+
+
+def _is_lock(path: Path) -> bool:
+    try:
+        return path.is_file() and LOCK_MARKER in path.read_text(errors="replace")
+    except OSError:
+        return False
+
+
+def _lock_script() -> str:
+    """The lock: reads the authority from the repository's config at each push, so it is
+    always the current one and a hook directory shared by several repositories
+    (``core.hooksPath``) locks only those that are standbys."""
+    return (
+        "#!/bin/sh\n"
+        f"{LOCK_MARKER}\n"
+        "# While this repository is a reposync Binding's standby (git config\n"
+        "# reposync.standbyof), pushes go to the authority: reposync copies them here.\n"
+        f"# A pre-receive hook that was here runs next, from {CHAINED}.\n"
+        "authority=$(git config --get reposync.standbyof)\n"
+        f'if [ -n "$authority" ] && [ -z "${{{SYNC_PUSH_ENV}:-}}" ]; then\n'
+        "    printf 'reposync: this repository is the standby of %s; push to the "
+        'authority instead (reposync keeps this copy in sync)\\n\' "$authority" >&2\n'
+        "    exit 1\n"
+        "fi\n"
+        f'chained="$(dirname "$0")/{CHAINED}"\n'
+        'if [ -x "$chained" ]; then\n'
+        '    exec "$chained" "$@"\n'
+        "fi\n"
+    )
 
 
 def notify(hooks: Path, event: str, args: Sequence[str]) -> None:

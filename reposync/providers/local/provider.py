@@ -50,12 +50,13 @@ from reposync.providers.base import (
     ObjectWriter,
     Provider,
     ProviderEnvironment,
+    ShadowMaterializer,
     StandbyMarker,
     TargetWrite,
     VisibilityReporter,
     WikiRemoteSource,
 )
-from reposync.providers.local import hooks
+from reposync.providers.local import hooks, standby
 from reposync.providers.local.forge import LocalForge
 from reposync.providers.local.lfs import LocalLfsStore
 from reposync.providers.local.objects import FORGE_TYPES
@@ -82,7 +83,6 @@ from reposync.sync.vocabulary import ObjectType
 ID_CONFIG_KEY = "reposync.repositoryid"
 #: What Git itself keeps beside the forge objects: refs, and HEAD as the default branch.
 _GIT_TYPES = frozenset({ObjectType.GIT_REF, ObjectType.WIKI_REF, ObjectType.DEFAULT_BRANCH})
-STANDBY_CONFIG_KEY = "reposync.standbyof"
 
 
 class LocalProvider(
@@ -96,6 +96,7 @@ class LocalProvider(
     EmptyChecker,
     VisibilityReporter,
     StandbyMarker,
+    ShadowMaterializer,
     LockRecoverer,
     GitRemoteSource,
     WikiRemoteSource,
@@ -296,6 +297,20 @@ class LocalProvider(
             return {}
         return shadow_refs(self._forge.reader.open_pull_heads(), refs, self._has_commit)
 
+    def materialize_shadows(self) -> dict[str, str]:
+        """The derived shadow branches, created as branches (``ShadowMaterializer``;
+        ``standby.create_branches``)."""
+        real = {name: oid for name, oid in self._refs() if is_supported_ref(name)}
+        derived = shadow_refs(self._forge.reader.open_pull_heads(), real, self._has_commit)
+        created, refused = standby.create_branches(self._repo, derived)
+        self.stats.writes += len(created)
+        if refused:
+            raise WriteRefused(
+                f"{self._locator} cannot hold the shadow branch(es) {', '.join(refused)}",
+                refusal="invalid",
+            )
+        return created
+
     def _has_commit(self, sha: str) -> bool:
         try:
             return isinstance(self._repo.get(sha), pygit2.Commit)
@@ -419,19 +434,21 @@ class LocalProvider(
 
     def standby_of(self) -> str | None:
         """The authority this forge is a standby of, when it is one."""
-        try:
-            return str(self._repo.config[STANDBY_CONFIG_KEY]) or None
-        except KeyError:
-            return None
+        return standby.standby_of(self._repo)
 
     def mark_standby(self, authority: str | None) -> None:
-        """Record (or clear) that edits belong to ``authority``: this copy is its standby."""
-        config = self._repo.config
-        if authority:
-            if self.standby_of() != authority:
-                config[STANDBY_CONFIG_KEY] = authority
-        elif self.standby_of() is not None:
-            del config[STANDBY_CONFIG_KEY]
+        """Record (or clear) that edits belong to ``authority``: this copy is its standby.
+
+        The authoring API reads the mark; pushes meet the standby lock, in the repository
+        and in its wiki (``standby.mark``). Raises ``PermissionDenied`` when the hooks
+        directory cannot be written and ``UsageError`` when a user's pre-receive hook
+        cannot be moved aside.
+        """
+        repositories = [(self._repo, Path(self._git_dir))]
+        wiki = self._wiki()
+        if wiki is not None:
+            repositories.append((wiki, self.wiki_path))
+        standby.mark(repositories, authority)
 
     @property
     def forge(self) -> LocalForge:
@@ -494,12 +511,17 @@ class LocalProvider(
         path = self.wiki_path
         if write and not (path / "HEAD").exists():
             pygit2.init_repository(str(path), bare=True)
+            authority = self.standby_of()
+            if authority:  # a standby's new wiki is locked as the repository is
+                self.mark_standby(authority)
         return self._remote(str(path), write=write)
 
     def _remote(self, git_dir: str, *, write: bool) -> GitRemote:
         return GitRemote(
             url=git_dir,
             objects_dir=str(Path(git_dir) / "objects"),
+            # The standby lock lets reposync's own pushes through (when hooks run at all).
+            env={hooks.SYNC_PUSH_ENV: "1"} if write else {},
             # No hook of this repository runs for a sync (REPOSYNC_LOCAL_TARGET_HOOKS
             # opts in). Git drops environment-given configuration (GIT_CONFIG_*) when it
             # starts receive-pack in another repository, so the command says it.

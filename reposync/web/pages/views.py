@@ -299,11 +299,13 @@ def start_run(binding_id: int) -> BaseResponse:
 
 @blueprint.route("/bindings/<int:binding_id>/handoff", methods=["POST"])
 def handoff(binding_id: int) -> BaseResponse:
-    """Hand authority over (admin): the handoff Run's page shows its reverse dry-run."""
+    """Hand authority over (admin): the handoff Run's page shows its reverse dry-run.
+    The form's box is the word that writes stopped (a GitHub authority needs it)."""
     ctx, user = session.service_context(), signed_in_user()
     require_admin(user)
     authorize_binding(ctx, user, binding_id)
-    run = start_handoff(ctx, binding_id)
+    stopped = bool(request.form.get("confirm_writes_stopped"))
+    run = start_handoff(ctx, binding_id, writes_stopped=stopped)
     return redirect(url_for("pages.run", run_id=run.id))
 
 

@@ -166,6 +166,19 @@ class BindingUpdateSchema(Schema):
     )
 
 
+class HandoffSchema(Schema):
+    """POST /bindings/{id}/handoff: the operator's word, where reposync cannot freeze the
+    authority."""
+
+    confirm_writes_stopped = fields.Boolean(
+        load_default=False,
+        metadata={
+            "description": "nobody writes to the authority any more: required when reposync "
+            "cannot freeze it (a GitHub authority; 409 writes_not_stopped without it)"
+        },
+    )
+
+
 class BindingQueryArgsSchema(PageArgsSchema):
     repository_id = text(255, metadata={"description": "either side's repository id"})
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from sqlalchemy import select
+
+from reposync.models import Binding, Run
 from tests.integration.web.conftest import assert_problem, bearer, url
 
 
@@ -20,12 +23,36 @@ def test_handoff_is_409_while_a_run_is_active(client, tokens, binding, queued_ru
     assert_problem(response, 409, "not_allowed_now")
 
 
-def test_handoff_takes_no_body(client, tokens, binding, finished_run):
-    """A body is ignored: the handoff has no options."""
+def test_handoff_takes_only_the_confirmation_that_writes_stopped(
+    client, tokens, binding, finished_run
+):
+    """The body's one field is ``confirm_writes_stopped``; anything else is refused."""
     response = client.post(
         url(f"/bindings/{binding.id}/handoff"), headers=bearer(tokens.admin), json={"x": 1}
     )
-    assert response.status_code == 202
+    assert_problem(response, 422, "validation_error")
+
+
+def test_a_handoff_from_github_needs_the_word_that_writes_stopped(
+    ctx, client, tokens, binding, finished_run
+):
+    """reposync cannot freeze a GitHub authority: 409 writes_not_stopped and no Run,
+    until the request confirms writes to it stopped (then 202 as any handoff)."""
+    with ctx.db.transaction() as session:  # the authority's side is a GitHub repository
+        session.get(Binding, binding.id).a_provider = "github"
+    path = url(f"/bindings/{binding.id}/handoff")
+
+    refused = client.post(path, headers=bearer(tokens.admin))
+    body = assert_problem(refused, 409, "writes_not_stopped")
+    assert "confirm_writes_stopped" in body["detail"]
+    with ctx.db.session() as session:
+        assert session.execute(select(Run.id).where(Run.kind == "handoff")).first() is None
+
+    confirmed = client.post(
+        path, headers=bearer(tokens.admin), json={"confirm_writes_stopped": True}
+    )
+    assert confirmed.status_code == 202, confirmed.json
+    assert confirmed.json["kind"] == "handoff"
 
 
 def test_recover_of_a_run_without_unknown_writes_proves_nothing(client, tokens, finished_run):

@@ -9,7 +9,7 @@ import pytest
 from flask.testing import FlaskClient
 from sqlalchemy import func, select
 
-from reposync.models import Run
+from reposync.models import Binding, Run
 from reposync.service.context import ServiceContext
 from tests.integration.web.conftest import bearer, url
 
@@ -313,6 +313,27 @@ def test_a_handoff_run_page_shows_its_reverse_dry_run(ctx, client, tokens, bindi
     )
     reverse = client.get(f"/runs/{outcome.reverse_run_id}").get_data(as_text=True)
     assert "dry_run" in reverse
+
+
+def test_the_page_hands_off_a_github_authority_only_with_its_box_ticked(
+    ctx, client, tokens, binding, finished_run
+):
+    """The handoff form's box is the word that writes stopped: without it a GitHub
+    authority's handoff is the 409 problem page, with it the handoff Run is queued."""
+    with ctx.db.transaction() as session:  # the authority's side is a GitHub repository
+        session.get(Binding, binding.id).a_provider = "github"
+    sign_in(client, tokens.admin)
+    page = client.get(f"/bindings/{binding.id}").get_data(as_text=True)
+    assert 'name="confirm_writes_stopped"' in page
+    token = csrf_of(page)
+
+    refused = client.post(f"/bindings/{binding.id}/handoff", data={"csrf": token})
+    assert refused.status_code == 409
+    assert "cannot freeze" in refused.get_data(as_text=True)
+    queued = client.post(
+        f"/bindings/{binding.id}/handoff", data={"csrf": token, "confirm_writes_stopped": "1"}
+    )
+    assert queued.status_code == 302
 
 
 @pytest.mark.parametrize(
