@@ -110,7 +110,9 @@ class ObjectApplier:
     ) -> tuple[list[ApplyItem], list[ItemOutcome]]:
         """A create tried before is looked up by its marker right before it is sent again:
         an earlier attempt proven absent may have landed after all (a forge's listing
-        can lag behind its writes), and it must never be created twice.
+        can lag behind its writes), and it must never be created twice. So is a create a
+        rate limit stopped (``waited``): the limit may have struck between its requests
+        (an issue created, then refused its closing edit), which no attempt counts.
 
         So is every create of a type the target makes together with its parent (a
         review's comments on GitHub): the parent's create carried it, and this item
@@ -119,7 +121,9 @@ class ObjectApplier:
         target = ex.target()
         nested = _created_with_parent(target, items[0].object_type) if items else False
         retried = [
-            i for i in items if i.action is Action.CREATE and (nested or i.attempt_count > 1)
+            i
+            for i in items
+            if i.action is Action.CREATE and (nested or i.attempt_count > 1 or i.waited)
         ]
         if not retried or not isinstance(target, ObjectWriter):
             return items, settled
