@@ -58,6 +58,7 @@ into this tree at one boundary each, never leaked.
         ├── WriteRefused                write_refused            (item code in .refusal)
         ├── RepositoryMismatch          repository_mismatch
         ├── ContentUnavailable          source_content_unavailable
+        │   └── AssetTooLarge           asset_too_large          (REPOSYNC_MAX_ASSET_BYTES)
         ├── UntrustedOrigin             untrusted_origin
         ├── GitHubCodeRefused           github_code_refused      (Connect GitHub)
         ├── LfsObjectError              lfs_object_error         (an item's code)
@@ -572,6 +573,20 @@ class ContentUnavailable(ProviderError):
     code = "source_content_unavailable"
     http_status = 502
     suggested_action = "the next Run reads the asset again; check the source if it keeps failing"
+
+
+class AssetTooLarge(ContentUnavailable):
+    """A release asset larger than REPOSYNC_MAX_ASSET_BYTES: its item fails before any
+    byte of it is sent (a write of the asset would be refused, or leave a partial upload
+    behind); the rest of the Run goes on."""
+
+    code = "asset_too_large"
+    http_status = 413
+    suggested_action = (
+        "raise REPOSYNC_MAX_ASSET_BYTES if the target takes assets that large (GitHub: up "
+        "to 2 GiB each), or remove the asset from the source's release"
+    )
+    clears_on_rerun = False
 
 
 class UntrustedOrigin(ProviderError):
