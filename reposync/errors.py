@@ -444,10 +444,19 @@ class PermissionDenied(ProviderError):
 
 
 class RateLimited(ProviderError):
+    """A forge's rate limit.
+
+    A Run never ends with it: the runner defers the Run to ``retry_at`` (its ``deferred``
+    event says when it resumes) and no item spends an attempt. So whoever meets it as an
+    error sent a request the limit refused before any Run existed (creating a Binding, a
+    dry-run reconcile, Connect GitHub, a command line's binding): nothing was queued, and
+    the suggestion says so rather than promise a Run that does not exist.
+    """
+
     code = "rate_limited"
     retryable = True
     http_status = 429
-    suggested_action = "nothing: the Run resumes at retry_at"
+    suggested_action = "nothing was queued: send the request again after retry_at"
 
     def __init__(self, message: str, retry_at: datetime) -> None:
         super().__init__(message)

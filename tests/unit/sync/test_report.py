@@ -351,7 +351,7 @@ def test_report_row_becomes_a_preserved_problem():
         ("verify_mismatch", True, "run a full audit"),
         ("permission_denied", False, "grant the connection's credentials access"),
         ("attempts_exhausted", False, "retry the Run once the cause is fixed"),
-        ("rate_limited", True, "the Run resumes at retry_at"),
+        ("rate_limited", True, "send the request again after retry_at"),
         ("provider_unavailable", True, "wait for the forge to come back"),
         ("git_transport_failed", True, "the Run can be retried"),
         ("dependency_missing", False, "inspect the Run's items and retry"),
