@@ -139,6 +139,9 @@ class Settings:
     #: ``lfs_object_too_large`` instead of being pushed. 2 GiB: github.com's own limit on
     #: its Free and Pro plans (Team 4 GB, Enterprise Cloud 5 GB).
     lfs_max_object_size: int = 2 * 1024**3
+    #: Largest release asset a sync writes (bytes); a larger one fails its item with
+    #: ``asset_too_large`` before any of it is sent. 2 GiB: GitHub's limit per asset.
+    max_asset_bytes: int = 2 * 1024**3
     #: Seconds an ``Idempotency-Key`` and the answer it bought are kept (then purged by
     #: the beat's tick): a retry within it gets the first answer, not a second effect.
     idempotency_ttl: float = 24 * 3600.0
@@ -243,6 +246,10 @@ class Settings:
             )
         if self.lfs_max_object_size < 0:
             raise ConfigurationError("REPOSYNC_LFS_MAX_OBJECT_SIZE must be 0 or more bytes")
+        if self.max_asset_bytes < 1:
+            raise ConfigurationError(
+                f"REPOSYNC_MAX_ASSET_BYTES must be at least 1 byte (got {self.max_asset_bytes})"
+            )
         if not 0 < self.idempotency_lock < self.idempotency_ttl:
             raise ConfigurationError(
                 "0 < REPOSYNC_IDEMPOTENCY_LOCK < REPOSYNC_IDEMPOTENCY_TTL must hold (got "
@@ -481,6 +488,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "progress_interval": float,
     "http_timeout": float,
     "lfs_max_object_size": int,
+    "max_asset_bytes": int,
     "idempotency_ttl": float,
     "idempotency_lock": float,
     "metrics_dir": lambda raw: Path(raw).expanduser(),

@@ -62,6 +62,7 @@ into this tree at one boundary each, never leaked.
         ├── WriteRefused                write_refused            (item code in .refusal)
         ├── RepositoryMismatch          repository_mismatch
         ├── ContentUnavailable          source_content_unavailable
+        │   └── AssetTooLarge           asset_too_large          (REPOSYNC_MAX_ASSET_BYTES)
         ├── UntrustedOrigin             untrusted_origin
         ├── GitHubCodeRefused           github_code_refused      (Connect GitHub)
         ├── LfsObjectError              lfs_object_error         (an item's code)
@@ -547,11 +548,20 @@ class PermissionDenied(ProviderError):
 
 
 class RateLimited(ProviderError):
+    """A forge's rate limit.
+
+    A Run never ends with it: the runner defers the Run to ``retry_at`` (its ``deferred``
+    event says when it resumes) and no item spends an attempt. So whoever meets it as an
+    error sent a request the limit refused before any Run existed (creating a Binding, a
+    dry-run reconcile, Connect GitHub, a command line's binding): nothing was queued, and
+    the suggestion says so rather than promise a Run that does not exist.
+    """
+
     code = "rate_limited"
     problem_type = ProblemType.TEMPORARILY_RATE_LIMITED
     retryable = True
     http_status = 429
-    suggested_action = "nothing: the Run resumes at retry_at"
+    suggested_action = "nothing was queued: send the request again after retry_at"
 
     def __init__(self, message: str, retry_at: datetime) -> None:
         super().__init__(message)
@@ -700,6 +710,20 @@ class ContentUnavailable(ProviderError):
     code = "source_content_unavailable"
     http_status = 502
     suggested_action = "the next Run reads the asset again; check the source if it keeps failing"
+
+
+class AssetTooLarge(ContentUnavailable):
+    """A release asset larger than REPOSYNC_MAX_ASSET_BYTES: its item fails before any
+    byte of it is sent (a write of the asset would be refused, or leave a partial upload
+    behind); the rest of the Run goes on."""
+
+    code = "asset_too_large"
+    http_status = 413
+    suggested_action = (
+        "raise REPOSYNC_MAX_ASSET_BYTES if the target takes assets that large (GitHub: up "
+        "to 2 GiB each), or remove the asset from the source's release"
+    )
+    clears_on_rerun = False
 
 
 class UntrustedOrigin(ProviderError):

@@ -52,6 +52,15 @@ def test_the_lfs_size_cap_defaults_to_2_gib_and_is_read_from_the_environment():
         Settings.from_env({"REPOSYNC_LFS_MAX_OBJECT_SIZE": "-1"})
 
 
+def test_the_asset_size_cap_defaults_to_2_gib_and_is_read_from_the_environment():
+    """REPOSYNC_MAX_ASSET_BYTES: 2 GiB (GitHub's per asset) unless set; below 1 is refused."""
+    assert Settings().max_asset_bytes == 2 * 1024**3
+    assert Settings.from_env({"REPOSYNC_MAX_ASSET_BYTES": "1000"}).max_asset_bytes == 1000
+    for value in ("0", "-1", "2G"):
+        with pytest.raises(ConfigurationError, match="REPOSYNC_MAX_ASSET_BYTES"):
+            Settings.from_env({"REPOSYNC_MAX_ASSET_BYTES": value})
+
+
 def test_idempotency_keys_live_a_day_and_a_request_holds_its_key_less_long():
     """REPOSYNC_IDEMPOTENCY_TTL / _LOCK: 24 h and 10 min by default; the lock must be
     positive and shorter than the key's life (a held key would outlive its record)."""

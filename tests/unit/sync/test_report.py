@@ -362,7 +362,7 @@ def test_report_row_becomes_a_preserved_problem():
         ),
         ("quota_exceeded", False, "raise the forge's quota", "quota_exceeded"),
         ("attempts_exhausted", False, "retry the Run once the cause is fixed", "sync_failed"),
-        ("rate_limited", True, "the Run resumes at retry_at", "temporarily_rate_limited"),
+        ("rate_limited", True, "send the request again after retry_at", "temporarily_rate_limited"),
         ("provider_unavailable", True, "wait for the forge to come back", "sync_failed"),
         ("git_transport_failed", True, "the Run can be retried", "sync_failed"),
         ("dependency_missing", False, "inspect the Run's items and retry", "sync_failed"),

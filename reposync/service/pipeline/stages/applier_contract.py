@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
+from reposync.errors import RateLimited
 from reposync.providers.base import ItemError
 from reposync.service.pipeline.execution import StageExecution
 from reposync.sync.key_moves import TEMPORARY
@@ -27,8 +28,19 @@ class ApplyItem(ItemPlan):
     these fields' columns, by name."""
 
     id: int
+    #: Times a batch claimed it to write it; a wait for a rate limit is given back.
     attempt_count: int = 0
     verify_hash: str | None = None
+    #: What it last settled with: ``rate_limited`` on a planned item says a rate limit
+    #: stopped its write before (see ``waited``).
+    error_code: str | None = None
+
+    @property
+    def waited(self) -> bool:
+        """A rate limit stopped its write last time. That write may have begun (a create
+        is several requests for some types, and the limit may strike between them), so a
+        create is looked up by its marker before it is sent again."""
+        return self.error_code == RateLimited.code
 
     @property
     def drops_link(self) -> bool:
@@ -75,6 +87,8 @@ class ItemOutcome:
     #: A create not found because the target proved no object carries its marker: it
     #: never happened, so it may be tried again (never guessed: see ``AbsenceProver``).
     proven_absent: bool = False
+    #: A rate limit stopped its write: a wait, not an attempt (its claim's is given back).
+    deferred: bool = False
 
 
 @dataclass(slots=True)
@@ -106,6 +120,20 @@ class Applier(Protocol):
 
     def read_back(self, ex: StageExecution, items: Sequence[ApplyItem]) -> list[ItemOutcome]:
         """COMPLETED where the target holds the desired state, else PLANNED."""
+
+
+def deferred(item: ApplyItem, retry_at: datetime) -> ItemOutcome:
+    """A rate limit stopped the item's write: planned again, to be written from
+    ``retry_at`` on, without having spent an attempt."""
+    return ItemOutcome(
+        item,
+        ItemState.PLANNED,
+        ItemError(
+            RateLimited.code,
+            f"waits for the target's rate limit until {retry_at.isoformat()}",
+        ),
+        deferred=True,
+    )
 
 
 def superseded(item: ApplyItem, why: str) -> ItemOutcome:

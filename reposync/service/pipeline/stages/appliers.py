@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from sqlalchemy import select
 
-from reposync.errors import ProviderError, VerifyMismatch
+from reposync.errors import AssetTooLarge, ProviderError, VerifyMismatch
 from reposync.models import RunItem
 from reposync.providers.base import (
     AbsenceProver,
@@ -86,6 +86,9 @@ class ObjectApplier:
             elif obj.content_hash != item.desired_hash:
                 settled.append(superseded(item, "changed on the source since planning"))
                 continue
+            if item.action is not Action.NOOP and (too_large := _too_large(ex, item, obj)):
+                settled.append(ItemOutcome(item, ItemState.FAILED, too_large))
+                continue
             if item.action is Action.NOOP:
                 archived = representation is Representation.ARCHIVE_ONLY
                 settled.append(
@@ -110,7 +113,9 @@ class ObjectApplier:
     ) -> tuple[list[ApplyItem], list[ItemOutcome]]:
         """A create tried before is looked up by its marker right before it is sent again:
         an earlier attempt proven absent may have landed after all (a forge's listing
-        can lag behind its writes), and it must never be created twice.
+        can lag behind its writes), and it must never be created twice. So is a create a
+        rate limit stopped (``waited``): the limit may have struck between its requests
+        (an issue created, then refused its closing edit), which no attempt counts.
 
         So is every create of a type the target makes together with its parent (a
         review's comments on GitHub): the parent's create carried it, and this item
@@ -119,7 +124,9 @@ class ObjectApplier:
         target = ex.target()
         nested = _created_with_parent(target, items[0].object_type) if items else False
         retried = [
-            i for i in items if i.action is Action.CREATE and (nested or i.attempt_count > 1)
+            i
+            for i in items
+            if i.action is Action.CREATE and (nested or i.attempt_count > 1 or i.waited)
         ]
         if not retried or not isinstance(target, ObjectWriter):
             return items, settled
@@ -162,7 +169,9 @@ class ObjectApplier:
             content = None
             if item.object_type is ObjectType.RELEASE_ASSET and isinstance(source, AssetSource):
                 size = int(obj.payload.get("size") or 0) if obj is not None else 0
-                content = asset_reader(source, item.source_identity or "", size)
+                content = asset_reader(
+                    source, item.source_identity or "", size, limit=ex.ctx.settings.max_asset_bytes
+                )
             expected = item.expected_target_hash
             if item.intent.get(AFTER_TEMPORARY) and obj is not None:
                 # The target holds what this item's temporary key step wrote.
@@ -386,6 +395,23 @@ class ObjectApplier:
         if source is None or self._context is None:
             return None
         return expected_target_hash(source, self._context.numbers, temporary=item.temporary_key)
+
+
+def _too_large(
+    ex: StageExecution, item: ApplyItem, obj: CanonicalObject | None
+) -> ItemError | None:
+    """A release asset over REPOSYNC_MAX_ASSET_BYTES fails here, before its write: no
+    target is sent a byte of it (GitHub would refuse it, or keep a broken upload, and an
+    update there deletes the old asset first)."""
+    if item.object_type is not ObjectType.RELEASE_ASSET or obj is None:
+        return None
+    size, limit = int(obj.payload.get("size") or 0), ex.ctx.settings.max_asset_bytes
+    if size <= limit:
+        return None
+    return ItemError(
+        AssetTooLarge.code,
+        f"{item.object_key} has {size} bytes, more than REPOSYNC_MAX_ASSET_BYTES ({limit})",
+    )
 
 
 def _created_with_parent(target: Provider, object_type: ObjectType) -> bool:

@@ -10,6 +10,13 @@ Order of one execution:
 4. Write (the applier re-reads the source first and supersedes what moved), mark the
    batch ``verifying``, read back, and settle each item with its link in one fenced
    transaction.
+
+A wait for a rate limit is never an attempt: the items a limit stopped go back to
+``planned`` with their claim's attempt given back (``rate_limited`` on the row, so a
+create the limit cut short is looked up by its marker before it is sent again), and so
+does every item not yet sent when a retryable error stops the batch. The cap counts
+only writes that were sent, or executions that died mid-write (a poison item), however
+many times a limit defers the Run.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ from reposync.models import Run, RunItem, utcnow
 from reposync.models.db import driver_datetime, executemany, fetch
 from reposync.providers.base import ItemError
 from reposync.service.pipeline.execution import StageExecution
-from reposync.service.pipeline.stages.applier_contract import ApplyItem, ItemOutcome
+from reposync.service.pipeline.stages.applier_contract import ApplyItem, ItemOutcome, deferred
 from reposync.service.pipeline.stages.appliers import applier_for
 from reposync.service.pipeline.stages.links import (
     VerifiedPair,
@@ -92,27 +99,34 @@ def apply_next_batch(ex: StageExecution) -> Stage:
         return ex.advance_now(Stage.VERIFYING, "every batch settled")
     items = claim_batch(ex, batch_no)
     if items:
+        sent: set[int] = set()
         try:
-            outcomes, retry_at = apply_items(ex, items)
+            outcomes, retry_at = apply_items(ex, items, sent=sent)
         except ReposyncError as error:
             if error.retryable:  # the forge's trouble, not the items': the retry is free
-                refund_attempts(ex, items)
+                refund_attempts(ex, [item for item in items if item.id not in sent])
             raise
         record(ex, outcomes, batch_no=batch_no)
         if retry_at is not None:  # the rest of the batch waits for the forge's limit
-            raise RateLimited("the target's rate limit stopped the batch", retry_at=retry_at)
+            waiting = sum(1 for outcome in outcomes if outcome.deferred)
+            raise RateLimited(
+                f"the target's rate limit stopped the batch ({waiting} items wait)",
+                retry_at=retry_at,
+            )
     if next_batch(ex) is None:
         return ex.advance_now(Stage.VERIFYING, "every batch settled")
     return Stage.APPLYING
 
 
 def apply_items(
-    ex: StageExecution, items: Sequence[ApplyItem]
+    ex: StageExecution, items: Sequence[ApplyItem], *, sent: set[int] | None = None
 ) -> tuple[list[ItemOutcome], datetime | None]:
     """Prepare, write, mark verifying, read back: one batch's outcomes.
 
     Also returns when a rate limit lets the writes it stopped be tried again (those
-    items go back to ``planned``; nothing of them was sent).
+    items go back to ``planned``, their attempt given back). ``sent`` receives the ids
+    of the items whose writes were sent, as soon as the write returns: an error after
+    that (in read-back) leaves their attempt counted and theirs alone.
     """
     applier = applier_for(items[0].object_type)
     to_write, outcomes = applier.prepare(ex, items)
@@ -120,22 +134,24 @@ def apply_items(
         return outcomes, None
     ex.lease.check()  # the last moment a stalled execution can still be stopped
     report = applier.write(ex, to_write)
-    sent = [item for item in to_write if item.id not in report.deferred]
+    written = [item for item in to_write if item.id not in report.deferred]
+    if sent is not None:
+        sent.update(item.id for item in written)
     outcomes.extend(
-        ItemOutcome(item, ItemState.PLANNED) for item in to_write if item.id in report.deferred
+        deferred(item, report.deferred[item.id]) for item in to_write if item.id in report.deferred
     )
-    if not sent:
+    if not written:
         return outcomes, max(report.deferred.values(), default=None)
-    mark_verifying(ex, sent)
-    written = [
+    mark_verifying(ex, written)
+    landed = [
         replace(
             item,
             target_identity=report.identities.get(item.id, item.target_identity),
             verify_hash=report.verify_hashes.get(item.id, item.verify_hash),
         )
-        for item in sent
+        for item in written
     ]
-    for outcome in applier.read_back(ex, written):
+    for outcome in applier.read_back(ex, landed):
         item = outcome.item
         if (
             item.id in report.representations
@@ -247,11 +263,15 @@ def settle_unfinished(ex: StageExecution) -> int:
 
 
 def refund_attempts(ex: StageExecution, items: Sequence[ApplyItem]) -> None:
-    """Give back the attempt a batch cost when a retryable error stopped it.
+    """Give back the attempt a batch cost when a retryable error stopped it before these
+    items' writes were sent (a rate limit, a forge briefly away).
 
     The per-item cap stops poison items (a write that kills its worker every time);
-    a forge that is briefly away is the stage's retry budget's business.
+    a forge that is briefly away is the stage's retry budget's business, and a rate
+    limit only a wait.
     """
+    if not items:
+        return
     with ex.fenced() as session:
         session.execute(
             update(ITEMS)
@@ -335,6 +355,8 @@ def record(
     counts: dict[str, int] = defaultdict(int)
     for outcome in outcomes:
         counts[outcome.state.value] += 1
+        if outcome.deferred:
+            counts["deferred"] += 1
     with ex.fenced() as session:
         now = driver_datetime(session, utcnow())
         generation = ex.lease.generation
@@ -342,7 +364,8 @@ def record(
             session,
             "UPDATE run_items SET state = ?, error_code = ?, error_message = ?, "
             "applied_generation = ?, target_identity = ?, representation = ?, action = ?, "
-            "expected_target_hash = ?, verify_hash = ?, updated_at = ? "
+            "expected_target_hash = ?, verify_hash = ?, updated_at = ?, "
+            "attempt_count = attempt_count - ? "
             f"WHERE id = ? AND state IN ({', '.join(repr(st) for st in from_states)})",
             [
                 (
@@ -358,6 +381,8 @@ def record(
                     else outcome.item.expected_target_hash,
                     outcome.item.verify_hash,
                     now,
+                    # A wait is no attempt: the claim counted one for it (> 0 by then).
+                    1 if outcome.deferred and outcome.item.attempt_count > 0 else 0,
                     outcome.item.id,
                 )
                 for outcome in outcomes

@@ -2,7 +2,8 @@
 
 One asset whose bytes cannot be opened or read must fail its own item, not its batch:
 every failure becomes ``ContentUnavailable``, which each target refuses for that one
-write (``source_content_unavailable``).
+write (``source_content_unavailable``); so does a stream that runs past
+REPOSYNC_MAX_ASSET_BYTES (``AssetTooLarge``), although its announced size was under it.
 """
 
 from __future__ import annotations
@@ -12,18 +13,24 @@ import io
 from collections.abc import Callable
 from typing import Any, BinaryIO, cast
 
-from reposync.errors import ContentUnavailable, ReposyncError
+from reposync.errors import AssetTooLarge, ContentUnavailable, ReposyncError
 from reposync.providers.base import AssetSource
 
 
-def asset_reader(source: AssetSource, identity: str, size: int) -> Callable[[], BinaryIO]:
+def asset_reader(
+    source: AssetSource, identity: str, size: int, *, limit: int | None = None
+) -> Callable[[], BinaryIO]:
     """Opens the source's bytes of one asset when the target reads them. Any failure to
     open or read them is ``ContentUnavailable``: the target refuses that one write and the
-    rest of the batch goes on (it was the whole batch's ``provider_unavailable``)."""
+    rest of the batch goes on (it was the whole batch's ``provider_unavailable``). More
+    than ``limit`` bytes are ``AssetTooLarge``, raised before the byte past it is given
+    to the target."""
 
     def open_asset() -> BinaryIO:
         try:
-            return cast(BinaryIO, _Guarded(source.open_asset(identity), identity, size))
+            return cast(
+                BinaryIO, _Guarded(source.open_asset(identity), identity, size, limit=limit)
+            )
         except ContentUnavailable:
             raise
         except (ReposyncError, OSError) as exc:
@@ -39,10 +46,13 @@ class _Guarded(io.RawIOBase):
     Content-Length instead of chunks.
     """
 
-    def __init__(self, stream: BinaryIO, identity: str, size: int) -> None:
+    def __init__(
+        self, stream: BinaryIO, identity: str, size: int, *, limit: int | None = None
+    ) -> None:
         self._stream = stream
         self._identity = identity
         self._size = size
+        self._limit = limit
         self._position = 0
 
     def __len__(self) -> int:
@@ -62,6 +72,11 @@ class _Guarded(io.RawIOBase):
                 f"reading the source's bytes of asset {self._identity} failed: {exc}"
             ) from exc
         self._position += len(data)
+        if self._limit is not None and self._position > self._limit:
+            raise AssetTooLarge(
+                f"the source's asset {self._identity} has more than REPOSYNC_MAX_ASSET_BYTES "
+                f"({self._limit}) bytes, although it announced {self._size}"
+            )
         return data
 
     def readinto(self, buffer: Any) -> int:
