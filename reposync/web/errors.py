@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import http
 import logging
+import math
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from flask import Flask, Response, json
@@ -30,7 +32,7 @@ from flask_smorest import Blueprint
 from marshmallow import ValidationError
 from werkzeug.exceptions import HTTPException
 
-from reposync.errors import DatabaseUnavailable, ReposyncError, TooManyAttempts
+from reposync.errors import DatabaseUnavailable, RateLimited, ReposyncError, TooManyAttempts
 from reposync.models import db
 
 log = logging.getLogger(__name__)
@@ -78,9 +80,13 @@ def problem(
 
 
 def retry_headers(error: ReposyncError) -> dict[str, str]:
-    """``Retry-After`` for a refusal that ends by itself (the page sends it too)."""
+    """``Retry-After`` for a refusal that ends by itself (the page sends it too); a forge's
+    rate limit says when in ``retry_at``, counted from now here."""
     if isinstance(error, DatabaseUnavailable | TooManyAttempts):
         return {"Retry-After": str(max(1, error.retry_after))}
+    if isinstance(error, RateLimited):
+        wait = (error.retry_at - datetime.now(UTC)).total_seconds()
+        return {"Retry-After": str(max(1, math.ceil(wait)))}
     return {}
 
 

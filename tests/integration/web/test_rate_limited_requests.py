@@ -9,6 +9,7 @@ never promises that a Run resumes (issue 23, item 12). So does the command line.
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -49,7 +50,8 @@ def use_up_the_quota(fake) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_creating_a_binding_refused_by_the_rate_limit_records_nothing(tmp_path, github_fake):
-    """POST /bindings while GitHub's quota is used up: 429 rate_limited with retry_at, no
+    """POST /bindings while GitHub's quota is used up: 429 rate_limited with retry_at (and
+    Retry-After), no
     Binding and no Run, and a suggestion to send it again (no Run to resume)."""
     github_fake.state.create_repo(REPO, private=True)
     source = generate(tmp_path / "src.git", commits=2, branches=0, tags=0)
@@ -67,6 +69,9 @@ def test_creating_a_binding_refused_by_the_rate_limit_records_nothing(tmp_path, 
 
         body = assert_problem(response, 429, "rate_limited")
         assert body["retry_at"]
+        # Retry-After says the same in seconds, for a client that reads only headers.
+        wait = datetime.fromisoformat(body["retry_at"]) - datetime.now(UTC)
+        assert abs(int(response.headers["Retry-After"]) - wait.total_seconds()) <= 2
         says_nothing_was_queued(body["suggested_action"])
         assert rows(ctx) == (0, 0)
 
