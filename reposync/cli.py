@@ -27,6 +27,7 @@ from reposync.sync.vocabulary import RefConflictPolicy
 if TYPE_CHECKING:
     from reposync.models.db import Database
     from reposync.service.context import ServiceContext
+    from reposync.service.embedded import Progress
 
 log = logging.getLogger("reposync.cli")
 
@@ -302,7 +303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"reposync: error: {error.message} [{error.code}]", file=sys.stderr)
         return error.exit_status
     except KeyboardInterrupt:
-        print("reposync: interrupted; the Run resumes on the next invocation", file=sys.stderr)
+        print("reposync: interrupted", file=sys.stderr)
         return 130
     return 0
 
@@ -382,8 +383,24 @@ def _sync(settings: Settings, args: argparse.Namespace) -> int:
     )
     with _database(settings) as db:
         progress = progress_reporter(sys.stderr, interval=settings.progress_interval)
+        seen: list[int] = []  # the Run the progress was last about
+
+        def report(step: Progress) -> None:
+            seen[:] = [step.run_id]
+            progress(step)
+
         try:
-            run = sync(_context(settings, db), request, progress)
+            run = sync(_context(settings, db), request, report)
+        except KeyboardInterrupt:
+            progress.close()
+            print(
+                f"reposync: interrupted; run {seen[0]} resumes on the next `reposync sync` "
+                "of this pair"
+                if seen
+                else "reposync: interrupted before a Run started; nothing was queued",
+                file=sys.stderr,
+            )
+            return 130
         finally:
             progress.close()
     if run.status == "queued" and run.retry_at is not None:  # deferred by a rate limit

@@ -346,7 +346,7 @@ def test_ctrl_c_then_the_next_invocation_resumes_and_reports_that_run(tmp_path, 
     interrupted.send_signal(signal.SIGINT)
     _, err = interrupted.communicate(timeout=30)
     assert interrupted.returncode == 130
-    assert "resumes on the next invocation" in err
+    assert "run 1 resumes on the next `reposync sync` of this pair" in err
 
     again = subprocess.run([*argv, "--json"], capture_output=True, text=True, timeout=120)
 
@@ -355,6 +355,24 @@ def test_ctrl_c_then_the_next_invocation_resumes_and_reports_that_run(tmp_path, 
     assert (report["run_id"], report["status"]) == (1, "completed")
     assert report["object_types"]["label"]["created"] == 5
     assert refs(target) == {k: v for k, v in refs(source).items() if k in refs(target)}
+
+
+def test_ctrl_c_before_a_run_exists_promises_no_resume(
+    capsys, tmp_path, data_dir, source, monkeypatch
+):
+    """Interrupted while the sides are still being opened: no Run exists, so the message
+    says nothing was queued rather than promise a resume."""
+    from reposync.service import embedded
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(embedded, "sync", interrupted)
+    status = main(["sync", f"local:{source}", f"local:{tmp_path / 'dst.git'}"])
+    err = capsys.readouterr().err
+    assert status == 130
+    assert "interrupted before a Run started; nothing was queued" in err
+    assert "resumes" not in err
 
 
 def test_a_handoff_from_github_needs_the_confirmation_that_writes_stopped(
