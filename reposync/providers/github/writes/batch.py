@@ -1,7 +1,10 @@
 """One batch of writes to one GitHub repository, each sent to its family's handler.
 
 The batch turns what GitHub answered into results: a rate limit defers this write and
-the rest of the batch (nothing of them was sent); a refusal is this write's alone; a
+the rest of the batch (nothing of the rest was sent; of this write, a create that takes
+several requests may have landed its first, an issue created before its closing edit was
+refused, which is why the pipeline looks a deferred create up by its marker before it
+sends it again); a refusal is this write's alone; a
 lost response is looked for at once (``markers.find_created``) and finished, or reported
 ``UNKNOWN``, never re-sent. Anything uncertain or refused makes the number allocator
 count afresh (``numbers``).
