@@ -75,11 +75,10 @@ APPLY_CHUNK = 200
 LOOKUP_CHUNK = 1000
 #: How many repository ids a delivery record keeps of a delivery that lists many.
 RECORDED_REPOSITORIES = 100
-#: Actions whose effect an older delivery must not undo, by what they set.
-_ORDERED = {
-    "locator": ("renamed", "transferred"),
-    "visibility": ("publicized", "privatized"),
-}
+#: What a change may set that an older delivery must not undo, by the key of the hint
+#: that records it (``RepositoryChange.hints``): known by what it sets, never by the
+#: forge's name for the event (GitHub's renamed, transferred, publicized, privatized).
+_ORDERED = {"locator": "new_locator", "visibility": "visibility"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -374,10 +373,11 @@ def _apply_chunk(
         if not _has_side(binding, change.provider, change.repository_id):
             continue
         if id(change) not in stale:
+            hints = change.hints
             stale[id(change)] = {
                 what
-                for what, actions in _ORDERED.items()
-                if change.action in actions and _superseded(session, delivery, change, actions)
+                for what, hint in _ORDERED.items()
+                if hint in hints and _superseded(session, delivery, change, hint)
             }
         effects[binding.id] = _apply(
             ctx, session, binding, change, stale[id(change)], now, requested
@@ -444,20 +444,18 @@ def _observe_refs(
 
 
 def _superseded(
-    session: Session,
-    delivery: IncomingWebhook | None,
-    change: RepositoryChange,
-    actions: Sequence[str],
+    session: Session, delivery: IncomingWebhook | None, change: RepositoryChange, hint: str
 ) -> bool:
-    """Whether a delivery of the same kind that happened later is already recorded."""
+    """Whether a delivery of the same repository that set the same thing (its record
+    has the ``hint``) and happened later is already recorded."""
     if change.occurred_at is None:
         return False
     query = select(IncomingWebhook.id).where(
         IncomingWebhook.provider == change.provider,
         IncomingWebhook.repository_id == change.repository_id,
-        IncomingWebhook.event == change.event,
-        IncomingWebhook.action.in_(actions),
         IncomingWebhook.occurred_at > change.occurred_at,
+        # ->> on PostgreSQL, json_extract on SQLite: NULL where the record has no such hint
+        IncomingWebhook.hints[hint].as_string().is_not(None),
     )
     if delivery is not None:
         query = query.where(IncomingWebhook.id != delivery.id)
