@@ -53,6 +53,7 @@ from reposync.providers.base import (
     ProviderEnvironment,
     StandbyMarker,
     TargetWrite,
+    WebhookSource,
     WriteStatus,
 )
 from reposync.providers.github.provider import GitHubProvider
@@ -208,8 +209,9 @@ class LocalHarness(Harness):
         max_body_chars=None,
         many_comments=2000,
         clears_due_dates=True,
-        # All but NestedCreator: each child is created on its own, in its own shape.
-        capabilities=frozenset(CAPABILITIES) - {NestedCreator},
+        # All but NestedCreator (each child is created on its own, in its own shape) and
+        # WebhookSource (its hooks report changes: ChangeHooks).
+        capabilities=frozenset(CAPABILITIES) - {NestedCreator, WebhookSource},
     )
 
     def __init__(self, root: Path) -> None:

@@ -52,6 +52,8 @@ from reposync.providers.base import (
     ShadowMaterializer,
     TargetWrite,
     VisibilityReporter,
+    WebhookReader,
+    WebhookSource,
     WikiRemoteSource,
 )
 from reposync.providers.github.auth import installation_of, token_source
@@ -123,6 +125,7 @@ class GitHubProvider(
     DefaultBranchWriter,
     LfsStore,
     ShadowMaterializer,
+    WebhookSource,
 ):
     name = "github"
     #: github.com does not publish its limit; pushes of thousands of refs are reported to
@@ -155,6 +158,15 @@ class GitHubProvider(
     def normalize_connection(cls, connection_id: str) -> str:
         """``github:installation:<id>``: an installation of the configured GitHub App."""
         return f"github:installation:{installation_of(connection_id)}"
+
+    @classmethod
+    def webhook_reader(cls, settings: Settings) -> WebhookReader:
+        """``POST /webhooks/github``: ``X-Hub-Signature-256`` and GitHub's payloads."""
+        # Imported here: its JSON Schema reader is a visible share of this module's import
+        # time, which a worker that never reads a delivery would pay on every start.
+        from reposync.providers.github.webhooks import GitHubWebhookReader
+
+        return GitHubWebhookReader(settings)
 
     @classmethod
     def exists(cls, spec: EndpointSpec, env: ProviderEnvironment | None = None) -> bool:

@@ -87,8 +87,9 @@ _GIT_TYPES = frozenset({ObjectType.GIT_REF, ObjectType.WIKI_REF, ObjectType.DEFA
 
 class LocalProvider(
     Provider,
-    # Every capability of providers.base.CAPABILITIES except NestedCreator: the forge
-    # creates each child on its own without changing its shape.
+    # Every capability of providers.base.CAPABILITIES except NestedCreator (the forge
+    # creates each child on its own without changing its shape) and WebhookSource (its
+    # hooks report changes, ChangeHooks: nothing sends it webhooks).
     IndexReader,
     ObjectWriter,
     AbsenceProver,
