@@ -334,7 +334,8 @@ class WebhooksNotConfigured(ReposyncError):
     http_status = 503
     exit_status = 2
     suggested_action = (
-        "set REPOSYNC_GITHUB_WEBHOOK_SECRET to the secret of the GitHub hook (and restart the API)"
+        "set the forge's webhook secret setting the message names to the secret of its hook "
+        "(and restart the API)"
     )
 
 
@@ -397,8 +398,8 @@ class WebhookSignatureInvalid(Unauthenticated):
 
     code = "webhook_signature_invalid"
     suggested_action = (
-        "give the hook the secret of REPOSYNC_GITHUB_WEBHOOK_SECRET (during a rotation, "
-        "the previous secret counts until REPOSYNC_GITHUB_WEBHOOK_PREVIOUS_SECRET_UNTIL)"
+        "give the forge's hook the secret of its webhook secret setting (during a rotation, "
+        "the previous secret counts until the end of the overlap the settings give)"
     )
 
 

@@ -66,11 +66,13 @@ class GitHubWebhookReader(WebhookReader):
         if not header or not header.startswith(PREFIX):
             raise WebhookSignatureInvalid(
                 f"the delivery has no {SIGNATURE_HEADER} header (sha256=...); configure the "
-                "hook with a secret"
+                "hook with the secret of REPOSYNC_GITHUB_WEBHOOK_SECRET"
             )
         if not webhooks.signed_by_one(secrets, body, header[len(PREFIX) :]):
             raise WebhookSignatureInvalid(
-                f"{SIGNATURE_HEADER} does not match the body with the configured secret"
+                f"{SIGNATURE_HEADER} does not match the body with the configured secret "
+                "(REPOSYNC_GITHUB_WEBHOOK_SECRET; during a rotation also ..._PREVIOUS_SECRET "
+                "until ..._PREVIOUS_SECRET_UNTIL)"
             )
 
     def delivery(self, headers: Mapping[str, str]) -> Delivery:
