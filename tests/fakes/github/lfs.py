@@ -35,10 +35,10 @@ from typing import TYPE_CHECKING, Any
 
 from werkzeug.wsgi import get_input_stream
 
-from tests.fakes.github.app import _drop_connection
 from tests.fakes.github.faults import FaultRule
-from tests.fakes.github.git_http import Refusal
 from tests.fakes.github.models import Repo, Token
+from tests.fakes.gitserver.smart_http import Refusal
+from tests.fakes.gitserver.wsgi import drop_connection as _drop_connection
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
