@@ -24,6 +24,11 @@ Deliberate choices, each because Swagger 2 cannot say what Forgejo does:
   (``CROSS_CUTTING_STATUSES``): 401 (no or a bad credential), 403 (a token's scopes,
   ``Sudo`` by a non-admin), 404, 422 (the request's binding) and 500. Their bodies are
   checked against ``APINotFound`` (404) or ``APIError`` (the others), Forgejo's shapes.
+* ``{ref}`` of ``/git/refs/{ref}`` holds slashes (``heads/main``), as Forgejo's route
+  ``/git/refs/*`` takes them; it is matched as one parameter.
+* An error status the description lists without a body (404 of "is merged", 405 of
+  "merge") still carries Forgejo's error JSON (``ctx.NotFound()``, ``ctx.Error``); it is
+  checked as a cross-cutting status's body.
 * Multipart bodies (the release attachment upload) are not parsed; the operation's
   declared ``consumes`` is checked instead.
 * Git smart HTTP and LFS (``*.git/...``) and everything outside ``/api/v1`` are no REST
@@ -67,7 +72,8 @@ NULLABLE_TIMES = (
     ("Milestone", "closed_at"),
     ("Milestone", "due_on"),
 )
-#: Query parameters that are lists in Forgejo's description but sent as ``a,b`` too.
+#: Path parameters that hold slashes (Forgejo routes ``/git/refs/*``).
+MULTI_SEGMENT = frozenset({"ref"})
 GIT_PATH = re.compile(r"\.git(/|$)")
 
 
@@ -137,7 +143,8 @@ def _operations(raw: dict[str, Any]) -> tuple[SwaggerOperation, ...]:
                 continue
             regex = re.escape(template)
             for name in re.findall(r"\{(\w+)\}", template):
-                regex = regex.replace(re.escape("{" + name + "}"), f"(?P<{name}>[^/]+)")
+                part = ".+" if name in MULTI_SEGMENT else "[^/]+"
+                regex = regex.replace(re.escape("{" + name + "}"), f"(?P<{name}>{part})")
             found.append(
                 SwaggerOperation(
                     method=method,
@@ -359,6 +366,9 @@ class ForgejoContract:
             described = self._spec.raw["responses"][described["$ref"].rsplit("/", 1)[1]]
         schema = described.get("schema")
         content_type = _header(headers, "content-type").lower()
+        if schema is None and body and status >= 400:  # an error's JSON (module docstring)
+            name = "notFound" if status == 404 else "error"
+            schema = self._spec.raw["responses"][name]["schema"]
         if schema is None:
             if body:
                 return [("response", f"status {status} describes no body, got {len(body)} bytes")]
@@ -414,6 +424,17 @@ class ForgejoContract:
         problems = self.response_problems(method, url, status, headers, body)
         if problems:
             raise self.violation(method, url, f"response {status}", problems)
+
+    def go_name(self, method: str, url: str, field: str) -> str:
+        """The Go name of a body field (``x-go-name``), as Forgejo's binding names it in
+        its 422 answers ("[Title]: Required")."""
+        op = self.operation_for(method, url)
+        for param in op.parameters if op is not None else ():
+            if param.get("in") == "body":
+                schema = self._resolve(param["schema"])
+                prop = schema.get("properties", {}).get(field.split(".")[0], {})
+                return str(prop.get("x-go-name", field[:1].upper() + field[1:]))
+        return field
 
     def schema_problems(self, definition: str, data: Any) -> list[str]:
         """What breaks ``#/definitions/<definition>`` in ``data`` (webhook payloads are
