@@ -15,8 +15,8 @@ Deliberate choices, each because Swagger 2 cannot say what Forgejo does:
 * Nulls (``NULLABLE``): Go's encoding/json writes a nil pointer, slice or map as ``null``
   and Swagger 2 has no ``nullable``; so a property that is an object (a ``$ref``), an
   array or a map admits null, and so do the date-times Forgejo keeps as pointers (an
-  issue's ``closed_at`` and ``due_date``, a pull request's ``merged_at``, a
-  milestone's ``due_on`` and ``closed_at``). Any other null is a violation.
+  issue's ``closed_at`` and ``due_date``, a pull request's ``merged_at`` and
+  ``merge_commit_sha``, a milestone's ``due_on`` and ``closed_at``). Any other null is a violation.
 * Completeness: Forgejo's structs have no ``omitempty`` on the fields the description
   lists (modules/structs), so every property a response schema lists must be present:
   a missing one is a violation (the fake renders what Forgejo renders).
@@ -29,6 +29,9 @@ Deliberate choices, each because Swagger 2 cannot say what Forgejo does:
 * An error status the description lists without a body (404 of "is merged", 405 of
   "merge") still carries Forgejo's error JSON (``ctx.NotFound()``, ``ctx.Error``); it is
   checked as a cross-cutting status's body.
+* A field the body's definition requires is refused empty too (``""``, ``0``, ``null``):
+  Forgejo's binding ``Required`` refuses a Go zero value, so the fake answers 422 as
+  Forgejo does, and a client sending one has broken the contract.
 * Multipart bodies (the release attachment upload) are not parsed; the operation's
   declared ``consumes`` is checked instead.
 * Git smart HTTP and LFS (``*.git/...``) and everything outside ``/api/v1`` are no REST
@@ -69,6 +72,8 @@ NULLABLE_TIMES = (
     ("PullRequest", "closed_at"),
     ("PullRequest", "due_date"),
     ("PullRequest", "merged_at"),
+    ("PullRequest", "merge_commit_sha"),
+    ("PullRequestMeta", "merged_at"),
     ("Milestone", "closed_at"),
     ("Milestone", "due_on"),
 )
@@ -311,6 +316,10 @@ class ForgejoContract:
         validator = self._validator(f"{op.operation_id}:body", param["schema"])
         errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.path)))
         found = []
+        required = self._resolve(param["schema"]).get("required", [])
+        for name in required:  # the binding's Required refuses a zero value too
+            if isinstance(data, dict) and name in data and data[name] in ("", 0, None, [], {}):
+                found.append(BodyError(name, "missing_field", f"{name} is required"))
         for e in errors[:MAX_LISTED_ERRORS]:
             where = ".".join(str(p) for p in e.absolute_path)
             missing = re.match(r"'(.+)' is a required property", e.message)
