@@ -34,7 +34,7 @@ import json
 import traceback
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl
 
 from werkzeug.wrappers import Request, Response
@@ -232,7 +232,3 @@ class ApiApp:
         if problems:
             what = f"response {response.status_code}"
             self.fake.violations.append(contract.violation(method, full_url, what, problems))
-
-
-def json_body(reply_body: Any) -> bytes:
-    return json.dumps(reply_body, separators=(",", ":")).encode()

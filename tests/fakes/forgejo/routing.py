@@ -19,7 +19,7 @@ from urllib.parse import unquote, urlencode
 
 from werkzeug.wrappers import Request
 
-from tests.fakes.forgejo.errors import ApiError, unprocessable
+from tests.fakes.forgejo.errors import unprocessable
 from tests.fakes.forgejo.models import Repo, Token, User
 from tests.fakes.forgejo.render import Urls
 from tests.fakes.forgejo.state import State
@@ -165,8 +165,3 @@ class Router:
 
     def allows_path(self, path: str) -> list[str]:
         return sorted({r.method for r, p in self._routes if p.match(path)})
-
-
-def raise_for(condition: bool, error: ApiError) -> None:
-    if condition:
-        raise error
