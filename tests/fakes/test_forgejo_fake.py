@@ -213,3 +213,12 @@ def _body(data: object) -> bytes:
     import json
 
     return json.dumps(data).encode()
+
+
+def test_the_conftest_fixture_serves_forgejo_11_with_its_paging_limits(forgejo_fake):
+    """The ``forgejo_fake`` fixture is a started instance that says it is Forgejo 11 and
+    names its paging limits (the fixture checks the contract when the test ends)."""
+    s = forgejo_fake.session()
+    assert s.get(f"{forgejo_fake.api_url}/version").json()["version"].startswith("11.")
+    limits = s.get(f"{forgejo_fake.api_url}/settings/api").json()
+    assert (limits["default_paging_num"], limits["max_response_items"]) == (30, 50)

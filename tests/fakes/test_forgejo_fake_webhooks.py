@@ -144,3 +144,26 @@ def test_pause_release_and_redeliver_keep_the_delivery_id(fake):
     assert first.headers["x-forgejo-delivery"] == second.headers["x-forgejo-delivery"]
     assert json.loads(first.body)["action"] == "published"
     fake.assert_clean()
+
+
+def test_an_organization_hook_hears_a_new_repository_and_its_repositories_events(fake):
+    """Creating a repository in an organization sends repository created to the
+    organization's hook (indented by one space, as Forgejo writes that payload), and
+    the new repository's events reach the same hook."""
+    fake.state.create_org("acme-org", members=["acme"])
+    s = fake.session(fake.add_token("acme"))
+    with WebhookReceiver() as receiver:
+        fake.add_org_webhook("acme-org", receiver.url, secret="k")
+        made = s.post(f"{fake.api_url}/orgs/acme-org/repos", json={"name": "tools"})
+        s.post(f"{fake.api_url}/repos/acme-org/tools/issues", json={"title": "first"})
+        fake.webhooks.flush()
+        created, opened = receiver.received
+    assert made.status_code == 201
+    assert created.headers["x-forgejo-event"] == "repository"
+    assert created.body.startswith(b'{\n "action": "created"')
+    assert created.payload["organization"]["login"] == "acme-org"
+    assert (opened.headers["x-forgejo-event"], opened.payload["issue"]["title"]) == (
+        "issues",
+        "first",
+    )
+    fake.assert_clean()

@@ -6,9 +6,10 @@ Forgejo's source unless said otherwise):
 
 * Credentials: ``Authorization: token <t>``, ``Bearer <t>``, or Basic with the token as
   password (any user name). A token that does not exist is refused 401 "access token
-  does not exist [sha: <t>]" (the words Forgejo answers, as a public client's tests
-  record them); no credential at all reads what anonymous users may, and an operation
-  that needs one answers 401 "token is required" (``reqToken``).
+  does not exist [sha: <t>]" (Forgejo's words as a public client's tests record them
+  for a recent Forgejo; not confirmed from Forgejo 11's source, where an unknown token
+  may read as anonymous); no credential at all reads what anonymous users may, and an
+  operation that needs one answers 401 "token is required" (``reqToken``).
 * ``Sudo`` (header, or the ``sudo`` query parameter): a site administrator's token acts
   as the named user (404 when there is none); anyone else's is refused 403 with the
   body ``{"message": "Only administrators allowed to sudo."}`` (no ``url``).

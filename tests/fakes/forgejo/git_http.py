@@ -291,7 +291,7 @@ class GitHttpApp:
                 )
                 return lfs_store.chunks(path)
             if method == "PUT" and oid and parts["size"]:
-                ok = lfs_store.store(
+                ok, _ = lfs_store.store(
                     repo.git_dir, oid, int(parts["size"]), get_input_stream(environ)
                 )
                 return self._lfs_answer(

@@ -45,8 +45,9 @@ def is_stored(git_dir: Path, oid: str, size: int | None = None) -> bool:
     return path.is_file() and (size is None or path.stat().st_size == size)
 
 
-def store(git_dir: Path, oid: str, size: int, stream: IO[bytes]) -> bool:
-    """Store ``stream`` as object ``oid`` if it is that object (its hash and ``size``)."""
+def store(git_dir: Path, oid: str, size: int, stream: IO[bytes]) -> tuple[bool, int]:
+    """Store ``stream`` as object ``oid`` if it is that object (its hash and ``size``);
+    whether it was, and how many bytes arrived."""
     final = object_path(git_dir, oid)
     final.parent.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
@@ -58,9 +59,9 @@ def store(git_dir: Path, oid: str, size: int, stream: IO[bytes]) -> bool:
             out.write(chunk)
     if received != size or digest.hexdigest() != oid:
         os.unlink(out.name)
-        return False
+        return False, received
     os.replace(out.name, final)
-    return True
+    return True, received
 
 
 def chunks(path: Path) -> Iterator[bytes]:
