@@ -13,6 +13,8 @@ Forgejo's rules modelled here (routers/api/v1/repo/issue*.go, label.go, mileston
   as 9999-12-31 and read back as ``null``.
 * The author and the times are the caller and the clock: nothing a client sends
   changes them (the Python API sets them for tests, as a migration would).
+* Forgejo 11's API cannot lock or unlock an issue (its description has no such
+  operation); ``is_locked`` is read only there, and set through the Python state.
 * Reactions are the instance's allowed ones (``+1 -1 laugh hooray confused heart rocket
   eyes``; another is 403 "'x' is not an allowed reaction"); reacting again with the
   same one answers 200 with the existing reaction, a new one 201.
