@@ -97,3 +97,13 @@ def github_fake():
     with GitHubFake() as fake:
         yield fake
         fake.assert_clean(requests_too=True)
+
+
+@pytest.fixture
+def forgejo_fake():
+    """A Forgejo-faithful server (REST API, Git smart HTTP, LFS, webhooks), contract-checked."""
+    from tests.fakes.forgejo import ForgejoFake
+
+    with ForgejoFake() as fake:
+        yield fake
+        fake.assert_clean(requests_too=True)
