@@ -143,6 +143,22 @@ def test_error_shapes_are_forgejo_s(fake):
     fake.assert_clean(requests_too=False)
 
 
+def test_an_unmodelled_operation_is_501_naming_it_and_fails_assert_clean(fake):
+    """An operation Forgejo has and the server does not model is 501 with its method and
+    path template, never a 404 that reads as a missing resource; a path Forgejo does not
+    have is its 404. The server records the first and ``assert_clean`` fails."""
+    _token, s = seeded(fake)
+    topics = s.get(api(fake, "/topics"))
+    assert topics.status_code == 501
+    assert topics.json()["message"] == (
+        "GET /repos/{owner}/{repo}/topics is not modelled by the Forgejo test server"
+    )
+    assert s.get(api(fake, "/no-such-thing")).status_code == 404
+    assert len(fake.unmodelled) == 1
+    with pytest.raises(AssertionError, match="topics"):
+        fake.assert_clean(requests_too=False)
+
+
 def test_the_api_stamps_authors_and_times_the_python_state_may_set(fake):
     """A client cannot set an issue's author or time (the caller and the clock are
     taken), while the state API sets both, as a migration or the web UI would."""

@@ -47,6 +47,7 @@ from tests.fakes.forgejo.routes_pulls import ROUTES as PULL_ROUTES
 from tests.fakes.forgejo.routes_releases import ROUTES as RELEASE_ROUTES
 from tests.fakes.forgejo.routing import Ctx, Reply, Route, Router
 from tests.fakes.gitserver.wsgi import raw_target
+from tests.fakes.operations import forgejo_operation
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -144,9 +145,12 @@ class ApiApp:
                 if matched is None:
                     if ROUTER.allows_path(path):
                         return Reply(405)
-                    operation = contract.operation_for(method, full_url)
-                    if operation is not None:  # described, and the fake has no route for it
-                        self.fake.unmodelled.append(f"{method} {full_url}")
+                    operation = forgejo_operation(method, path)
+                    if operation is not None:  # Forgejo has it; the fake does not model it
+                        self.fake.unmodelled.append(f"{method} {full_url}: {operation}")
+                        raise ApiError(
+                            501, f"{operation} is not modelled by the Forgejo test server"
+                        )
                     raise not_found()
                 route, ctx.params = matched
                 self._authenticate(ctx, route, method)

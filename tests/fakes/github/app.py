@@ -4,7 +4,7 @@ One instance serves the API host and one the uploads host; both share the fake's
 Handlers run under the state's lock, so the fake is consistent under concurrent clients.
 Every response except 304 is validated against GitHub's description (``fake.violations``),
 and so is every request (``fake.request_violations``). An operation GitHub has and the
-fake does not model is answered 501 and recorded (``fake.unmodelled``; operations.py).
+fake does not model is answered 501 and recorded (``fake.unmodelled``; tests/fakes/operations.py).
 
 Who asked is in the headers, as GitHub answers them: a classic token's scopes
 (``X-OAuth-Scopes``) and the scopes the operation accepts (``X-Accepted-OAuth-Scopes``);
@@ -40,7 +40,6 @@ from tests.fakes.github.errors import (
 )
 from tests.fakes.github.faults import FaultRule
 from tests.fakes.github.models import Token
-from tests.fakes.github.operations import github_operation
 from tests.fakes.github.requests_log import RequestRecord
 from tests.fakes.github.routes_git import ROUTES as GIT_ROUTES
 from tests.fakes.github.routes_issues import ROUTES as ISSUE_ROUTES
@@ -52,6 +51,7 @@ from tests.fakes.github.routes_users import ROUTES as USER_ROUTES
 from tests.fakes.github.routing import Ctx, Reply, Route, Router
 from tests.fakes.gitserver.wsgi import drop_connection as _drop_connection
 from tests.fakes.gitserver.wsgi import raw_target
+from tests.fakes.operations import github_operation
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
