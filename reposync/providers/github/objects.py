@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from reposync.providers.forge.bodies import Parsed, parse
 from reposync.providers.github import shapes
-from reposync.providers.github.bodies import Parsed, parse
 from reposync.sync import fields, objects
 from reposync.sync.canonical import CanonicalObject, ObjectRef
 from reposync.sync.objects import number_key

@@ -12,8 +12,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from reposync.errors import ObjectNotFound
+from reposync.providers.forge.bodies import marker_of
 from reposync.providers.github import objects as gh
-from reposync.providers.github.bodies import marker_of
 from reposync.providers.github.client import GitHubClient
 from reposync.sync.canonical import CanonicalObject, PullHead
 from reposync.sync.vocabulary import ObjectType

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from reposync.providers.base import TargetWrite
+from reposync.providers.forge.bodies import compose
 from reposync.providers.github import objects as gh
-from reposync.providers.github.bodies import compose
 from reposync.providers.github.writes.context import ATTRIBUTED_FIELDS, WriteContext
 from reposync.providers.github.writes.issues import issue_fields
 from reposync.sync.vocabulary import ObjectType, Representation

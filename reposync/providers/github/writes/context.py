@@ -9,7 +9,7 @@ from typing import Any
 
 from reposync.errors import WriteRefused
 from reposync.providers.base import TargetWrite
-from reposync.providers.github.bodies import compose
+from reposync.providers.forge.bodies import compose
 from reposync.providers.github.client import GitHubClient
 from reposync.providers.github.writes.numbers import NumberAllocator
 from reposync.sync.vocabulary import Action, ObjectType, Representation

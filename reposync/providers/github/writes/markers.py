@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from reposync.providers.base import TargetWrite
-from reposync.providers.github.bodies import parse
+from reposync.providers.forge.bodies import parse
 from reposync.providers.github.client import GitHubClient
 from reposync.providers.github.writes.context import WriteContext
 from reposync.providers.github.writes.labels import label_by_name

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from reposync.errors import ObjectNotFound, ProviderUnavailable, ResultUnknown
-from reposync.providers.github.bodies import compose, parse
+from reposync.providers.forge.bodies import compose, parse
 from reposync.providers.github.client import GitHubClient
 from reposync.providers.github.reads import PLACEHOLDER_MARKER
 

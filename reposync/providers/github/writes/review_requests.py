@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from reposync.errors import WriteRefused
 from reposync.providers.base import TargetWrite
+from reposync.providers.forge.bodies import compose
 from reposync.providers.github import objects as gh
-from reposync.providers.github.bodies import compose
 from reposync.providers.github.writes.context import Handlers, WriteContext, number
 from reposync.sync.vocabulary import Action, ObjectType, Representation
 

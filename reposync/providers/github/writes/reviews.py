@@ -16,8 +16,8 @@ from typing import Any
 
 from reposync.errors import WriteRefused
 from reposync.providers.base import TargetWrite
+from reposync.providers.forge.bodies import compose, parse
 from reposync.providers.github import objects as gh
-from reposync.providers.github.bodies import compose, parse
 from reposync.providers.github.writes.carriers import carried_comment, kind
 from reposync.providers.github.writes.context import (
     ATTRIBUTED_FIELDS,

@@ -1,0 +1,1 @@
+"""Forge semantics shared by the providers of hosted forges (GitHub, Forgejo/Gitea)."""
