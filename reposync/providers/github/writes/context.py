@@ -10,8 +10,9 @@ from typing import Any
 from reposync.errors import WriteRefused
 from reposync.providers.base import TargetWrite
 from reposync.providers.forge.bodies import compose
+from reposync.providers.forge.numbers import NumberAllocator
 from reposync.providers.github.client import GitHubClient
-from reposync.providers.github.writes.numbers import NumberAllocator
+from reposync.providers.github.writes.numbers import GitHubNumbers
 from reposync.sync.vocabulary import Action, ObjectType, Representation
 
 #: Fields GitHub's API cannot set, per type: they travel in the attributed header.
@@ -51,7 +52,7 @@ class WriteContext:
         self.repo = repo  # "owner/name"
         self.uploads_url = uploads_url.rstrip("/")
         self.source_label = source_label
-        self.numbers = NumberAllocator(client, repo)
+        self.numbers = NumberAllocator(GitHubNumbers(client, repo), forge="GitHub")
         self.milestones: dict[str, int] | None = None  # title -> number
         self.labels: dict[str, str] | None = None  # id -> name
         self.kinds: dict[int, str] = {}  # number -> "pull" | "carrier" | "issue"
