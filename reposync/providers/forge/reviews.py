@@ -10,7 +10,11 @@
   opened a review of its own for it (``own_review``), ``in_reply_to`` when the forge
   threads a reply to the first comment of its thread (``reply_to_root``) or the comment
   answered is gone on the source (``GONE_COMMENT``: ``detached_reply``). Reads restore
-  both.
+  both, and the review the forge opened (a **vessel**: ``is_vessel``) is no review of
+  the source's.
+
+A native review's identity is ``<pull request number>/<review id>``: forges list
+reviews per pull request.
 
 What a forge does natively is its provider's choice: these rules only say how a review
 it cannot give as the source had it is written, counted and read back.
@@ -18,7 +22,7 @@ it cannot give as the source had it is written, counted and read back.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from reposync.providers.base import TargetWrite
@@ -108,6 +112,37 @@ def review_comment_body(
         extra=extra,
         note=placement_note(extra, forge=forge),
     )
+
+
+def native_review_identity(pull: object, review_id: object) -> str:
+    """The identity of review ``review_id`` of pull request ``pull``."""
+    return f"{pull}/{review_id}"
+
+
+def placed_review(body: str | None) -> str | None:
+    """The native review a review comment's header places it in (``own_review``), when
+    the header names one."""
+    placed = (parse(body).attribution or {}).get("review")
+    if isinstance(placed, str) and "/" in placed:
+        return placed
+    return None
+
+
+def is_vessel(
+    identity: str, body: str | None, *, commented: bool, comment_reviews: Iterable[str]
+) -> bool:
+    """Whether review ``identity`` is one the forge opened for a single comment or reply
+    that belongs, canonically, to another review (its header says which), or one left
+    empty when its comments were deleted: it says nothing of its own and is no review
+    of the source's.
+
+    ``commented``: the review is in the forge's plain "commented" state;
+    ``comment_reviews``: the review each of its own comments belongs to, canonically.
+    """
+    text = body or ""
+    if text.strip() or parse(text).marker is not None or not commented:
+        return False
+    return all(review != identity for review in comment_reviews)
 
 
 def kept_placement(body: str | None) -> dict[str, Any]:

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from reposync.providers.forge import carriers
+from reposync.providers.forge import carriers, reviews
 from reposync.providers.forge.attribution import header_value
 from reposync.providers.forge.bodies import Parsed, parse
+from reposync.providers.forge.reviews import native_review_identity, placed_review
 from reposync.providers.github import shapes
 from reposync.sync import fields, objects
 from reposync.sync.canonical import CanonicalObject, ObjectRef
@@ -167,7 +168,7 @@ def issue_comment(data: dict[str, Any], parent_type: ObjectType) -> CanonicalObj
 def review(data: dict[str, Any], number: int) -> CanonicalObject:
     parsed = parse(data.get("body"))
     return objects.review(
-        f"{number}/{data['id']}",
+        native_review_identity(number, data["id"]),
         data.get("submitted_at") or "",
         parent=ObjectRef(ObjectType.PULL_REQUEST, str(number)),
         parent_key=number_key(number),
@@ -183,24 +184,21 @@ def review_identity(data: dict[str, Any], number: int) -> str:
     """The review a review comment belongs to: the one its header names when GitHub
     opened another for it (a reply, a file-level comment: see ``writes``), else its own.
     """
-    placed = (parse(data.get("body")).attribution or {}).get("review")
-    if isinstance(placed, str) and "/" in placed:
-        return placed
-    return f"{number}/{data.get('pull_request_review_id')}"
+    return placed_review(data.get("body")) or native_review_identity(
+        number, data.get("pull_request_review_id")
+    )
 
 
 def is_vessel(data: dict[str, Any], number: int, comments: list[dict[str, Any]]) -> bool:
-    """A review GitHub opened for a single comment or reply that belongs, canonically, to
-    another review (its header says which), or one left empty when its comments were
-    deleted: it says nothing of its own and is no review of the source's.
-
-    ``comments`` are the review's own comments (by ``pull_request_review_id``).
-    """
-    body = data.get("body") or ""
-    if body.strip() or parse(body).marker is not None or data.get("state") != "COMMENTED":
-        return False
-    identity = f"{number}/{data['id']}"
-    return all(review_identity(c, number) != identity for c in comments)
+    """A review GitHub opened for a comment of another review, or left empty
+    (``forge.reviews.is_vessel``); ``comments`` are the review's own comments (by
+    ``pull_request_review_id``)."""
+    return reviews.is_vessel(
+        native_review_identity(number, data["id"]),
+        data.get("body"),
+        commented=data.get("state") == "COMMENTED",
+        comment_reviews=(review_identity(c, number) for c in comments),
+    )
 
 
 def review_comment(

@@ -15,6 +15,7 @@ from reposync.providers.base import TargetWrite
 from reposync.providers.forge import markers as forge_markers
 from reposync.providers.forge.carriers import comment_identity
 from reposync.providers.forge.markers import Marked, MarkerFinder
+from reposync.providers.forge.reviews import native_review_identity
 from reposync.providers.github.client import GitHubClient
 from reposync.providers.github.writes.context import WriteContext
 from reposync.providers.github.writes.labels import label_by_name
@@ -63,7 +64,7 @@ class GitHubMarkerSearch:
 
     def _reviews(self, pull: object) -> Iterator[Marked]:
         reviews = self.client.paginate(f"/repos/{self.repo}/pulls/{pull}/reviews")
-        return ((f"{pull}/{review['id']}", review.get("body")) for review in reviews)
+        return ((native_review_identity(pull, r["id"]), r.get("body")) for r in reviews)
 
 
 class GitHubNaturalKeys:

@@ -26,6 +26,7 @@ from reposync.providers.forge.carriers import (
 from reposync.providers.forge.reviews import (
     GONE_COMMENT,
     kept_placement,
+    native_review_identity,
     placement_representation,
     review_body,
     review_comment_body,
@@ -105,7 +106,7 @@ def create_review(ctx: WriteContext, write: TargetWrite) -> tuple[str, Represent
             ctx.path(f"/pulls/{pull}/reviews"),
             json_body={"body": request["body"]},
         )
-    identity = f"{pull}/{created['id']}"
+    identity = native_review_identity(pull, created["id"])
     submit_if_pending(ctx, identity, created)
     return identity, review_representation(write)
 
