@@ -7,7 +7,7 @@ refused, which is why the pipeline looks a deferred create up by its marker befo
 sends it again); a refusal is this write's alone; a
 lost response is looked for at once (``markers.find_created``) and finished, or reported
 ``UNKNOWN``, never re-sent. Anything uncertain or refused makes the number allocator
-count afresh (``numbers``).
+count afresh (``forge.numbers``).
 """
 
 from __future__ import annotations
