@@ -7,9 +7,10 @@ provider answers ``find_by_markers`` and proves absence (``markers_absent``) wit
 found by name, title and source name (``NaturalKeys``).
 
 The finder reads a forge's listings newest first, so a create of a moment ago is found
-in the first page, and reads at most ``MARKER_SCAN_LIMIT`` objects of a listing: only a
-listing read whole proves that no object carries a marker. What it needs of a forge's
-API is ``MarkerSearch``: its listings of bodies, lazily paged.
+in the first page, and stops after ``MARKER_SCAN_LIMIT`` objects of a listing (parents
+of per-parent listings): only a listing read whole proves that no object carries a
+marker. What it needs of a forge's API is ``MarkerSearch``: its listings of bodies,
+lazily paged.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from reposync.providers.base import TargetWrite
 from reposync.providers.forge.bodies import parse
 from reposync.sync.vocabulary import ObjectType
 
-#: Newest objects of a listing scanned when looking for a marker after a lost response.
+#: Newest objects of a listing scanned when looking for a marker after a lost response
+#: (a flat listing is read to the object just past it, as GitHub's writer always did).
 MARKER_SCAN_LIMIT = 500
 
 #: One object of a listing: the identity it would have as a canonical object, its body.
