@@ -61,7 +61,7 @@ from reposync.providers.github.client import EtagCache, GitHubClient
 from reposync.providers.github.lfs import GitHubLfs
 from reposync.providers.github.reads import Inventory, read_many
 from reposync.providers.github.writes.batch import GitHubWriter
-from reposync.providers.github.writes.markers import find_markers
+from reposync.providers.github.writes.markers import marker_finder
 from reposync.sync.canonical import (
     DEFAULT_BRANCH_IDENTITY,
     CanonicalObject,
@@ -342,7 +342,7 @@ class GitHubProvider(
         return results
 
     def find_by_markers(self, object_type: ObjectType, markers: Sequence[str]) -> dict[str, str]:
-        return find_markers(self.client, self._repo, object_type, markers)
+        return marker_finder(self.client, self._repo).find(object_type, markers).identities
 
     def nested_types(self, object_type: ObjectType) -> frozenset[ObjectType]:
         """A review is created whole, with its top-level comments (``NestedCreator``):
@@ -356,9 +356,7 @@ class GitHubProvider(
         return Representation.ATTRIBUTED if object_type is ObjectType.REVIEW_COMMENT else None
 
     def markers_absent(self, object_type: ObjectType, markers: Sequence[str]) -> set[str]:
-        complete: list[bool] = []
-        found = find_markers(self.client, self._repo, object_type, markers, complete=complete)
-        return set(markers) - set(found) if complete == [True] else set()
+        return marker_finder(self.client, self._repo).absent(object_type, markers)
 
     def open_asset(self, identity: str) -> BinaryIO:
         data = self.client.get(f"/repos/{self._repo}/releases/assets/{identity}")
