@@ -23,6 +23,12 @@ from urllib.parse import urlsplit
 import platformdirs
 
 from reposync.errors import ConfigurationError
+from reposync.forge_instances import (
+    ForgejoInstance,
+    instances_from_file,
+    instances_from_json,
+    merge_instances,
+)
 
 ENV_PREFIX = "REPOSYNC_"
 
@@ -131,6 +137,11 @@ class Settings:
     #: Run a local target's server-side hooks (pre-receive, update, post-receive) during
     #: a sync. Off: they would run as the service's user on content from the source.
     local_target_hooks: bool = False
+    #: Forgejo and Gitea instances (``forgejo:HOST[:PORT][/PATH]/OWNER/NAME``): JSON
+    #: ``{"<name>": {"url", "token", "accounts"}}``, and/or an owner-only TOML file of the
+    #: same tables (``reposync/forge_instances.py``). The file's are added to the JSON's.
+    forgejo_instances: tuple[ForgejoInstance, ...] = ()
+    forgejo_instances_file: Path | None = None
     #: Seconds between two writes to GitHub (its best practices ask for at least one).
     github_write_interval: float = 1.0
     #: Seconds an HTTP request to a forge may take before its outcome counts as unknown.
@@ -201,6 +212,13 @@ class Settings:
 
     def __post_init__(self) -> None:
         _check_github_connect(self)
+        from_file = (
+            instances_from_file(Path(self.forgejo_instances_file).expanduser())
+            if self.forgejo_instances_file is not None
+            else ()
+        )
+        merged = merge_instances(tuple(self.forgejo_instances), from_file)
+        object.__setattr__(self, "forgejo_instances", merged)
         if not isinstance(self.data_dir, Path):
             object.__setattr__(self, "data_dir", Path(self.data_dir).expanduser())
         if any(isinstance(network, str) for network in self.webhook_allowed_networks):
@@ -483,6 +501,8 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "github_connect_state_ttl": float,
     "github_connect_wait": float,
     "github_write_interval": float,
+    "forgejo_instances": instances_from_json,
+    "forgejo_instances_file": lambda raw: Path(raw).expanduser(),
     "local_busy_timeout": float,
     "embedded_max_wait": float,
     "progress_interval": float,

@@ -188,6 +188,12 @@ class Provider(ABC):
     #: own; the ``GIT_MAX_PUSH_PACK_BYTES`` setting may still set one). Pushes are split by
     #: history to stay under it; a ref whose own pack is larger fails (``push_too_large``).
     max_push_pack_bytes: ClassVar[int | None]
+    #: Whether new issues and pull requests must be created together in number order
+    #: (``sync.batching.numbers_in_order``): a forge that fills number gaps with
+    #: placeholder issues and cannot turn one into a pull request (Forgejo) would
+    #: otherwise carry every pull request created after the issues around it. Others
+    #: create each type in its own run (fewer, larger batches).
+    interleaves_numbered_creates: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self.stats = ProviderStats()

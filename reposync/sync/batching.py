@@ -13,7 +13,7 @@ from itertools import groupby
 
 from reposync.sync.canonical import REF_TYPES
 from reposync.sync.planner import PlannedItem, Reason
-from reposync.sync.vocabulary import Action
+from reposync.sync.vocabulary import Action, ObjectType
 
 #: Actions that go through the applying stage; conflicts and reports settle at planning.
 APPLIED_ACTIONS = frozenset({Action.CREATE, Action.UPDATE, Action.DELETE, Action.NOOP})
@@ -68,6 +68,29 @@ def assign_batches(
         count += 1
         size += item_size
         yield item, batch_no
+
+
+#: Types that share one number sequence on a forge (issues and pull requests).
+NUMBERED = frozenset({ObjectType.ISSUE, ObjectType.PULL_REQUEST})
+
+
+def numbers_in_order(items: Sequence[PlannedItem]) -> list[PlannedItem]:
+    """``items`` (sorted by ``sort_key``) with each run of issue and pull request creates
+    merged into one, in number order (``order_key``): for a target that must create
+    them together (``Provider.interleaves_numbered_creates``). Batches still hold one
+    type each (``assign_batches``), so the run becomes a batch per stretch of one type.
+    """
+    ordered: list[PlannedItem] = []
+    run: list[PlannedItem] = []
+    for item in items:
+        if item.action is Action.CREATE and item.object_type in NUMBERED:
+            run.append(item)
+            continue
+        ordered.extend(sorted(run, key=lambda i: (i.order_key, i.object_key)))
+        run = []
+        ordered.append(item)
+    ordered.extend(sorted(run, key=lambda i: (i.order_key, i.object_key)))
+    return ordered
 
 
 def newest_tips_first(

@@ -72,6 +72,13 @@ class Representation(StrEnum):
     #: A milestone due at a time the target cannot hold (GitHub keeps the day only): the
     #: day is the target's, the exact time is kept in a header of its description.
     DUE_DAY_ONLY = "due_day_only"
+    #: A reply where the target keeps no link to the comment answered (Forgejo's review
+    #: comments): posted at that comment's line, where the target threads comments by
+    #: position, the header naming the comment it answered.
+    REPLY_BY_LINE = "reply_by_line"
+    #: A locked conversation the target's API cannot lock (Forgejo 11): left as the
+    #: target has it, the lock and its reason kept in the attribution header.
+    LOCK_IN_HEADER = "lock_in_header"
 
 
 class Phase(IntEnum):

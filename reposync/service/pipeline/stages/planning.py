@@ -27,7 +27,7 @@ from reposync.service.pipeline.stages.inventory import load_snapshot
 from reposync.service.pipeline.stages.link_states import load_links
 from reposync.service.pipeline.stages.mapping import expected_target_hash, number_map, target_type
 from reposync.service.pipeline.stages.push_order import history_ordered
-from reposync.sync.batching import BatchLimits, assign_batches
+from reposync.sync.batching import BatchLimits, assign_batches, numbers_in_order
 from reposync.sync.canonical import REF_TYPES, IndexEntry
 from reposync.sync.key_moves import order_key_moves
 from reposync.sync.objects import misplaced
@@ -79,10 +79,13 @@ def plan(ex: StageExecution) -> Stage:
     # A batch of refs is one source read, one LFS scan and one read-back; the applier
     # pushes it in groups of at most what the target takes per push.
     refs_per_batch = refs_per_push = settings.git_batch_max_items
-    forge_limit = provider_class(ex.spec("target").provider).max_ref_updates_per_push
+    target_class = provider_class(ex.spec("target").provider)
+    forge_limit = target_class.max_ref_updates_per_push
     if forge_limit is not None:
         refs_per_push = min(refs_per_push, forge_limit)
     items = history_ordered(ex, items, refs_per_push)
+    if target_class.interleaves_numbered_creates:
+        items = numbers_in_order(items)
     limits = BatchLimits(
         settings.batch_max_items,
         settings.batch_max_bytes,

@@ -1,0 +1,172 @@
+"""What the writes of one batch share: the repository, its client, who may be acted as,
+and what the batch learnt on the way (the next free number, label ids, milestone ids,
+what each issue number is, what the batch created), so a family's handler needs nothing
+else."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from reposync.errors import WriteRefused
+from reposync.providers.base import TargetWrite
+from reposync.providers.forge.bodies import compose
+from reposync.providers.forge.numbers import NumberAllocator
+from reposync.providers.forgejo.accounts import People
+from reposync.providers.forgejo.client import ForgejoClient
+from reposync.providers.forgejo.reads import Reader
+from reposync.providers.forgejo.writes.numbers import ForgejoNumbers
+from reposync.sync.vocabulary import Action, ObjectType, Representation
+
+#: Fields Forgejo's API cannot set, per type: they travel in the attributed header
+#: (``forge.attribution``'s list, with a pull request's draft: Forgejo's API sets none).
+HEADER_FIELDS: dict[ObjectType, tuple[str, ...]] = {
+    ObjectType.ISSUE: ("author", "created_at", "closed_at", "assignees", "state_reason"),
+    ObjectType.ISSUE_COMMENT: ("author", "created_at"),
+    ObjectType.PULL_REQUEST: (
+        "author",
+        "created_at",
+        "closed_at",
+        "assignees",
+        "base_sha",
+        "head_ref",
+        "head_sha",
+        "merged",
+        "merged_at",
+        "draft",
+    ),
+    ObjectType.REVIEW: ("state", "commit_id", "author", "submitted_at"),
+    ObjectType.REVIEW_COMMENT: ("commit_id", "author", "created_at"),
+    ObjectType.RELEASE: ("author", "created_at", "published_at"),
+}
+
+
+class WriteContext:
+    """One batch's view of one repository (keeps per-batch caches)."""
+
+    def __init__(
+        self,
+        client: ForgejoClient,
+        repo: str,
+        people: People,
+        source_label: Callable[[TargetWrite], str | None],
+        forge: str,
+    ) -> None:
+        self.client = client
+        self.repo = repo  # "owner/name"
+        self.people = people
+        self.source_label = source_label
+        self.forge = forge  # "Forgejo" or "Gitea", as what reposync writes says it
+        self.space = ForgejoNumbers(client, repo)
+        self.numbers = NumberAllocator(self.space, forge=forge)
+        self.reader = Reader(client, repo, people)
+        self.milestones: dict[str, int] | None = None  # title -> id
+        self.labels: dict[str, int] | None = None  # name -> id
+        self.kinds: dict[int, str] = {}  # number -> "pull" | "carrier" | "issue"
+        #: Marker -> identity of what this batch created (references within a batch).
+        self.created: dict[str, str] = {}
+
+    def path(self, suffix: str) -> str:
+        return f"/repos/{self.repo}{suffix}"
+
+    def body(
+        self,
+        write: TargetWrite,
+        kind: ObjectType,
+        *,
+        account: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+        note: str | None = None,
+        omit: Sequence[str] = (),
+    ) -> str:
+        """The write's body with a header of what Forgejo cannot set for ``kind`` (and
+        ``extra``, which wins) and its marker. Written as ``account`` (the author's own,
+        through ``Sudo``), the header leaves the author out and its visible line says
+        only when and where the object was first written."""
+        payload = write.payload or {}
+        fields = [f for f in HEADER_FIELDS.get(kind, ()) if f not in omit]
+        if account is not None:
+            fields = [f for f in fields if f != "author"]
+        attribution = {key: payload.get(key) for key in fields}
+        attribution.update(extra or {})
+        headline = None
+        if account is not None:
+            when = payload.get("created_at") or payload.get("submitted_at")
+            source = self.source_label(write)
+            headline = (
+                f"Originally written{' on ' + str(when) if when else ''}"
+                f"{' in ' + source if source else ''}"
+            )
+        return compose(
+            payload.get("body") or "",
+            marker=write.marker,
+            attribution=attribution or None,
+            source_label=self.source_label(write),
+            headline=headline,
+            note=note,
+        )
+
+    def acting_as(self, write: TargetWrite, key: str = "author") -> str | None:
+        """The instance account ``write`` is sent as (``Sudo``), or ``None``."""
+        return self.people.acting_as((write.payload or {}).get(key))
+
+    def ref(self, write: TargetWrite, name: str) -> str | None:
+        """A reference's target identity: from the links, or created earlier in this batch."""
+        ref = write.refs.get(name)
+        if ref is None:
+            return None
+        return ref.identity or self.created.get(ref.marker)
+
+    def parent(self, write: TargetWrite) -> str | None:
+        return self.ref(write, "parent")
+
+    # -- names Forgejo's requests take as ids -------------------------------------------
+
+    def label_ids(self, names: Sequence[str]) -> list[int]:
+        """The ids of labels ``names`` (listed once per batch, again for a new name);
+        ``dependency_missing`` while one is not on the instance."""
+        if names and (self.labels is None or any(n not in self.labels for n in names)):
+            self.labels = {
+                lb["name"]: int(lb["id"]) for lb in self.client.paginate(self.path("/labels"))
+            }
+        missing = [n for n in names if n not in (self.labels or {})]
+        if missing:
+            raise WriteRefused(
+                f"label {missing[0]!r} is not on {self.forge}",
+                refusal="dependency_missing",
+                status=422,
+            )
+        return [(self.labels or {})[n] for n in names]
+
+    def milestone_id(self, title: str | None) -> int | None:
+        """The id of the milestone titled ``title``; ``dependency_missing`` without one."""
+        if title is None:
+            return None
+        if self.milestones is None or title not in self.milestones:
+            self.milestones = {
+                m["title"]: int(m["id"])
+                for m in self.client.paginate(self.path("/milestones"), {"state": "all"})
+            }
+        if title not in self.milestones:
+            raise WriteRefused(
+                f"milestone {title!r} is not on {self.forge}",
+                refusal="dependency_missing",
+                status=422,
+            )
+        return self.milestones[title]
+
+
+def number(ref_identity: str | None, forge: str = "Forgejo") -> int:
+    """The issue number a reference names; ``dependency_missing`` while it names nothing."""
+    if ref_identity is None or not ref_identity.isdigit():
+        raise WriteRefused(
+            f"the parent is not on {forge} yet", refusal="dependency_missing", status=422
+        )
+    return int(ref_identity)
+
+
+#: Performs one write of one (action, type): the target identity, and how the object
+#: exists on Forgejo when that is not its type's own representation.
+Handler = Callable[[WriteContext, TargetWrite], tuple[str, Representation | None]]
+#: A family's handlers; a pair without one is refused ``unsupported``.
+Handlers = Mapping[tuple[Action, ObjectType], Handler]
