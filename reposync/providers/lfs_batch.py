@@ -260,6 +260,9 @@ def _object_error(pointer: LfsPointer, error: Mapping[str, Any], forge: str) -> 
         return ItemError(LfsObjectMissing.code, text)
     if code == 422 and "size" in message.lower():
         return ItemError(LfsObjectTooLarge.code, text)
+    if code == 422 and "is not" in message and "bytes" in message:
+        # Forgejo: the OID is stored with another size, so this pointer's size is false.
+        return ItemError(LfsObjectCorrupt.code, text)
     return ItemError(LfsObjectError.code, text)
 
 

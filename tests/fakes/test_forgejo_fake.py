@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import base64
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 
 import pytest
+import requests
 
 from tests.fakes.contract_forgejo import ForgejoContract
 from tests.fakes.forgejo import ForgejoFake, forgejo_fake
+from tests.fakes.github.clock import ManualClock
 from tests.gitrepo import commit_on
 
 REPO = "acme/widgets"
@@ -238,3 +242,92 @@ def test_the_conftest_fixture_serves_forgejo_11_with_its_paging_limits(forgejo_f
     assert s.get(f"{forgejo_fake.api_url}/version").json()["version"].startswith("11.")
     limits = s.get(f"{forgejo_fake.api_url}/settings/api").json()
     assert (limits["default_paging_num"], limits["max_response_items"]) == (30, 50)
+
+
+def test_date_is_the_server_s_own_clock():
+    """``Date`` says the fake's clock (what its records are stamped with), not the wall's."""
+    clock = ManualClock(datetime(2031, 3, 4, 5, 6, 7, tzinfo=UTC))
+    with ForgejoFake(clock=clock) as fake:
+        answer = requests.get(f"{fake.api_url}/version", timeout=10)
+        assert parsedate_to_datetime(answer.headers["Date"]) == clock()
+        clock.advance(90)
+        answer = requests.get(f"{fake.api_url}/version", timeout=10)
+        assert parsedate_to_datetime(answer.headers["Date"]) == clock()
+        fake.assert_clean()
+
+
+def test_a_pull_request_s_timeline_moves_its_update_time_as_forgejo_s_comments_do():
+    """A review, a line comment of a submitted review, a dismissal and a review request
+    each move the pull request's ``updated_at``; a pending review's comment does not."""
+    clock = ManualClock(datetime(2030, 1, 1, tzinfo=UTC))
+    with ForgejoFake(clock=clock) as fake:
+        _, s = seeded(fake)
+        fake.add_token("bob")
+        fake.state.add_collaborator(REPO, "bob")
+        number = s.post(
+            api(fake, "/pulls"), json={"head": "feature", "base": "main", "title": "p"}
+        ).json()["number"]
+
+        def updated() -> str:
+            return s.get(api(fake, f"/issues/{number}")).json()["updated_at"]
+
+        moves = []
+        clock.advance(60)
+        s.post(api(fake, f"/pulls/{number}/requested_reviewers"), json={"reviewers": ["bob"]})
+        moves.append(updated())
+        clock.advance(60)
+        pending = s.post(api(fake, f"/pulls/{number}/reviews"), json={"body": "draft"}).json()
+        s.post(
+            api(fake, f"/pulls/{number}/reviews/{pending['id']}/comments"),
+            json={"path": "README.md", "body": "later", "new_position": 1},
+        )
+        moves.append(updated())
+        clock.advance(60)
+        review = s.post(
+            api(fake, f"/pulls/{number}/reviews"), json={"body": "ok", "event": "COMMENT"}
+        ).json()
+        moves.append(updated())
+        clock.advance(60)
+        s.post(
+            api(fake, f"/pulls/{number}/reviews/{review['id']}/comments"),
+            json={"path": "README.md", "body": "nit", "new_position": 1},
+        )
+        moves.append(updated())
+        assert moves == [
+            "2030-01-01T00:01:00Z",
+            "2030-01-01T00:01:00Z",  # the pending review's comment moved nothing
+            "2030-01-01T00:03:00Z",
+            "2030-01-01T00:04:00Z",
+        ]
+        fake.assert_clean()
+
+
+def test_a_write_whose_answer_is_dropped_happened(fake):
+    """``faults.commit_then_drop``: the create lands, the client gets no answer."""
+    _, s = seeded(fake)
+    fake.faults.commit_then_drop("POST", r"/labels$", drop="close")
+    with pytest.raises(requests.ConnectionError):
+        s.post(api(fake, "/labels"), json={"name": "lost", "color": "#ff0000"})
+    names = [lb["name"] for lb in s.get(api(fake, "/labels")).json()]
+    assert names == ["lost"]
+    fake.assert_clean()
+
+
+def test_a_branch_is_created_at_a_commit_once(fake):
+    """POST /branches starts a branch at a commit id (or a branch); a second time is 409,
+    an unknown start 404."""
+    _, s = seeded(fake)
+    head = s.get(api(fake, "/git/refs/heads/feature")).json()[0]["object"]["sha"]
+    made = s.post(api(fake, "/branches"), json={"new_branch_name": "keep", "old_ref_name": head})
+    assert (made.status_code, made.json()["name"], made.json()["commit"]["id"]) == (
+        201,
+        "keep",
+        head,
+    )
+    again = s.post(api(fake, "/branches"), json={"new_branch_name": "keep", "old_ref_name": head})
+    missing = s.post(
+        api(fake, "/branches"), json={"new_branch_name": "x", "old_ref_name": "0" * 40}
+    )
+    assert (again.status_code, missing.status_code) == (409, 404)
+    assert s.get(api(fake, "/git/refs/heads/keep")).json()[0]["object"]["sha"] == head
+    fake.assert_clean()

@@ -24,9 +24,17 @@ Declarations come from each provider's documented behaviour, not from trial and 
   stored: reposync's header and marker included); repositories are public or private
   ("internal" exists only in enterprise organizations, which the test server does not
   model); a wiki can be disabled (``has_wiki``), and then its refs cannot be written.
+* forgejo (``reposync/providers/forgejo``): Forgejo's REST API cannot delete issues or pull
+  requests without the repository's administrator and frees no number, so reposync does
+  not (``writes/`` has no handler: ``unsupported``); a submitted review can be deleted by
+  its author. Authorship and timestamps travel in an attributed header; labels,
+  milestones and attachments have no body for a marker and are recovered by natural
+  key. Forgejo has no rate limit of its own and no limit on a body's length (a text
+  column); a milestone's due date cannot be cleared through its API
+  (``EditMilestoneOption``'s ``due_on`` is only applied when given). Repositories are
+  public or private; a wiki can be turned off (``has_wiki``).
 
-A new provider (gitea) is added by writing one more harness and naming it in
-``HARNESSES``.
+A new provider is added by writing one more harness and naming it in ``HARNESSES``.
 """
 
 from __future__ import annotations
@@ -41,26 +49,38 @@ from typing import Any, ClassVar
 
 from reposync.providers.base import (
     CAPABILITIES,
+    AbsenceProver,
     AncestryChecker,
     ApplyResult,
+    AssetSource,
     ChangeHooks,
+    DefaultBranchWriter,
+    EmptyChecker,
     EndpointSpec,
+    GitRemoteSource,
     IndexReader,
+    LfsStore,
     LockRecoverer,
     NestedCreator,
     ObjectWriter,
     Provider,
     ProviderEnvironment,
+    ShadowMaterializer,
     StandbyMarker,
     TargetWrite,
+    VisibilityReporter,
     WebhookSource,
+    WikiRemoteSource,
     WriteStatus,
 )
+from reposync.providers.forgejo import ForgejoProvider
 from reposync.providers.github.provider import GitHubProvider
 from reposync.providers.local import LocalForge, LocalProvider
 from reposync.providers.local.authoring import ForgeAuthoring
 from reposync.sync.vocabulary import ObjectType
 from tests.fakes.contract import RecordingValidator
+from tests.fakes.gitserver import lfs_store
+from tests.forgejo_env import forgejo_environment, forgejo_settings, locator
 from tests.github_env import checked_sessions, github_settings
 from tests.gitrepo import commit_on, delete_refs, generate, refs, set_ref
 from tests.lfsrepo import stored
@@ -68,7 +88,7 @@ from tests.lfsrepo import stored
 T = ObjectType
 
 #: Every harness the suite runs against, by provider name.
-HARNESSES = ("local", "github")
+HARNESSES = ("local", "github", "forgejo")
 
 
 @dataclass(frozen=True)
@@ -377,9 +397,113 @@ class GitHubHarness(Harness):
         self.fake.assert_clean(requests_too=True)
 
 
-def make_harness(name: str, root: Path, github_fake: Any = None) -> Harness:
+class ForgejoHarness(Harness):
+    """Forgejo through its test server; every exchange is checked against its description."""
+
+    name = "forgejo"
+    limits = Limitations(
+        cannot_delete=frozenset({T.ISSUE, T.PULL_REQUEST}),
+        rate_limited=False,
+        attributes_authorship=True,
+        visibilities=("public", "private"),
+        idempotent_creates=False,
+        unmarked_types=frozenset({T.LABEL, T.MILESTONE, T.RELEASE_ASSET}),
+        max_body_chars=None,
+        # Three pages and a part at Forgejo's 50 a page, kept small for the suite's time.
+        many_comments=160,
+        clears_due_dates=False,
+        # Reviews take their comments one by one (no NestedCreator); no stored hashes,
+        # standby guard, ref locks, ancestry proof or hooks; webhooks come later.
+        capabilities=frozenset(
+            {
+                ObjectWriter,
+                AbsenceProver,
+                AssetSource,
+                EmptyChecker,
+                VisibilityReporter,
+                GitRemoteSource,
+                WikiRemoteSource,
+                DefaultBranchWriter,
+                LfsStore,
+                ShadowMaterializer,
+            }
+        ),
+    )
+    OWNER = "acme"
+    #: The create endpoint of each type, under /api/v1 (fault injection matches on it).
+    CREATE_PATHS: ClassVar[dict[ObjectType, str]] = {
+        T.LABEL: r"/labels$",
+        T.MILESTONE: r"/milestones$",
+        T.ISSUE: r"/issues$",
+        T.ISSUE_COMMENT: r"/issues/\d+/comments$",
+        T.RELEASE: r"/releases$",
+    }
+
+    def __init__(self, fake: Any, root: Path) -> None:
+        super().__init__()
+        self.fake = fake
+        self.token = fake.add_token(self.OWNER)
+        self.env = forgejo_environment(forgejo_settings(fake, root / "data", self.token), fake)
+
+    def make_repository(self, *, empty: bool = True, visibility: str | None = None) -> EndpointSpec:
+        visibility = visibility or self.limits.visibilities[0]
+        assert visibility in self.limits.visibilities, visibility
+        name = f"{self.OWNER}/conformance-{next(self._numbers)}"
+        self.fake.state.create_repo(name, private=visibility == "private", auto_init=not empty)
+        return EndpointSpec("forgejo", locator(self.fake, name))
+
+    def _full_name(self, spec: EndpointSpec) -> str:
+        return "/".join(spec.locator.split("/")[-2:])
+
+    def _open(self, spec: EndpointSpec) -> Provider:
+        return ForgejoProvider.open(spec, self.env)
+
+    def open_pull_on_no_branch(self, spec: EndpointSpec) -> tuple[int, str]:
+        repo = self.fake.state.repo(self._full_name(spec))
+        head = commit_on(repo.git_dir, "refs/heads/topic", "reviewed work")
+        pull = self.fake.state.create_pull(repo, "Head on no branch", "topic", "main", author="bob")
+        delete_refs(repo.git_dir, ["refs/heads/topic"])  # Forgejo keeps refs/pull/N/head
+        return pull.index, head
+
+    def lfs_objects(self, spec: EndpointSpec) -> dict[str, bytes]:
+        return lfs_store.stored_objects(self.fake.state.repo(self._full_name(spec)).git_dir)
+
+    def stored_count(self, spec: EndpointSpec, object_type: ObjectType) -> int:
+        repo = self.fake.state.repo(self._full_name(spec))
+        if object_type is T.LABEL:
+            return len(repo.labels)
+        if object_type is T.MILESTONE:
+            return len(repo.milestones)
+        if object_type is T.ISSUE:
+            return sum(1 for i in repo.issues.values() if i.pull is None)
+        if object_type is T.PULL_REQUEST:
+            return sum(1 for i in repo.issues.values() if i.pull is not None)
+        if object_type is T.ISSUE_COMMENT:
+            return sum(1 for c in repo.comments.values() if c.review_id is None)
+        if object_type is T.RELEASE:
+            return len(repo.releases)
+        raise NotImplementedError(object_type)
+
+    def lose_next_create_response(self, object_type: ObjectType) -> bool:
+        # The server commits the create, then closes the connection without an answer.
+        self.fake.faults.commit_then_drop("POST", self.CREATE_PATHS[object_type], drop="close")
+        return True
+
+    def disable_wiki(self, spec: EndpointSpec) -> bool:
+        self.fake.state.repo(self._full_name(spec)).has_wiki = False
+        return True
+
+    def assert_clean(self) -> None:
+        self.fake.assert_clean(requests_too=True)
+
+
+def make_harness(
+    name: str, root: Path, github_fake: Any = None, forgejo_fake: Any = None
+) -> Harness:
     if name == "local":
         return LocalHarness(root)
     if name == "github":
         return GitHubHarness(github_fake, root)
+    if name == "forgejo":
+        return ForgejoHarness(forgejo_fake, root)
     raise ValueError(f"no conformance harness for provider {name!r}")

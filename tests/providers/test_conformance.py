@@ -63,7 +63,8 @@ CORE_TYPES = (T.LABEL, T.MILESTONE, T.ISSUE, T.ISSUE_COMMENT, T.RELEASE)
 @pytest.fixture(params=HARNESSES)
 def harness(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]:
     fake = request.getfixturevalue("github_fake") if request.param == "github" else None
-    h = make_harness(request.param, tmp_path, fake)
+    forgejo = request.getfixturevalue("forgejo_fake") if request.param == "forgejo" else None
+    h = make_harness(request.param, tmp_path, fake, forgejo)
     yield h
     h.close()
 

@@ -56,6 +56,7 @@ from reposync.providers.base import (
     ObjectWriter,
     Provider,
     ProviderEnvironment,
+    ShadowMaterializer,
     TargetWrite,
     VisibilityReporter,
     WikiRemoteSource,
@@ -103,9 +104,8 @@ class ForgejoProvider(
     # The capabilities it has (providers.base.CAPABILITIES). Not IndexReader (Forgejo
     # stores no hashes), NestedCreator (a line comment added alone stays in the review it
     # names), StandbyMarker (no guard the sync could set), LockRecoverer (no ref locks a
-    # sync leaves), AncestryChecker (not built), ShadowMaterializer (not built: Forgejo's
-    # branch creation from a commit is not used yet), ChangeHooks, WebhookSource (not
-    # built yet: deliveries are read in a later change).
+    # sync leaves), AncestryChecker (not built), ChangeHooks, WebhookSource (not built
+    # yet: deliveries are read in a later change).
     ObjectWriter,
     AbsenceProver,
     AssetSource,
@@ -115,6 +115,7 @@ class ForgejoProvider(
     WikiRemoteSource,
     DefaultBranchWriter,
     LfsStore,
+    ShadowMaterializer,
 ):
     name = "forgejo"
     #: How what reposync writes on the instance names the forge.
@@ -444,6 +445,16 @@ class ForgejoProvider(
     ) -> dict[str, str]:
         """Branches and tags, plus shadow branches of open pull requests whose head is on
         no branch (Forgejo keeps it in ``refs/pull/N/head``, which a mirror fetches)."""
+        supported, pull_heads = self._branches_and_tags(listing, remote)
+        if self.derive_shadows:
+            supported.update(self._shadows(inventory, supported, pull_heads))
+        return supported
+
+    @staticmethod
+    def _branches_and_tags(
+        listing: InventoryListing, remote: list[tuple[str, str]]
+    ) -> tuple[dict[str, str], set[str]]:
+        """The refs reposync syncs, and the commits of ``refs/pull/N/head``."""
         supported: dict[str, str] = {}
         pull_heads: set[str] = set()
         for name, oid in remote:
@@ -458,11 +469,35 @@ class ForgejoProvider(
             listing.unsupported[namespace] = listing.unsupported.get(namespace, 0) + 1
             if name.startswith(_PULL_HEAD) and name.endswith("/head"):
                 pull_heads.add(oid)
-        if self.derive_shadows and pull_heads:
-            supported.update(
-                shadow_refs(inventory.open_pull_heads(), supported, pull_heads.__contains__)
-            )
-        return supported
+        return supported, pull_heads
+
+    @staticmethod
+    def _shadows(
+        inventory: Inventory, refs: dict[str, str], pull_heads: set[str]
+    ) -> dict[str, str]:
+        if not pull_heads:  # no pull request ever: no listing
+            return {}
+        return shadow_refs(inventory.open_pull_heads(), refs, pull_heads.__contains__)
+
+    def materialize_shadows(self) -> dict[str, str]:
+        """The derived shadow branches, created through the REST API
+        (``ShadowMaterializer``) at their commits, which the repository holds already
+        (``refs/pull/N/head``): nothing is pushed. A branch made meanwhile (409) counts
+        as made."""
+        refs, pull_heads = self._branches_and_tags(InventoryListing([]), self._remote_refs())
+        derived = self._shadows(self._inventory(), refs, pull_heads)
+        created: dict[str, str] = {}
+        for name, oid in sorted(derived.items()):
+            body = {"new_branch_name": name.removeprefix("refs/heads/"), "old_ref_name": oid}
+            try:
+                self.client.write("POST", f"/repos/{self._repo}/branches", json_body=body)
+            except WriteRefused as exc:
+                if exc.refusal != "conflict":
+                    raise
+                continue
+            created[name] = oid
+            self.stats.writes += 1
+        return created
 
     def _wiki_refs(self, listing: InventoryListing) -> dict[str, str]:
         """The wiki's branches and tags: none while the wiki is disabled or has no

@@ -20,6 +20,9 @@ Forgejo's source unless said otherwise):
 * A repository the caller may not read is 404, one it may not write to is 403 "user
   should have a permission to write to a repo" (``reqRepoWriter``).
 * A request body the binding rejects is 422 "[<Go field>]: Required" (``bind``).
+* Faults are injected per request (``fake.faults``: ``tests/fakes/github/faults.py``'s
+  latency, error, commit-then-drop and timeout, matched on the path under ``/api/v1``),
+  so a client's handling of lost answers can be tested as against GitHub's server.
 * Every answer has ``Cache-Control: max-age=0, private, must-revalidate, no-transform``
   (``APIContexter``) and no ``ETag``: Forgejo sets ETags only where it serves blobs,
   LFS objects and attachments (``httpcache.HandleGenericETagCache``), never on the JSON
@@ -32,6 +35,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import time
 import traceback
 from dataclasses import dataclass
 from datetime import datetime
@@ -46,7 +50,7 @@ from tests.fakes.forgejo.routes_meta import ROUTES as META_ROUTES
 from tests.fakes.forgejo.routes_pulls import ROUTES as PULL_ROUTES
 from tests.fakes.forgejo.routes_releases import ROUTES as RELEASE_ROUTES
 from tests.fakes.forgejo.routing import Ctx, Reply, Route, Router
-from tests.fakes.gitserver.wsgi import raw_target
+from tests.fakes.gitserver.wsgi import drop_connection, raw_target
 from tests.fakes.operations import forgejo_operation
 
 if TYPE_CHECKING:
@@ -117,19 +121,30 @@ class ApiApp:
             webhooks=self.fake.webhooks,
             limits=(self.fake.default_paging_num, self.fake.max_response_items),
         )
-        reply = self._handle(ctx, method, path, full_url)
+        fault = self.fake.faults.pick("api", method, path)
+        if fault is not None and fault.kind == "latency":
+            time.sleep(fault.seconds)
+        if fault is not None and fault.kind == "error":
+            reply = Reply(fault.status, {"message": "", "url": self.fake.swagger_url})
+        else:
+            reply = self._handle(ctx, method, path, full_url)
         response = self._respond(reply)
         self._validate_response(method, full_url, response)
-        self.fake.requests.append(
-            RequestRecord(
-                at=self.fake.state.now(),
-                method=method,
-                path=path,
-                query=dict(query),
-                status=response.status_code,
-                doer=ctx.doer.login if ctx.doer is not None else None,
-            )
+        record = RequestRecord(
+            at=self.fake.state.now(),
+            method=method,
+            path=path,
+            query=dict(query),
+            status=response.status_code,
+            doer=ctx.doer.login if ctx.doer is not None else None,
         )
+        self.fake.requests.append(record)
+        if fault is not None and fault.kind == "commit_then_drop":
+            if fault.drop == "close":  # done, and no answer at all
+                drop_connection(environ)
+            response = self._respond(Reply(502, {"message": "", "url": self.fake.swagger_url}))
+        if fault is not None and fault.kind == "timeout":
+            time.sleep(fault.seconds)
         return response(environ, start_response)
 
     def _handle(self, ctx: Ctx, method: str, path: str, full_url: str) -> Reply:

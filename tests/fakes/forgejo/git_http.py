@@ -14,7 +14,9 @@ routers/web/repo/attachment.go in Forgejo's source):
   each action's ``href`` is on this host (``.../info/lfs/objects/{oid}`` to download,
   ``.../objects/{oid}/{size}`` to upload, ``.../info/lfs/verify``) and its ``header``
   is the client's own ``Authorization``, as Forgejo's ``buildObjectResponse`` does; an
-  object already stored gets no upload action; a missing one on download is error 404.
+  object already stored gets no upload action; a missing one on download is error 404;
+  an OID stored with another size than asked is error 422 "Object <oid> is not <size>
+  bytes", either way.
 * ``/attachments/{uuid}``: an attachment's bytes with ``ETag: "<uuid>"``, and 304 for a
   matching ``If-None-Match`` (``httpcache.HandleGenericETagCache``).
 """
@@ -331,6 +333,10 @@ class GitHttpApp:
             else {}
         )
         stored = lfs_store.is_stored(repo.git_dir, oid, size)
+        if not stored and lfs_store.is_stored(repo.git_dir, oid):
+            # Known under this OID with another size (services/lfs/server.go BatchHandler).
+            answer["error"] = {"code": 422, "message": f"Object {oid} is not {size} bytes"}
+            return answer
         if operation == "download":
             if not stored:
                 answer["error"] = {"code": 404, "message": "Not Found"}

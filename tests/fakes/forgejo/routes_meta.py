@@ -4,6 +4,10 @@ Creating a repository answers 409 "The repository with the same name already exi
 (routers/api/v1/repo/repo.go ``CreateUserRepo``); ``default_branch`` of a PATCH must name
 an existing branch of a non-empty repository; ``/git/refs/{ref}`` lists the refs whose
 names start with ``refs/{ref}`` (404 when none does), as Forgejo's ``getGitRefs``.
+Creating a branch (``CreateBranch``, routers/api/v1/repo/branch.go) starts it at
+``old_ref_name`` (a branch, a tag or a commit id) or the deprecated ``old_branch_name``
+(the default branch when neither is given): 404 when that does not resolve, 409 "The
+branch with the same name already exists.", 201 with the ``Branch``.
 """
 
 from __future__ import annotations
@@ -158,6 +162,34 @@ def list_refs_under(ctx: Ctx) -> Reply:
     return _refs(ctx, "refs/" + ctx.params["ref"].removeprefix("refs/"))
 
 
+def create_branch(ctx: Ctx) -> Reply:
+    repo, body = ctx.the_repo(), ctx.json()
+    name = str(body["new_branch_name"])
+    start = str(body.get("old_ref_name") or body.get("old_branch_name") or repo.default_branch)
+    sha = bare_repos.resolve_commit(repo.git_dir, start)
+    if sha is None:
+        raise not_found(f"reference does not exist [name: {start}]")
+    if bare_repos.branch_sha(repo.git_dir, name) is not None:
+        raise conflict("The branch with the same name already exists.")
+    bare_repos.set_ref(repo.git_dir, f"refs/heads/{name}", sha)
+    repo.updated = ctx.state.now()
+    commit = webhooks.head_commit(ctx.state, ctx.urls, repo, sha)
+    return Reply(
+        201,
+        {
+            "name": name,
+            "commit": commit,
+            "protected": False,
+            "required_approvals": 0,
+            "enable_status_check": False,
+            "status_check_contexts": [],
+            "user_can_push": True,
+            "user_can_merge": True,
+            "effective_branch_protection_name": "",
+        },
+    )
+
+
 def list_hooks(ctx: Ctx) -> Reply:
     repo = ctx.the_repo()
     found = ctx.webhooks.hooks_of(repo)
@@ -239,6 +271,7 @@ ROUTES = [
     _signed("POST", "/orgs/{org}/repos", create_org_repo, "organization"),
     Route("GET", R, get_repo),
     Route("PATCH", R, edit_repo, access="write"),
+    Route("POST", f"{R}/branches", create_branch, access="write"),
     Route("GET", f"{R}/git/refs", list_refs),
     Route("GET", f"{R}/git/refs/{{ref}}", list_refs_under),
     Route("GET", f"{R}/hooks", list_hooks, access="write"),

@@ -15,6 +15,11 @@ Forgejo's rules modelled here (routers/api/v1/repo/pull.go, pull_review.go):
   ``old_position`` (of the old one), and its ``diff_hunk`` is the hunk up to that line.
 * Dismissing sets ``dismissed`` (and undismissing clears it); only a pending review or
   one's own may be deleted.
+* What Forgejo records in a pull request's timeline moves its issue's update time, as
+  every comment it creates does (``updateCommentInfos`` ends with ``UpdateIssueCols(...,
+  "updated_unix")``, models/issues/comment.go): a review submitted, a line comment of a
+  submitted review, a dismissal, a review request. A pending review's comments do not
+  (they return before that line).
 """
 
 from __future__ import annotations
@@ -212,6 +217,7 @@ def request_reviews(ctx: Ctx) -> Reply:
         )
         repo.reviews[review.id] = review
         created.append(review)
+        issue.updated = now
         webhooks.review_request_event(ctx, issue, who, "review_requested")
     return Reply(201, [render.review(ctx.urls, repo, rv, ctx.doer) for rv in created])
 
@@ -222,6 +228,7 @@ def unrequest_reviews(ctx: Ctx) -> Reply:
     assert pr is not None
     for who in _people(ctx):
         pr.requested_reviewers = [u for u in pr.requested_reviewers if u.id != who.id]
+        issue.updated = ctx.state.now()
         for rv in list(repo.reviews.values()):
             if (
                 rv.index == issue.index
@@ -320,6 +327,7 @@ def _submitted(ctx: Ctx, issue: Issue, review: Review) -> None:
         ):
             del repo.reviews[rv.id]
     review.official = ctx.state.can_write(review.reviewer, repo)
+    issue.updated = review.submitted
     webhooks.review_event(ctx, issue, review)
 
 
@@ -393,7 +401,7 @@ def _dismissal(ctx: Ctx, dismissed: bool) -> Reply:
             "not need to dismiss this review because it's type is not Approve or change request"
         )
     review.dismissed = dismissed
-    review.updated = ctx.state.now()
+    review.updated = issue.updated = ctx.state.now()
     return Reply(200, render.review(ctx.urls, repo, review, ctx.doer))
 
 
@@ -418,6 +426,8 @@ def create_review_comment(ctx: Ctx) -> Reply:
     repo, issue = ctx.the_repo(), _pull(ctx)
     review = _review(ctx, issue)
     comment = _line_comment(ctx, issue, review, ctx.json())
+    if review.state != "PENDING":
+        issue.updated = comment.created
     return Reply(200, render.review_comment(ctx.urls, repo, comment, ctx.doer))
 
 

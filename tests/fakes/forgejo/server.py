@@ -9,6 +9,8 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Iterable, Sequence
+from datetime import UTC
+from email.utils import format_datetime
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -32,6 +34,7 @@ from tests.fakes.forgejo.routing import DEFAULT_PAGING_NUM, MAX_RESPONSE_ITEMS
 from tests.fakes.forgejo.state import RepoRef, State
 from tests.fakes.forgejo.webhooks import ForgejoHook, ForgejoWebhooks
 from tests.fakes.github.clock import Clock, system_clock
+from tests.fakes.github.faults import Faults
 from tests.fakes.github.webhooks import WebhookDelivery
 from tests.fakes.gitserver.smart_http import UploadPackRequest
 
@@ -40,8 +43,17 @@ if TYPE_CHECKING:
 
 
 class _QuietHandler(WSGIRequestHandler):
+    #: The server's clock: what its ``Date`` header says (a server's Date is its own time,
+    #: the time its records are stamped with; clients narrow ``since`` windows by it).
+    clock: Clock = staticmethod(system_clock)  # type: ignore[assignment]
+
     def log(self, type: str, message: str, *args: Any) -> None:
         pass
+
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        if timestamp is not None:
+            return super().date_time_string(timestamp)
+        return format_datetime(type(self).clock().astimezone(UTC), usegmt=True)
 
 
 class _Host:
@@ -98,13 +110,16 @@ class ForgejoFake:
         self.contract = ForgejoContract()
         self.client_recorder = RecordingValidator(self.contract)
         self.webhooks = ForgejoWebhooks(self)
+        #: Injected failures of the REST API (``tests/fakes/github/faults.py``'s kinds).
+        self.faults = Faults()
         self._server: tuple[BaseWSGIServer, threading.Thread] | None = None
 
     # -- life cycle ---------------------------------------------------------------------
 
     def start(self) -> ForgejoFake:
         app = _Host(ApiApp(self), GitHttpApp(self))
-        server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=_QuietHandler)
+        handler = type("Handler", (_QuietHandler,), {"clock": staticmethod(self.clock)})
+        server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=handler)
         server.handle_error = lambda request, address: None  # type: ignore[method-assign]
         thread = threading.Thread(
             target=functools.partial(server.serve_forever, poll_interval=0.05),

@@ -486,6 +486,24 @@ def _commits(fake: ForgejoFake, repo: Repo, before: str, after: str) -> list[Jso
     return found
 
 
+def head_commit(state: Any, urls: Any, repo: Repo, sha: str) -> Json:
+    """One commit as ``PayloadCommit``, without its file lists (a branch's, as Forgejo's
+    ``ToBranch`` shows it)."""
+    commit = pygit2.Repository(str(repo.git_dir)).get(sha)
+    return {
+        "id": sha,
+        "message": commit.message,
+        "url": f"{urls.repo_html(repo)}/commit/{sha}",
+        "author": _payload_user(commit.author.name, commit.author.email, state),
+        "committer": _payload_user(commit.committer.name, commit.committer.email, state),
+        "verification": None,
+        "timestamp": pygit2_time(commit.committer),
+        "added": None,
+        "removed": None,
+        "modified": None,
+    }
+
+
 def pygit2_time(sig: pygit2.Signature) -> str:
     from datetime import UTC, datetime
 
