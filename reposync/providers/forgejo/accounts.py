@@ -23,6 +23,13 @@ class People:
         self._forward = {source: target for source, target in accounts.items()}
         self._backward = {target.casefold(): source for source, target in accounts.items()}
         self.may_sudo = may_sudo
+        #: Accounts Forgejo refused to act as here (no access to the repository): their
+        #: objects are written by the token's account, with the author in a header.
+        self._refused: set[str] = set()
+
+    def refused(self, account: str) -> None:
+        """Forgejo would not let ``account`` write here: stop acting as it."""
+        self._refused.add(account)
 
     def login(self, user: Mapping[str, Any] | None) -> str:
         """The source login of an instance's user (JSON): mapped back, else its own."""
@@ -34,7 +41,8 @@ class People:
         the token's own, with the author in a header."""
         if not self.may_sudo or not isinstance(author, str):
             return None
-        return self._forward.get(author)
+        account = self._forward.get(author)
+        return None if account in self._refused else account
 
 
 #: Nobody mapped, nobody acted as: what reads of an instance without a map use.

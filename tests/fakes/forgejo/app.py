@@ -77,6 +77,15 @@ class RequestRecord:
     query: dict[str, str]
     status: int
     doer: str | None  # whom it acted as (after Sudo)
+    #: JSON objects the answer held: a list's length, 1 for an object, 0 for none (what
+    #: a client read, for read-economy tests).
+    returned: int = 0
+
+
+def _returned(reply: Reply) -> int:
+    if reply.status >= 300 or reply.body is None:
+        return 0
+    return len(reply.body) if isinstance(reply.body, list) else 1
 
 
 def token_from(header: str | None) -> str | None:
@@ -137,6 +146,7 @@ class ApiApp:
             query=dict(query),
             status=response.status_code,
             doer=ctx.doer.login if ctx.doer is not None else None,
+            returned=_returned(reply),
         )
         self.fake.requests.append(record)
         if fault is not None and fault.kind == "commit_then_drop":

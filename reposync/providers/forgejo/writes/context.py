@@ -5,10 +5,11 @@ else."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
-from reposync.errors import WriteRefused
+from reposync.errors import PermissionDenied, WriteRefused
 from reposync.providers.base import TargetWrite
 from reposync.providers.forge.bodies import compose
 from reposync.providers.forge.numbers import NumberAllocator
@@ -17,6 +18,9 @@ from reposync.providers.forgejo.client import ForgejoClient
 from reposync.providers.forgejo.reads import Reader
 from reposync.providers.forgejo.writes.numbers import ForgejoNumbers
 from reposync.sync.vocabulary import Action, ObjectType, Representation
+
+log = logging.getLogger(__name__)
+R = TypeVar("R")
 
 #: Fields Forgejo's API cannot set, per type: they travel in the attributed header
 #: (``forge.attribution``'s list, with a pull request's draft: Forgejo's API sets none).
@@ -109,6 +113,23 @@ class WriteContext:
     def acting_as(self, write: TargetWrite, key: str = "author") -> str | None:
         """The instance account ``write`` is sent as (``Sudo``), or ``None``."""
         return self.people.acting_as((write.payload or {}).get(key))
+
+    def authored(self, write: TargetWrite, send: Callable[[str | None], R]) -> R:
+        """``send(account)`` as the author's own account where the map names one; an
+        account Forgejo will not let write here (no access to the repository: 403, or
+        404 for a private one) is dropped, and ``send(None)`` writes as the token's own,
+        the author then in the header. Nothing was written by the refused request."""
+        account = self.acting_as(write)
+        if account is None:
+            return send(None)
+        try:
+            return send(account)
+        except (PermissionDenied, WriteRefused) as refused:
+            if isinstance(refused, WriteRefused) and refused.status not in (403, 404):
+                raise
+            log.info("%s may not write to %s as %s: %s", self.forge, self.repo, account, refused)
+            self.people.refused(account)
+            return send(None)
 
     def ref(self, write: TargetWrite, name: str) -> str | None:
         """A reference's target identity: from the links, or created earlier in this batch."""

@@ -47,14 +47,17 @@ def create_issue(ctx: WriteContext, write: TargetWrite) -> tuple[str, Representa
     fields = issue_fields(ctx, payload)
     fields["closed"] = payload.get("state") == "closed"
     slot = ctx.numbers.slot(write.number)
-    # A placeholder taken over stays the token's: only a new issue can be the author's.
-    account = None if slot is not None else ctx.acting_as(write)
-    fields["body"] = ctx.body(write, ObjectType.ISSUE, account=account, extra=lock_extra(payload))
-    if slot is not None:
+    if slot is not None:  # a placeholder taken over stays the token's: author in the header
+        fields["body"] = ctx.body(write, ObjectType.ISSUE, extra=lock_extra(payload))
         ctx.space.reopen_as(slot, fields)
         created = slot
     else:
-        created = ctx.space.create_issue(fields, sudo=account)
+
+        def send(account: str | None) -> int:
+            body = ctx.body(write, ObjectType.ISSUE, account=account, extra=lock_extra(payload))
+            return ctx.space.create_issue({**fields, "body": body}, sudo=account)
+
+        created = ctx.authored(write, send)
         ctx.numbers.created(created)
     ctx.kinds[created] = "issue"
     return str(created), issue_representation(payload)
@@ -106,13 +109,16 @@ def update_issue(ctx: WriteContext, write: TargetWrite) -> tuple[str, Representa
 
 def create_issue_comment(ctx: WriteContext, write: TargetWrite) -> tuple[str, Representation]:
     parent = number(ctx.parent(write), ctx.forge)
-    account = ctx.acting_as(write)
-    created = ctx.client.write(
-        "POST",
-        ctx.path(f"/issues/{parent}/comments"),
-        json_body={"body": ctx.body(write, ObjectType.ISSUE_COMMENT, account=account)},
-        sudo=account,
-    )
+
+    def send(account: str | None) -> Any:
+        return ctx.client.write(
+            "POST",
+            ctx.path(f"/issues/{parent}/comments"),
+            json_body={"body": ctx.body(write, ObjectType.ISSUE_COMMENT, account=account)},
+            sudo=account,
+        )
+
+    created = ctx.authored(write, send)
     return str(created["id"]), Representation.ATTRIBUTED
 
 

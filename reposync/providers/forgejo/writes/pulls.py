@@ -53,15 +53,20 @@ def create_pull_request(ctx: WriteContext, write: TargetWrite) -> tuple[str, Rep
     head = native_head(ctx, write)
     if head is None or ctx.numbers.slot(write.number) is not None:
         return create_carrier(ctx, write)
-    account = ctx.acting_as(write)
     request: dict[str, Any] = {
         **issue_fields(ctx, payload),
         "head": head,
         "base": payload["base_ref"],
-        "body": ctx.body(write, ObjectType.PULL_REQUEST, account=account),
     }
+
+    def send(account: str | None) -> Any:
+        body = ctx.body(write, ObjectType.PULL_REQUEST, account=account)
+        return ctx.client.write(
+            "POST", ctx.path("/pulls"), json_body={**request, "body": body}, sudo=account
+        )
+
     try:
-        created = ctx.client.write("POST", ctx.path("/pulls"), json_body=request, sudo=account)
+        created = ctx.authored(write, send)
     except WriteRefused as refused:
         if refused.status not in (409, 422):
             raise

@@ -40,13 +40,11 @@ def _release_body(
 
 
 def create_release(ctx: WriteContext, write: TargetWrite) -> tuple[str, Representation]:
-    account = ctx.acting_as(write)
-    created = ctx.client.write(
-        "POST",
-        ctx.path("/releases"),
-        json_body=_release_body(ctx, write, {}, account),
-        sudo=account,
-    )
+    def send(account: str | None) -> Any:
+        body = _release_body(ctx, write, {}, account)
+        return ctx.client.write("POST", ctx.path("/releases"), json_body=body, sudo=account)
+
+    created = ctx.authored(write, send)
     return str(created["id"]), Representation.ATTRIBUTED
 
 

@@ -76,18 +76,24 @@ def create_review(ctx: WriteContext, write: TargetWrite) -> tuple[str, Represent
             Representation.PROJECTED,
         )
     payload = write.payload or {}
-    account = ctx.acting_as(write)
-    event = NATIVE_EVENTS.get(str(payload.get("state"))) if account else None
-    try:
-        created = _send_review(ctx, write, pull, account, event)
-    except WriteRefused as refused:
-        if refused.status != 422 or event is None:
-            raise
-        log.info("review of #%s refused as %s (%s); sent as a comment", pull, event, refused)
-        event = None
-        created = _send_review(ctx, write, pull, account, None)
+    given: list[str | None] = []
+
+    def send(account: str | None) -> dict[str, Any]:
+        event = NATIVE_EVENTS.get(str(payload.get("state"))) if account else None
+        try:
+            created = _send_review(ctx, write, pull, account, event)
+        except WriteRefused as refused:
+            if refused.status != 422 or event is None:
+                raise
+            log.info("review of #%s refused as %s (%s); sent as a comment", pull, event, refused)
+            event = None
+            created = _send_review(ctx, write, pull, account, None)
+        given.append(event)
+        return created
+
+    created = ctx.authored(write, send)
     identity = native_review_identity(pull, created["id"])
-    if event is not None:
+    if given[-1] is not None:
         return identity, Representation.ATTRIBUTED
     return identity, forge_reviews.review_representation(write, _notes(ctx))
 
@@ -182,20 +188,23 @@ def create_review_comment(ctx: WriteContext, write: TargetWrite) -> tuple[str, R
     extra: dict[str, Any] = {}
     if reply_ref is not None:
         extra["in_reply_to"] = reply if reply is not None else GONE_COMMENT
-    account = ctx.acting_as(write)
-    body = ctx.body(
-        write,
-        ObjectType.REVIEW_COMMENT,
-        account=account,
-        extra=extra,
-        note=placement_note(extra, ctx.forge),
-    )
-    created = ctx.client.write(
-        "POST",
-        ctx.path(f"/pulls/{pull}/reviews/{review_id}/comments"),
-        json_body={"path": payload["path"], "body": body, **_position(payload)},
-        sudo=account,
-    )
+
+    def send(account: str | None) -> Any:
+        body = ctx.body(
+            write,
+            ObjectType.REVIEW_COMMENT,
+            account=account,
+            extra=extra,
+            note=placement_note(extra, ctx.forge),
+        )
+        return ctx.client.write(
+            "POST",
+            ctx.path(f"/pulls/{pull}/reviews/{review_id}/comments"),
+            json_body={"path": payload["path"], "body": body, **_position(payload)},
+            sudo=account,
+        )
+
+    created = ctx.authored(write, send)
     return review_comment_identity(pull, review_id, created["id"]), placement(extra)
 
 
