@@ -13,6 +13,7 @@ into this tree at one boundary each, never leaked.
     │   ├── InvalidLocator              invalid_locator
     │   ├── InvalidConnection           invalid_connection       (a side's connection_id)
     │   ├── RepositoryNotFound          repository_not_found     (also LookupError)
+    │   ├── OwnerNotFound               owner_not_found          (also LookupError)
     │   ├── NotARepository              not_a_repository
     │   ├── WrongDirection              wrong_direction
     │   ├── UnschedulableCron           cron_has_no_future_slot  (HTTP 422)
@@ -43,6 +44,7 @@ into this tree at one boundary each, never leaked.
     │   ├── VisibilityUnconfirmed       visibility_unconfirmed
     │   └── WritesNotStopped            writes_not_stopped       (a handoff from GitHub)
     ├── BindingBusy                     binding_busy
+    ├── OwnerBindingBusy                owner_binding_busy       (a pass is running)
     ├── IdempotencyKeyInProgress        idempotency_key_in_progress (retryable)
     ├── LeaseLost                       lease_lost
     ├── AttemptsExhausted               attempts_exhausted
@@ -190,6 +192,17 @@ class RepositoryNotFound(UsageError, LookupError):
         """The one answer to an API caller for a repository that does not exist *or* that
         the caller may not see: the two must read the same, or the answer tells them apart."""
         return cls(f"{locator} does not exist or is not granted to you")
+
+
+class OwnerNotFound(UsageError, LookupError):
+    """An owner of repositories (an organization or user, a directory of bare
+    repositories) that does not exist, or that the credentials cannot see."""
+
+    code = "owner_not_found"
+    http_status = 404
+    suggested_action = (
+        "check the owner's name (github:LOGIN) or directory (local:/PATH, which must exist)"
+    )
 
 
 class NotARepository(UsageError):
@@ -501,6 +514,15 @@ class BindingBusy(ReposyncError):
     code = "binding_busy"
     http_status = 409
     suggested_action = "wait for the active Run to finish or cancel it"
+
+
+class OwnerBindingBusy(ReposyncError):
+    """A pass of the owner binding is running already (on demand, or its schedule's);
+    one pass at a time, so a repository is never created or bound twice at once."""
+
+    code = "owner_binding_busy"
+    http_status = 409
+    suggested_action = "wait for the running pass to end, then read its report"
 
 
 class IdempotencyKeyInProgress(ReposyncError):

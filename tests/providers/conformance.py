@@ -49,6 +49,7 @@ from reposync.providers.base import (
     LockRecoverer,
     NestedCreator,
     ObjectWriter,
+    OwnerSpec,
     Provider,
     ProviderEnvironment,
     StandbyMarker,
@@ -130,6 +131,19 @@ class Harness(ABC):
     def target(self, *, empty: bool = False, visibility: str | None = None) -> Provider:
         """A new repository opened as a target (the common first line of a test)."""
         return self.open_target(self.make_repository(empty=empty, visibility=visibility))
+
+    # -- owners (OwnerLister, RepositoryCreator) -------------------------------------------
+
+    #: What opens providers of this harness (credentials, contract-checked sessions).
+    env: ProviderEnvironment | None = None
+
+    @abstractmethod
+    def make_owner(self) -> OwnerSpec:
+        """A new owner without repositories, in which the credentials may create some."""
+
+    @abstractmethod
+    def add_to_owner(self, owner: OwnerSpec, name: str, *, visibility: str | None = None) -> None:
+        """A repository ``name`` of ``owner`` with one commit, made outside the provider."""
 
     # -- seeding --------------------------------------------------------------------------
 
@@ -229,6 +243,15 @@ class LocalHarness(Harness):
     def _open(self, spec: EndpointSpec) -> Provider:
         return LocalProvider.open(spec)
 
+    def make_owner(self) -> OwnerSpec:
+        path = self.root / f"owner-{next(self._numbers)}"
+        path.mkdir()
+        return OwnerSpec("local", str(path))
+
+    def add_to_owner(self, owner: OwnerSpec, name: str, *, visibility: str | None = None) -> None:
+        assert visibility in (None, *self.limits.visibilities), visibility
+        generate(Path(owner.locator) / f"{name}.git", commits=1, branches=0, tags=0)
+
     def open_pull_on_no_branch(self, spec: EndpointSpec) -> tuple[int, str]:
         path = Path(spec.locator)
         set_ref(path, "refs/heads/topic", refs(path)["refs/heads/main"])
@@ -316,6 +339,19 @@ class GitHubHarness(Harness):
 
     def _open(self, spec: EndpointSpec) -> Provider:
         return GitHubProvider.open(spec, self.env)
+
+    def make_owner(self) -> OwnerSpec:
+        login = f"org-{next(self._numbers)}"
+        self.fake.state.add_member(login, self.OWNER)  # a member creates its repositories
+        return OwnerSpec("github", login)
+
+    def add_to_owner(self, owner: OwnerSpec, name: str, *, visibility: str | None = None) -> None:
+        visibility = visibility or self.limits.visibilities[0]
+        private = visibility == "private"
+        full_name = f"{owner.locator}/{name}"
+        self.fake.state.create_repo(
+            full_name, private=private, auto_init=True, collaborators=[self.OWNER]
+        )
 
     def open_pull_on_no_branch(self, spec: EndpointSpec) -> tuple[int, str]:
         git_dir = Path(self.fake.state.git_dir(spec.locator))
