@@ -15,7 +15,7 @@ from pathlib import Path
 import reposync
 from reposync.config import Settings
 from reposync.errors import LocatorRefused
-from reposync.providers.registry import parse_locator
+from reposync.providers.registry import parse_locator, parse_owner
 
 #: reposync's own code (a checkout or site-packages): never a repository to sync.
 OWN_CODE = Path(reposync.__file__).resolve().parent
@@ -37,6 +37,29 @@ def confine(locator: str, settings: Settings) -> str:
     real = Path(os.path.realpath(spec.locator))
     roots = [Path(os.path.realpath(root)) for root in settings.local_roots]
     if not any(_inside(real, root) and real != root for root in roots):
+        raise refused
+    forbidden = (Path(os.path.realpath(settings.data_dir)), OWN_CODE)
+    if any(_inside(real, place) or _inside(place, real) for place in forbidden):
+        raise refused
+    return f"local:{real}"
+
+
+def confine_owner(locator: str, settings: Settings) -> str:
+    """An owner's locator (``local:/srv/forge``, a directory of repositories) with a
+    ``local:`` path replaced by its real path: a configured root itself, or a directory
+    inside one. Each repository of it is confined again (``confine``) when it is bound,
+    since a repository's entry may be a symbolic link out. Raises ``LocatorRefused``."""
+    spec = parse_owner(locator)
+    if spec.provider != "local":
+        return locator
+    refused = LocatorRefused(
+        f"{locator.strip()!r} is not a repository root this server may use, nor inside one"
+        if settings.local_roots
+        else "this server takes no local: owners over the API (no REPOSYNC_LOCAL_ROOTS)"
+    )
+    real = Path(os.path.realpath(spec.locator))
+    roots = [Path(os.path.realpath(root)) for root in settings.local_roots]
+    if not any(_inside(real, root) for root in roots):
         raise refused
     forbidden = (Path(os.path.realpath(settings.data_dir)), OWN_CODE)
     if any(_inside(real, place) or _inside(place, real) for place in forbidden):
