@@ -39,7 +39,7 @@ from reposync.errors import (
     UsageError,
 )
 from reposync.lifecycle import Trigger
-from reposync.models import Binding, OwnerBinding, OwnerBindingMember
+from reposync.models import Binding, OwnerBinding, OwnerBindingMember, utcnow
 from reposync.models.owner_binding import OWNER_LENGTH
 from reposync.providers.base import OwnedRepository, OwnerSpec
 from reposync.providers.registry import parse_owner, provider_class
@@ -98,6 +98,7 @@ def bind_all(
     """
     options = _options(ctx, request)
     listings = owner_pass.list_owners(ctx, options)
+    ctx.db.ensure_current()  # the embedded mode's first write may be this one
     if request.dry_run:
         return None, owner_pass.run(ctx, options, None, dry_run=True, listings=listings)
     owner_id = _store(ctx, request, options)
@@ -120,7 +121,7 @@ def _options(ctx: ServiceContext, request: OwnerRequest) -> Options:
     for owner in (source, target):
         if len(owner.locator) > OWNER_LENGTH:
             raise UsageError(f"{owner.display} is longer than {OWNER_LENGTH} characters")
-    now = owner_pass.current_time(ctx)
+    now = utcnow()  # whether a cron fires again: no database needed to know
     for cron in (request.schedule_cron, request.pass_cron):
         if cron is not None:
             validate_cron(cron, now)
