@@ -55,8 +55,8 @@ def add_parser(commands: Any) -> None:
     passes.add_argument(
         "--pass-schedule",
         metavar="CRON",
-        default=DEFAULT_PASS_CRON,
-        help=f"when workers look for new source repositories (default {DEFAULT_PASS_CRON!r})",
+        help="when workers look for new source repositories (default: as before, "
+        f"{DEFAULT_PASS_CRON!r} for a new owner binding)",
     )
     passes.add_argument(
         "--no-pass-schedule",
@@ -109,7 +109,7 @@ def bind_all(settings: Settings, db: Database, args: argparse.Namespace) -> int:
         dry_run=args.dry_run,
         conflict_policy=RefConflictPolicy(args.conflict_policy) if args.conflict_policy else None,
         schedule_cron=args.schedule,
-        pass_cron=None if args.no_pass_schedule else args.pass_schedule,
+        pass_cron=_pass_cron(args),
         confirm_visibility=args.confirm_visibility,
         source_connection=args.source_connection,
         target_connection=args.target_connection,
@@ -134,6 +134,19 @@ def bind_all(settings: Settings, db: Database, args: argparse.Namespace) -> int:
         print(render(report, synced))
     unfinished = any(run.status != "completed" for run in synced)
     return 1 if report.needs_action() or unfinished else 0
+
+
+def _pass_cron(args: argparse.Namespace) -> str | None:
+    """The pass schedule the command line names (None: none), else ``UNSET``: the owner
+    binding keeps its own."""
+    from reposync.service.bindings import UNSET
+
+    if args.no_pass_schedule:
+        return None
+    if args.pass_schedule is not None:
+        return str(args.pass_schedule)
+    result: str | None = UNSET
+    return result
 
 
 def _dispatcher(distributed: bool) -> Dispatcher:

@@ -44,7 +44,7 @@ from reposync.models.owner_binding import OWNER_LENGTH
 from reposync.providers.base import OwnedRepository, OwnerSpec
 from reposync.providers.registry import parse_owner, provider_class
 from reposync.service import owner_pass
-from reposync.service.bindings import update_binding
+from reposync.service.bindings import UNSET, update_binding
 from reposync.service.confinement import confine_owner
 from reposync.service.context import ServiceContext
 from reposync.service.cron import next_slot, validate_cron
@@ -72,8 +72,9 @@ class OwnerRequest:
     conflict_policy: RefConflictPolicy | None = None
     #: The schedule each Binding made gets (spread by its offset); None: none.
     schedule_cron: str | None = None
-    #: When passes start by themselves; None: on demand only.
-    pass_cron: str | None = DEFAULT_PASS_CRON
+    #: When passes start by themselves; None: on demand only; not given (``UNSET``): as
+    #: the pair's owner binding has it, hourly (``DEFAULT_PASS_CRON``) for a new one.
+    pass_cron: str | None = UNSET
     confirm_visibility: bool = False
     source_connection: str | None = None
     target_connection: str | None = None
@@ -123,7 +124,7 @@ def _options(ctx: ServiceContext, request: OwnerRequest) -> Options:
             raise UsageError(f"{owner.display} is longer than {OWNER_LENGTH} characters")
     now = utcnow()  # whether a cron fires again: no database needed to know
     for cron in (request.schedule_cron, request.pass_cron):
-        if cron is not None:
+        if cron is not None and cron is not UNSET:
             validate_cron(cron, now)
     return Options(
         source,
@@ -146,7 +147,6 @@ def _side(locator: str, connection_id: str | None) -> OwnerSpec:
 
 def _store(ctx: ServiceContext, request: OwnerRequest, options: Options) -> int:
     """Create the pair's owner binding, or give the existing one the request's options."""
-    pass_cron = request.pass_cron.strip() if request.pass_cron else None
     for _ in range(2):  # a concurrent creator may win the unique constraint once
         with ctx.db.transaction() as session:
             now = database_now(session)
@@ -164,6 +164,7 @@ def _store(ctx: ServiceContext, request: OwnerRequest, options: Options) -> int:
                     source_owner=options.source.locator,
                     target_provider=options.target.provider,
                     target_owner=options.target.locator,
+                    pass_cron=DEFAULT_PASS_CRON,
                 )
             # A side named without a connection keeps its own (as a Binding's does).
             if options.source.connection_id is not None:
@@ -176,8 +177,10 @@ def _store(ctx: ServiceContext, request: OwnerRequest, options: Options) -> int:
                 found.schedule_cron = options.schedule_cron
             found.confirm_visibility = found.confirm_visibility or options.confirm_visibility
             found.confined = found.confined or options.confined
-            found.pass_cron = pass_cron
-            found.next_pass_at = next_slot(pass_cron, now) if pass_cron else None
+            if request.pass_cron is not UNSET:
+                found.pass_cron = request.pass_cron.strip() if request.pass_cron else None
+            if found.id is None or request.pass_cron is not UNSET:
+                found.next_pass_at = _following(found, now)
             try:
                 with session.begin_nested():
                     session.add(found)

@@ -15,6 +15,7 @@ from flask import jsonify, make_response, url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
+from reposync.service.bindings import UNSET
 from reposync.service.owners import (
     OwnerRequest,
     bind_all,
@@ -97,7 +98,7 @@ class OwnerBindingsView(MethodView):
             dry_run=args["dry_run"],
             conflict_policy=RefConflictPolicy(policy) if policy else None,
             schedule_cron=args["schedule_cron"],
-            pass_cron=args["pass_cron"],
+            pass_cron=args.get("pass_cron", UNSET),
             confirm_visibility=args["confirm_visibility"],
             source_connection=args["source_connection_id"],
             target_connection=args["target_connection_id"],

@@ -308,3 +308,26 @@ def test_a_pass_asked_for_whose_message_is_lost_is_handed_on_by_the_tick(ctx, wo
     owners.request_pass(ctx, row.id)
     owners.run_pass(ctx, row.id)  # the message arrived: the pass takes the due slot
     assert owners.tick(ctx) == []
+
+
+def test_binding_the_pair_again_changes_only_what_it_names(ctx, world):
+    """bind-all of the same owners again finds their owner binding: a pass schedule, a
+    Binding schedule or a policy not named stays as it was; one named replaces it; a new
+    owner binding passes hourly unless told otherwise."""
+    source, target = world
+    first, _ = owners.bind_all(ctx, request(source, target, schedule_cron="*/30 * * * *"))
+    assert first is not None
+    assert (first.pass_cron, first.schedule_cron) == (owners.DEFAULT_PASS_CRON, "*/30 * * * *")
+    again, _ = owners.bind_all(ctx, request(source, target))
+    assert again is not None
+    assert (again.id, again.pass_cron, again.schedule_cron) == (
+        first.id,
+        owners.DEFAULT_PASS_CRON,
+        "*/30 * * * *",
+    )
+    quiet, _ = owners.bind_all(ctx, request(source, target, pass_cron=None))
+    assert quiet is not None
+    assert (quiet.pass_cron, quiet.next_pass_at) == (None, None)
+    kept, _ = owners.bind_all(ctx, request(source, target))
+    assert kept is not None
+    assert kept.pass_cron is None

@@ -53,8 +53,8 @@ class OwnerBindingCreateSchema(Schema):
     )
     pass_cron = _cron(
         "when passes pick up new source repositories by themselves (cron, UTC); null: "
-        "on demand only",
-        load_default=DEFAULT_PASS_CRON,
+        f"on demand only; omitted: {DEFAULT_PASS_CRON!r} for a new owner binding, "
+        "unchanged for the pair's existing one"
     )
     confirm_visibility = fields.Boolean(
         load_default=False,
