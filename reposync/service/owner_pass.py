@@ -83,8 +83,6 @@ class Outcome(StrEnum):
 
 #: Outcomes an operator must act on (a CLI exit status of 1).
 NEEDS_ACTION = frozenset({Outcome.FAILED, Outcome.CLASH, Outcome.CANNOT_CREATE})
-#: Outcomes that made a Binding a member.
-JOINED = frozenset({Outcome.CREATED, Outcome.BOUND, Outcome.ADOPTED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,10 +213,18 @@ def run(
     listings: tuple[list[OwnedRepository], list[OwnedRepository]] | None = None,
     trigger: Trigger = Trigger.MANUAL,
     queue_runs: bool = True,
+    report: PassReport | None = None,
 ) -> PassReport:
-    report = PassReport(
-        options.source.display, options.target.display, dry_run, current_time(ctx), owner_binding_id
-    )
+    """The pass, filling ``report`` (a new one if none) as each repository is settled, so
+    a caller holding it keeps what was done should the pass stop on the way."""
+    if report is None:
+        report = PassReport(
+            options.source.display,
+            options.target.display,
+            dry_run,
+            current_time(ctx),
+            owner_binding_id,
+        )
     try:
         sources, targets = listings if listings is not None else list_owners(ctx, options)
     except ReposyncError as error:

@@ -217,9 +217,11 @@ def run_pass(
     if dry_run:
         return owner_pass.run(ctx, options, owner_binding_id, dry_run=True, listings=listings)
     claimed_at = _claim(ctx, owner_binding_id)
-    report = PassReport(options.source.display, options.target.display, False, claimed_at)
+    report = PassReport(
+        options.source.display, options.target.display, False, claimed_at, owner_binding_id
+    )
     try:
-        report = owner_pass.run(
+        owner_pass.run(
             ctx,
             options,
             owner_binding_id,
@@ -227,6 +229,7 @@ def run_pass(
             listings=listings,
             trigger=trigger,
             queue_runs=queue_runs,
+            report=report,
         )
     finally:
         _release(ctx, owner_binding_id, claimed_at, report)

@@ -331,3 +331,35 @@ def test_binding_the_pair_again_changes_only_what_it_names(ctx, world):
     kept, _ = owners.bind_all(ctx, request(source, target))
     assert kept is not None
     assert kept.pass_cron is None
+
+
+def test_a_pass_cut_short_keeps_what_it_did_and_the_next_goes_on(ctx, world, monkeypatch):
+    """A pass that dies on its second repository (a worker's time limit, a bug) frees its
+    claim and keeps its report so far, marked interrupted, and the first repository's
+    Binding; the next pass binds the rest, and the first only once."""
+    from reposync.service import owner_pass
+
+    source, target = world
+    row, _ = owners.bind_all(ctx, request(source, target, dry_run=False), run_now=False)
+    assert row is not None
+    real = owner_pass._one
+    calls: list[str] = []
+
+    def dies_on_the_second(state, repo):  # type: ignore[no-untyped-def]
+        calls.append(repo.name)
+        if len(calls) == 2:
+            raise RuntimeError("SoftTimeLimitExceeded")
+        return real(state, repo)
+
+    monkeypatch.setattr(owner_pass, "_one", dies_on_the_second)
+    with pytest.raises(RuntimeError):
+        owners.run_pass(ctx, row.id)
+    kept = owners.get_owner_binding(ctx, row.id)
+    assert kept.pass_started_at is None
+    assert kept.last_pass is not None
+    assert kept.last_pass["error_code"] == "interrupted"
+    assert kept.last_pass["counts"] == {"created": 1}
+    monkeypatch.setattr(owner_pass, "_one", real)
+    report = owners.run_pass(ctx, row.id)
+    assert outcomes(report) == {"alpha": "already_bound", "beta": "created", "gamma": "created"}
+    assert count(ctx, Binding) == 3
