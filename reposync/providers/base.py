@@ -102,8 +102,10 @@ class InventoryListing:
     """An inventory index: entries sorted by (object type, identity), plus what was skipped.
 
     ``unsupported`` counts objects the provider saw but reposync cannot sync (for example
-    Git refs outside ``refs/heads`` and ``refs/tags``), keyed by namespace. It is complete
-    once ``entries`` has been consumed.
+    Git refs outside ``refs/heads`` and ``refs/tags``), keyed by namespace; the inventory
+    stage adds the objects of types the target cannot hold, keyed by the type (``issue``:
+    a plain Git remote's target holds refs only). It is complete once ``entries`` has
+    been consumed.
     """
 
     entries: Iterable[IndexEntry]

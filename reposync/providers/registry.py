@@ -24,6 +24,7 @@ _LOCATOR = re.compile(r"^(?P<provider>[a-z][a-z0-9_-]*):(?P<location>.+)$", re.D
 _PROVIDERS: dict[str, str] = {
     "local": "reposync.providers.local:LocalProvider",
     "github": "reposync.providers.github:GitHubProvider",
+    "git": "reposync.providers.gitremote:GitRemoteProvider",
 }
 
 
