@@ -151,6 +151,7 @@ def _http(text: str) -> RemoteUrl:
     path = path.rstrip("/")
     if not path:
         raise InvalidLocator(f"git:{text}: the URL names no repository (no path)")
+    _check_path(unquote(path), text)
     if port == _DEFAULT_PORTS[scheme]:
         port = None
     url = urlunsplit((scheme, _netloc(user, host, port, scheme), path, "", ""))
@@ -184,7 +185,15 @@ def _scp(user: str | None, host: str, path: str) -> RemoteUrl:
     return RemoteUrl("ssh", url, "ssh", user, host, None, path, scp=True)
 
 
+def _check_path(path: str, text: str) -> None:
+    """No ``.`` or ``..`` segment: a server resolves them, so a URL would not say which
+    repository it names (nor stay under a prefix the API confines remotes to)."""
+    if any(part in (".", "..") for part in path.split("/")):
+        raise InvalidLocator(f"git:{text}: a repository path has no . or .. segment")
+
+
 def _check_ssh_path(path: str, text: str) -> None:
+    _check_path(path, text)
     if path.lstrip("/").startswith("-") or "'" in path:
         raise InvalidLocator(f"git:{text}: {path!r} is not a repository path")
 
