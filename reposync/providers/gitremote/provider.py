@@ -201,10 +201,12 @@ class GitRemoteProvider(Provider, GitRemoteSource, EmptyChecker, LfsStore):
 
     def check_access(self, *, write: bool) -> None:
         """Reading: the refs can be listed. Writing: a dry-run push reaches the server's
-        receive-pack, where a server checks push rights (nothing is sent)."""
-        self._list()
+        receive-pack, where a server checks push rights (nothing is sent); its ref
+        advertisement proves reading too, so it is the one request to the server."""
         if write:
             self._probe_push()
+        else:
+            self._list()
 
     def inventory_index(self, object_types: Sequence[ObjectType]) -> InventoryListing:
         wanted = sorted(set(object_types) & _GIT_TYPES, key=str)
