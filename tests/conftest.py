@@ -114,7 +114,7 @@ def forgejo_fake():
 def git_server(tmp_path: Path) -> Iterator[Any]:
     """A plain Git server over HTTP (``git http-backend`` and an LFS server), users
     ``alice`` (may push) and ``bob`` (may read)."""
-    from tests.gitservers import GitHttpServer
+    from tests.fakes.gitserver.plain import GitHttpServer
 
     server = GitHttpServer(tmp_path / "git-server")
     server.add_user("alice", "alice-secret")
@@ -127,7 +127,7 @@ def git_server(tmp_path: Path) -> Iterator[Any]:
 def git_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, git_server: Any) -> Path:
     """This process's ``HOME`` for git: the ``store`` credential helper answers ``alice``
     for the Git server (what an operator configures for the service's user)."""
-    from tests.gitservers import client_home
+    from tests.fakes.gitserver.plain import client_home
 
     home = client_home(
         tmp_path / "git-home", [f"http://alice:alice-secret@127.0.0.1:{git_server.port}"]

@@ -1,6 +1,6 @@
 """A plain Git remote (``git:URL``) end to end, against real servers the tests start:
 ``git http-backend`` with an LFS server behind HTTP Basic auth, and OpenSSH's ``sshd``
-with ``git-lfs-authenticate`` (``tests/gitservers``).
+with ``git-lfs-authenticate`` (``tests/fakes/gitserver/plain.py``).
 
 Both ways (a local forge to the remote, the remote to a local forge), over HTTP, SSH
 (``ssh://`` and scp-like) and ``file://``: refs and LFS objects arrive, the remote's
@@ -27,8 +27,8 @@ from reposync.providers.local import LocalProvider
 from reposync.service.bindings import SyncRequest
 from reposync.service.embedded import sync
 from reposync.sync.vocabulary import ObjectType
+from tests.fakes.gitserver.plain import GitHttpServer, SshServer, client_home
 from tests.gitrepo import generate, refs
-from tests.gitservers import GitHttpServer, SshServer, client_home
 from tests.integration.test_forge_sync import populate
 from tests.lfsrepo import commit_lfs, git_lfs, stored
 

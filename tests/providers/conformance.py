@@ -31,7 +31,7 @@ Declarations come from each provider's documented behaviour, not from trial and 
   wiki's do not apply to it, and ``test_conformance_git.py`` checks that declaration the
   other way (nothing of those types is listed or read) beside the Git part every
   provider runs. Its harness serves ``git http-backend`` with an LFS server, behind
-  HTTP Basic auth answered by git's credential helper (``tests/gitservers``).
+  HTTP Basic auth answered by git's credential helper (``tests/fakes/gitserver/plain.py``).
 
 A new provider (gitea) is added by writing one more harness and naming it in
 ``HARNESSES`` (``REFS_ONLY`` for one that holds Git data only).
@@ -408,7 +408,7 @@ class GitHubHarness(Harness):
 
 class GitHarness(Harness):
     """A plain Git remote over HTTP: ``git http-backend`` and an LFS server behind Basic
-    auth (``tests/gitservers``), git's credential helper answering for the provider
+    auth (``tests/fakes/gitserver/plain.py``), git's credential helper answering for the provider
     (the fixture gives the process a ``HOME`` whose ``.gitconfig`` names it)."""
 
     name = "git"

@@ -27,8 +27,8 @@ from reposync.providers.gitremote import GitRemoteProvider
 from reposync.providers.gitremote.lfs import ssh_command
 from reposync.providers.gitremote.urls import parse
 from reposync.providers.registry import parse_locator
+from tests.fakes.gitserver.plain import client_home
 from tests.gitrepo import generate
-from tests.gitservers import client_home
 from tests.lfsrepo import pointer_of
 from tests.servers import free_port
 

@@ -1,5 +1,5 @@
-"""A plain Git server over HTTP: ``git http-backend`` (CGI) behind HTTP Basic auth, and an
-LFS server beside it (``lfs_server.py``), on 127.0.0.1.
+"""A plain Git server over HTTP: ``git http-backend`` (CGI, ``smart_http.start_backend``)
+behind HTTP Basic auth, and an LFS server beside it (``plain_lfs.py``), on 127.0.0.1.
 
 What any self-hosted Git server does, and nothing a forge adds: repositories are bare
 directories under ``root`` (``<root>/acme/app.git`` is ``<url>/acme/app.git``); every
@@ -14,25 +14,21 @@ count pushes and reads.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import contextlib
 import functools
 import re
-import shutil
-import socket
 import subprocess
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs
 
 from werkzeug.serving import WSGIRequestHandler, make_server
-from werkzeug.wsgi import get_input_stream
 
-from tests.gitservers.lfs_server import LFS_PATH, LfsEndpoints
+from tests.fakes.gitserver.plain_lfs import LFS_PATH, LfsEndpoints
+from tests.fakes.gitserver.smart_http import CHUNK, basic_credentials, start_backend
+from tests.fakes.gitserver.wsgi import drop_connection
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
@@ -40,7 +36,8 @@ if TYPE_CHECKING:
 GIT_PATH = re.compile(
     r"^/(?P<repo>.+?)/(?P<rest>info/refs|git-upload-pack|git-receive-pack|HEAD|objects/.+)$"
 )
-GIT = shutil.which("git") or "git"
+#: No pack-size limit of its own (``receive.maxInputSize``): a plain server's default.
+NO_LIMIT = 1 << 40
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -145,12 +142,14 @@ class GitHttpServer:
                     self._git_dir(repo),
                     lfs["rest"],
                     can_write,
-                    _drop_connection,
+                    drop_connection,
                 )
             assert git is not None
+            if self._git_dir(git["repo"]) != self.root / git["repo"]:
+                return _text(respond, "404 Not Found", "Repository not found\n")
             if service == "git-receive-pack" and not can_write:
                 return _text(respond, "403 Forbidden", f"{user} may not push here\n")
-            return self._backend(environ, respond, user)
+            return self._backend(environ, respond, user, git["repo"], git["rest"])
         finally:
             with self._lock:
                 self.requests.append(
@@ -163,12 +162,10 @@ class GitHttpServer:
         scheme, _, value = header.partition(" ")
         if scheme == "RemoteAuth" and value == self.lfs_token:
             return "ssh", True
-        if scheme.lower() != "basic":
+        credentials = basic_credentials(header)
+        if credentials is None:
             return None, False
-        try:
-            name, _, password = base64.b64decode(value.strip()).decode().partition(":")
-        except (binascii.Error, UnicodeDecodeError):
-            return None, False
+        name, password = credentials
         known = self.users.get(name)
         return (name, False) if known is not None and known.password == password else (None, False)
 
@@ -181,47 +178,30 @@ class GitHttpServer:
         return None
 
     def _backend(
-        self, environ: WSGIEnvironment, respond: StartResponse, user: str
+        self, environ: WSGIEnvironment, respond: StartResponse, user: str, repo: str, rest: str
     ) -> Iterable[bytes]:
-        """``git http-backend`` as a CGI: the body in, its headers and body out."""
-        env = {
-            "PATH": "/usr/local/bin:/usr/bin:/bin",
-            "HOME": str(self.root),
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_PROJECT_ROOT": str(self.root),
-            "GIT_HTTP_EXPORT_ALL": "1",
-            "PATH_INFO": environ.get("PATH_INFO", ""),
-            "REQUEST_METHOD": environ["REQUEST_METHOD"],
-            "QUERY_STRING": environ.get("QUERY_STRING", ""),
-            "CONTENT_TYPE": environ.get("CONTENT_TYPE", ""),
-            "REMOTE_USER": user,
-            "REMOTE_ADDR": "127.0.0.1",
-            "SERVER_PROTOCOL": "HTTP/1.1",
-            "GATEWAY_INTERFACE": "CGI/1.1",
-        }
-        for header, variable in (
-            ("HTTP_CONTENT_ENCODING", "HTTP_CONTENT_ENCODING"),
-            ("HTTP_GIT_PROTOCOL", "GIT_PROTOCOL"),
-        ):
-            if environ.get(header):
-                env[variable] = environ[header]
-        body = get_input_stream(environ).read()
-        env["CONTENT_LENGTH"] = str(len(body))
-        result = subprocess.run(
-            [GIT, "http-backend"], input=body, capture_output=True, env=env, check=False
+        """``git http-backend`` for the repository, its answer streamed back."""
+        process, status, headers = start_backend(
+            environ,
+            self.root / repo,
+            rest,
+            environ.get("QUERY_STRING", ""),
+            remote_user=user,
+            home=self.root,
+            max_push_bytes=NO_LIMIT,
         )
-        head, _, payload = result.stdout.partition(b"\r\n\r\n")
-        if not _:
-            head, _, payload = result.stdout.partition(b"\n\n")
-        status, headers = "200 OK", []
-        for line in head.decode("latin-1").splitlines():
-            key, _, value = line.partition(":")
-            if key.lower() == "status":
-                status = value.strip()
-            elif key:
-                headers.append((key.strip(), value.strip()))
         respond(status, headers)
-        return [payload]
+        return _output(process)
+
+
+def _output(process: subprocess.Popen[bytes]) -> Iterator[bytes]:
+    assert process.stdout is not None
+    try:
+        while chunk := process.stdout.read1(CHUNK):
+            yield chunk
+    finally:
+        process.stdout.close()
+        process.wait()
 
 
 def _service(rest: str, query: str) -> str:
@@ -241,12 +221,3 @@ def _text(
         [("content-type", "text/plain"), ("content-length", str(len(data))), *(extra or [])],
     )
     return [data]
-
-
-def _drop_connection(environ: WSGIEnvironment) -> None:
-    """Close the socket without an answer (the write happened; its answer is lost)."""
-    sock = environ.get("werkzeug.socket")
-    if sock is not None:
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_RDWR)
-    raise ConnectionAbortedError("fault: the answer was dropped after the write")

@@ -1,45 +1,37 @@
-"""A Git LFS server as git-lfs's API documents describe it, beside ``git http-backend``.
+"""A plain Git server's LFS API, beside ``git http-backend`` (``plain_http.py``).
 
-* ``POST <repo>/info/lfs/objects/batch`` (``docs/api/batch.md``): ``Accept`` and
-  ``Content-Type`` must be ``application/vnd.git-lfs+json`` (else 406 / 415); ``upload``
-  needs write access (403). The answer's ``transfer`` is ``basic``; each object gets
-  ``actions`` (``download``, by OID whatever size was asked, the client checks it;
-  ``upload`` + ``verify``, none when the object is stored with that size) or a
-  per-object ``error`` (404: not stored; 422: not an object id or size).
+* ``POST <repo>/info/lfs/objects/batch``: the request checked as every test server
+  checks it (``lfs_store.parse_batch``: media types, ``basic``, ``sha256``); ``upload``
+  needs write access (403). Each object gets ``actions`` (``download``, by OID whatever
+  size was asked, the client checks it; ``upload`` + ``verify``, none when the object is
+  stored with that size) or a per-object ``error`` (404: not stored; 422: not an object
+  id or size).
 * Transfers (``docs/api/basic-transfers.md``): ``GET``/``PUT <repo>/info/lfs/objects/<oid>``
   and ``POST <repo>/info/lfs/verify``, authorized by the header the Batch answer put in
-  the action. A PUT is stored only when its bytes hash to the OID (422 otherwise), into
-  ``<repo>/lfs/objects/<aa>/<bb>/<oid>``, git-lfs's own layout.
+  the action (the request's own, as Gitea and Forgejo answer). A PUT is stored only when
+  its bytes are the object (``lfs_store.store``; 422 otherwise).
 
-Who may do what is the server's (``GitHttpServer.authorize``): HTTP Basic users, or the
-token ``git-lfs-authenticate`` hands out over SSH (``sshd.py``).
+Who may do what is the server's (``GitHttpServer``): HTTP Basic users, or the token
+``git-lfs-authenticate`` hands out over SSH (``sshd.py``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import re
-import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from werkzeug.wsgi import get_input_stream
 
+from tests.fakes.gitserver import lfs_store
+from tests.fakes.gitserver.lfs_store import MEDIA_TYPE, OID, BatchRefusal
+
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
 
-MEDIA_TYPE = "application/vnd.git-lfs+json"
 LFS_PATH = re.compile(r"^/(?P<repo>.+?)/info/lfs/(?P<rest>objects/batch|objects/[^/]+|verify)$")
-OID = re.compile(r"^[0-9a-f]{64}$")
-
-Respond = Callable[[str, list[tuple[str, str]], bytes], Iterable[bytes]]
-
-
-def object_path(git_dir: Path, oid: str) -> Path:
-    return git_dir / "lfs" / "objects" / oid[0:2] / oid[2:4] / oid
 
 
 class LfsEndpoints:
@@ -64,7 +56,7 @@ class LfsEndpoints:
     ) -> Iterable[bytes]:
         method = environ["REQUEST_METHOD"].upper()
         if not self.enabled or git_dir is None:
-            return _plain(start_response, "404 Not Found", "Not Found\n")
+            return _json(start_response, "404 Not Found", {"message": "Not Found"})
         authorization = environ.get("HTTP_AUTHORIZATION", "")
         if rest == "objects/batch" and method == "POST":
             return self._batch(environ, start_response, repo, git_dir, can_write, authorization)
@@ -72,34 +64,36 @@ class LfsEndpoints:
             return self._verify(environ, start_response, git_dir)
         oid = rest.removeprefix("objects/")
         if not OID.match(oid):
-            return _plain(start_response, "404 Not Found", "Not Found\n")
-        path = object_path(git_dir, oid)
+            return _json(start_response, "404 Not Found", {"message": "Not Found"})
         if method == "GET":
-            if not path.is_file():
-                return _plain(start_response, "404 Not Found", "Object does not exist\n")
-            data = path.read_bytes()
+            if not lfs_store.is_stored(git_dir, oid):
+                return _json(start_response, "404 Not Found", {"message": "Object does not exist"})
+            path = lfs_store.object_path(git_dir, oid)
             start_response(
                 "200 OK",
-                [("content-type", "application/octet-stream"), ("content-length", str(len(data)))],
+                [
+                    ("content-type", "application/octet-stream"),
+                    ("content-length", str(path.stat().st_size)),
+                ],
             )
-            return [data]
+            return lfs_store.chunks(path)
         if method == "PUT":
             if not can_write:
                 return _json(start_response, "403 Forbidden", {"message": "write access needed"})
-            body = get_input_stream(environ).read()
-            if hashlib.sha256(body).hexdigest() != oid:
+            size = int(environ.get("CONTENT_LENGTH") or -1)
+            stored, received = lfs_store.store(git_dir, oid, size, get_input_stream(environ))
+            if not stored:
                 return _json(
                     start_response,
                     "422 Unprocessable Entity",
-                    {"message": f"the bytes do not hash to {oid}"},
+                    {"message": f"{received} bytes are not object {oid} ({size} bytes)"},
                 )
-            _store(path, body)
             if self.drop_next_upload_answer:
                 self.drop_next_upload_answer = False
                 drop(environ)
             start_response("200 OK", [("content-length", "0")])
             return [b""]
-        return _plain(start_response, "405 Method Not Allowed", "Method Not Allowed\n")
+        return _json(start_response, "405 Method Not Allowed", {"message": "Method Not Allowed"})
 
     def _batch(
         self,
@@ -110,29 +104,19 @@ class LfsEndpoints:
         can_write: bool,
         authorization: str,
     ) -> Iterable[bytes]:
-        if not environ.get("HTTP_ACCEPT", "").startswith(MEDIA_TYPE):
-            return _json(start_response, "406 Not Acceptable", {"message": "Accept " + MEDIA_TYPE})
-        if not environ.get("CONTENT_TYPE", "").startswith(MEDIA_TYPE):
-            return _json(
-                start_response,
-                "415 Unsupported Media Type",
-                {"message": "Content-Type " + MEDIA_TYPE},
-            )
         try:
-            request = json.loads(get_input_stream(environ).read() or b"{}")
-        except ValueError:
-            return _json(start_response, "422 Unprocessable Entity", {"message": "not JSON"})
-        operation = request.get("operation") if isinstance(request, dict) else None
-        if operation not in ("download", "upload"):
-            return _json(start_response, "422 Unprocessable Entity", {"message": "operation"})
+            operation, objects = lfs_store.parse_batch(
+                environ.get("HTTP_ACCEPT", ""),
+                environ.get("CONTENT_TYPE", ""),
+                get_input_stream(environ).read(),
+            )
+        except BatchRefusal as refusal:
+            return _json(start_response, f"{refusal.status} Refused", {"message": refusal.message})
         if operation == "upload" and not can_write:
             return _json(start_response, "403 Forbidden", {"message": "write access needed"})
         base = f"{self._base_url()}/{repo}/info/lfs"
         header = {"Authorization": authorization} if authorization else {}
-        answers = [
-            _object_answer(obj, operation, git_dir, base, header)
-            for obj in request.get("objects") or []
-        ]
+        answers = [_object_answer(obj, operation, git_dir, base, header) for obj in objects]
         return _json(
             start_response,
             "200 OK",
@@ -147,9 +131,8 @@ class LfsEndpoints:
             request = json.loads(get_input_stream(environ).read() or b"{}")
         except ValueError:
             request = {}
-        oid, size = request.get("oid"), request.get("size")
-        path = object_path(git_dir, str(oid)) if isinstance(oid, str) and OID.match(oid) else None
-        if path is None or not path.is_file() or path.stat().st_size != size:
+        pointer = lfs_store.valid_pointer(request)
+        if pointer is None or not lfs_store.is_stored(git_dir, *pointer):
             return _json(start_response, "404 Not Found", {"message": "Object does not exist"})
         return _json(start_response, "200 OK", {}, content_type=MEDIA_TYPE)
 
@@ -157,37 +140,24 @@ class LfsEndpoints:
 def _object_answer(
     obj: Any, operation: str, git_dir: Path, base: str, header: dict[str, str]
 ) -> dict[str, Any]:
-    oid = obj.get("oid") if isinstance(obj, dict) else None
-    size = obj.get("size") if isinstance(obj, dict) else None
-    if not isinstance(oid, str) or not OID.match(oid) or not isinstance(size, int) or size < 0:
-        return {
-            "oid": str(oid),
-            "size": size,
-            "error": {"code": 422, "message": "invalid object"},
-        }
-    path = object_path(git_dir, oid)
-    stored = path.is_file() and path.stat().st_size == size
+    pointer = lfs_store.valid_pointer(obj)
+    if pointer is None:
+        oid = obj.get("oid") if isinstance(obj, dict) else None
+        return {"oid": str(oid), "error": {"code": 422, "message": "invalid object"}}
+    oid, size = pointer
     answer: dict[str, Any] = {"oid": oid, "size": size, "authenticated": True}
     href = f"{base}/objects/{oid}"
     if operation == "download":
-        if not path.is_file():  # served by OID, as GitHub serves it: the client checks the size
+        if not lfs_store.is_stored(git_dir, oid):
             answer["error"] = {"code": 404, "message": "Object does not exist"}
         else:
             answer["actions"] = {"download": {"href": href, "header": header, "expires_in": 3600}}
-    elif not stored:
+    elif not lfs_store.is_stored(git_dir, oid, size):
         answer["actions"] = {
             "upload": {"href": href, "header": header, "expires_in": 3600},
             "verify": {"href": f"{base}/verify", "header": header, "expires_in": 3600},
         }
     return answer
-
-
-def _store(path: Path, body: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=path.parent)
-    with os.fdopen(fd, "wb") as out:
-        out.write(body)
-    os.replace(temporary, path)
 
 
 def _json(
@@ -199,12 +169,4 @@ def _json(
 ) -> Iterable[bytes]:
     data = json.dumps(body).encode()
     start_response(status, [("content-type", content_type), ("content-length", str(len(data)))])
-    return [data]
-
-
-def _plain(start_response: StartResponse, status: str, text: str) -> Iterable[bytes]:
-    data = text.encode()
-    start_response(
-        status, [("content-type", "text/plain; charset=utf-8"), ("content-length", str(len(data)))]
-    )
     return [data]

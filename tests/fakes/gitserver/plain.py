@@ -1,7 +1,7 @@
-"""Real Git servers for the plain Git provider's tests (``git:URL``), on 127.0.0.1.
+"""A plain Git server for the plain Git provider's tests (``git:URL``), on 127.0.0.1.
 
-* ``smart_http.GitHttpServer``: ``git http-backend`` behind HTTP Basic auth, with an LFS
-  server beside it (``lfs_server.py``, git-lfs's Batch API and basic transfers);
+* ``plain_http.GitHttpServer``: ``git http-backend`` behind HTTP Basic auth, with an LFS
+  server beside it (``plain_lfs.py``, git-lfs's Batch API and basic transfers);
 * ``sshd.SshServer``: OpenSSH's ``sshd`` with a forced command that serves
   ``git-upload-pack``, ``git-receive-pack`` and ``git-lfs-authenticate``.
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from tests.gitservers.smart_http import GitHttpServer
-from tests.gitservers.sshd import SshServer
+from tests.fakes.gitserver.plain_http import GitHttpServer
+from tests.fakes.gitserver.sshd import SshServer
 
 
 def client_home(home: Path, credentials: Sequence[str] = ()) -> Path:
