@@ -12,7 +12,7 @@
   does not speak the pure-SSH transfer protocol) serves no LFS to reposync: its objects
   are answered ``lfs_not_served``.
 * ``file``: the repository's ``lfs/objects``, exactly as a local forge keeps them
-  (``providers/local/lfs.py``).
+  (``providers/lfs_files.py``).
 
 A server whose Batch endpoint answers "not found" serves no LFS (a bare
 ``git http-backend``): each object is answered ``lfs_not_served``, so only the refs

@@ -64,7 +64,7 @@ from reposync.providers.base import (
 from reposync.providers.gitremote import urls
 from reposync.providers.gitremote.lfs import HelperAccess, SshAccess
 from reposync.providers.lfs_batch import LfsBatchStore
-from reposync.providers.local.lfs import LocalLfsStore
+from reposync.providers.lfs_files import LocalLfsStore
 from reposync.sync.canonical import (
     BRANCH_PREFIX,
     DEFAULT_BRANCH_IDENTITY,

@@ -56,9 +56,9 @@ from reposync.providers.base import (
     VisibilityReporter,
     WikiRemoteSource,
 )
+from reposync.providers.lfs_files import LocalLfsStore
 from reposync.providers.local import hooks, standby
 from reposync.providers.local.forge import LocalForge
-from reposync.providers.local.lfs import LocalLfsStore
 from reposync.providers.local.objects import FORGE_TYPES
 from reposync.sync.canonical import (
     BRANCH_PREFIX,
