@@ -520,8 +520,8 @@ HOOK_SETTINGS = ("DATABASE_URL", "BROKER_URL", "WEBHOOK_DEBOUNCE_SECONDS", "LOCA
 def _hooks(settings: Settings, args: argparse.Namespace) -> int:
 
     from reposync.models.db import Database
+    from reposync.providers.notifications import RefMove
     from reposync.service import intake
-    from reposync.service.changes import RefMove
     from reposync.service.context import ServiceContext
 
     if args.hooks_command == "install":

@@ -71,7 +71,8 @@ into this tree at one boundary each, never leaked.
         │   ├── LfsObjectMissing        lfs_object_missing
         │   ├── LfsObjectCorrupt        lfs_object_corrupt
         │   ├── LfsObjectTooLarge       lfs_object_too_large
-        │   └── LfsObjectNotAFile       lfs_object_not_a_file    (a link in a local store)
+        │   ├── LfsObjectNotAFile       lfs_object_not_a_file    (a link in a local store)
+        │   └── LfsNotServed            lfs_not_served           (a Git remote without LFS)
         └── ProviderUnavailable         provider_unavailable     (retryable)
 
 Each class also names the **kind** of problem it is (``problem_type``, one of
@@ -347,7 +348,8 @@ class WebhooksNotConfigured(ReposyncError):
     http_status = 503
     exit_status = 2
     suggested_action = (
-        "set REPOSYNC_GITHUB_WEBHOOK_SECRET to the secret of the GitHub hook (and restart the API)"
+        "set the forge's webhook secret setting the message names to the secret of its hook "
+        "(and restart the API)"
     )
 
 
@@ -410,8 +412,8 @@ class WebhookSignatureInvalid(Unauthenticated):
 
     code = "webhook_signature_invalid"
     suggested_action = (
-        "give the hook the secret of REPOSYNC_GITHUB_WEBHOOK_SECRET (during a rotation, "
-        "the previous secret counts until REPOSYNC_GITHUB_WEBHOOK_PREVIOUS_SECRET_UNTIL)"
+        "give the forge's hook the secret of its webhook secret setting (during a rotation, "
+        "the previous secret counts until the end of the overlap the settings give)"
     )
 
 
@@ -811,6 +813,19 @@ class LfsObjectNotAFile(LfsObjectError):
         "remove the entry named in the message and upload the object itself (git lfs push "
         "--object-id origin OID from a clone that has it); links in an LFS store are never "
         "followed"
+    )
+    clears_on_rerun = False
+
+
+class LfsNotServed(LfsObjectError):
+    """A plain Git remote serves no LFS (its Batch API answers "not found", or its SSH
+    server has no ``git-lfs-authenticate``) while a ref's history has LFS pointers: the
+    objects cannot move, so those refs are not pushed."""
+
+    code = "lfs_not_served"
+    suggested_action = (
+        "enable Git LFS on the remote's server (the Batch API at <url>/info/lfs, or "
+        "git-lfs-authenticate over SSH), or sync those refs with a provider that has LFS"
     )
     clears_on_rerun = False
 

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from reposync.service.github_events import HANDLED_EVENTS
+from reposync.providers.github.events import HANDLED_EVENTS
 from tests.node import package_dir
 
 PACKAGE = "@octokit/webhooks-examples"

@@ -17,7 +17,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from reposync.service.signatures import sign
+from reposync.providers.github.webhooks import sign
 from tests.fakes import webhook_schema
 
 DATE = "2026-12-05T10:00:00Z"

@@ -12,8 +12,8 @@ Every method documents the errors it raises; all are ``reposync.errors.ProviderE
 subclasses with stable codes. A provider never swallows an error and never retries a
 non-idempotent write blindly.
 
-Why one module of ~750 lines: it is the one document a provider author reads, and the
-conformance suite checks against it; almost all of it is docstrings of the 18
+Why one module of ~820 lines: it is the one document a provider author reads, and the
+conformance suite checks against it; almost all of it is docstrings of the 19
 capabilities and the value types they exchange. Split, the contract would be read in
 pieces and ``CAPABILITIES`` would have to import them all back.
 """
@@ -30,6 +30,7 @@ from typing import Any, BinaryIO, ClassVar, Protocol, runtime_checkable
 
 from reposync.config import Settings
 from reposync.errors import InvalidConnection, ReposyncError
+from reposync.providers.notifications import Delivery, Notification
 from reposync.sync.canonical import CanonicalObject, IndexEntry
 from reposync.sync.lfs import LfsPointer
 from reposync.sync.vocabulary import Action, ObjectType, Representation
@@ -132,8 +133,10 @@ class InventoryListing:
     """An inventory index: entries sorted by (object type, identity), plus what was skipped.
 
     ``unsupported`` counts objects the provider saw but reposync cannot sync (for example
-    Git refs outside ``refs/heads`` and ``refs/tags``), keyed by namespace. It is complete
-    once ``entries`` has been consumed.
+    Git refs outside ``refs/heads`` and ``refs/tags``), keyed by namespace; the inventory
+    stage adds the objects of types the target cannot hold, keyed by the type (``issue``:
+    a plain Git remote's target holds refs only). It is complete once ``entries`` has
+    been consumed.
     """
 
     entries: Iterable[IndexEntry]
@@ -658,6 +661,63 @@ class ChangeHooks(Protocol):
         reposync did not write."""
 
 
+class WebhookReader(ABC):
+    """One forge's webhook deliveries: how they are authenticated and what they say.
+
+    The service keeps what every forge shares (the body's cap, deduplication by
+    provider and delivery id, the Bindings a change concerns, coalesced Runs, branch
+    watches); the reader knows its forge's headers, signature and payloads, and turns a
+    delivery into a provider-neutral ``Notification``, so a new forge adds a reader and
+    no branch to the service. ``headers`` are given with their names in lower case.
+    """
+
+    #: The provider its notifications name: a Binding side's ``provider``.
+    provider: str
+    #: The headers that carry a delivery's signature (one of them suffices).
+    signature_headers: tuple[str, ...]
+
+    @abstractmethod
+    def secrets(self, now: datetime) -> tuple[bytes, ...]:
+        """The secrets a delivery may be signed with at ``now`` (during a rotation, the
+        previous one too, until its overlap ends). Raises ``WebhooksNotConfigured``
+        without one: unsigned deliveries are refused, never taken."""
+
+    @abstractmethod
+    def verify(self, headers: Mapping[str, str], body: bytes, secrets: Sequence[bytes]) -> None:
+        """Return when ``headers`` sign the raw ``body`` with one of ``secrets``, compared
+        in constant time; raise ``WebhookSignatureInvalid`` for a missing, malformed or
+        wrong signature. Called before anything else reads the body."""
+
+    @abstractmethod
+    def delivery(self, headers: Mapping[str, str]) -> Delivery:
+        """The delivery's event and id (``Delivery.from_headers``), read before the
+        body: a redelivery is answered by them alone. Raises ``WebhookMalformed``."""
+
+    @abstractmethod
+    def notification(
+        self, delivery: Delivery, headers: Mapping[str, str], body: bytes
+    ) -> Notification:
+        """What the signed delivery says changed, its ``provider`` this reader's. An
+        event the forge sends that reposync does not act on is ``Outcome.IGNORED``.
+        Raises ``WebhookMalformed`` for a body that is no payload (not JSON, a content
+        type the forge never sends) and ``WebhookPayloadInvalid`` naming the first value
+        reposync reads that is missing or out of range; nothing is recorded then."""
+
+
+@runtime_checkable
+class WebhookSource(Protocol):
+    """A forge that reports its changes in webhook deliveries reposync reads, at the
+    API's ``/webhooks/<name>``; without it, its repositories are synced on schedule (or
+    report through ``ChangeHooks``). Asked of the provider class: a delivery names
+    repositories, it opens none."""
+
+    @classmethod
+    @abstractmethod
+    def webhook_reader(cls, settings: Settings) -> WebhookReader:
+        """The reader of this forge's deliveries, with the secrets ``settings`` give it.
+        Raises nothing: a missing secret is refused by the reader's ``secrets``."""
+
+
 @runtime_checkable
 class OwnerLister(Protocol):
     """A forge whose owners (organizations, users, a directory) list their repositories:
@@ -714,11 +774,11 @@ class RepositoryCreator(Protocol):
         ``ProviderUnavailable``."""
 
 
-#: Every optional capability the engine discovers with ``isinstance`` (an owner's with
-#: ``issubclass`` on the provider class). A provider names those it has as base classes
-#: (``class GitHubProvider(Provider, ObjectWriter, ...)``); their methods are abstract,
-#: so a declared capability left unimplemented fails when the class is instantiated,
-#: never by a stub answering ``None``.
+#: Every optional capability the engine discovers with ``isinstance`` (those asked of a
+#: provider class, an owner's or a webhook source, with ``issubclass``). A provider names
+#: those it has as base classes (``class GitHubProvider(Provider, ObjectWriter, ...)``);
+#: their methods are abstract, so a declared capability left unimplemented fails when
+#: the class is instantiated, never by a stub answering ``None``.
 CAPABILITIES: tuple[type, ...] = (
     IndexReader,
     EmptyChecker,
@@ -736,6 +796,7 @@ CAPABILITIES: tuple[type, ...] = (
     AssetSource,
     LfsStore,
     ChangeHooks,
+    WebhookSource,
     OwnerLister,
     RepositoryCreator,
 )

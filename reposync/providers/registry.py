@@ -5,7 +5,8 @@ from __future__ import annotations
 import importlib
 import re
 
-from reposync.errors import InvalidLocator
+from reposync.config import Settings
+from reposync.errors import InvalidLocator, RecordNotFound
 from reposync.providers.accounts import AccountConnector
 from reposync.providers.base import (
     EndpointSpec,
@@ -13,6 +14,8 @@ from reposync.providers.base import (
     OwnerSpec,
     Provider,
     ProviderEnvironment,
+    WebhookReader,
+    WebhookSource,
 )
 
 _LOCATOR = re.compile(r"^(?P<provider>[a-z][a-z0-9_-]*):(?P<location>.+)$", re.DOTALL)
@@ -23,6 +26,7 @@ _LOCATOR = re.compile(r"^(?P<provider>[a-z][a-z0-9_-]*):(?P<location>.+)$", re.D
 _PROVIDERS: dict[str, str] = {
     "local": "reposync.providers.local:LocalProvider",
     "github": "reposync.providers.github:GitHubProvider",
+    "git": "reposync.providers.gitremote:GitRemoteProvider",
 }
 
 
@@ -70,6 +74,15 @@ def parse_owner(locator: str) -> OwnerSpec:
 
 def open_endpoint(spec: EndpointSpec, env: ProviderEnvironment | None = None) -> Provider:
     return provider_class(spec.provider).open(spec, env)
+
+
+def webhook_reader(name: str, settings: Settings) -> WebhookReader:
+    """The reader of the forge ``name``'s webhook deliveries (its ``WebhookSource``).
+    Raises ``RecordNotFound`` for a provider that sends none reposync reads."""
+    cls = provider_class(name) if name in _PROVIDERS else None
+    if cls is None or not issubclass(cls, WebhookSource):
+        raise RecordNotFound(f"{name!r} sends no webhook deliveries reposync reads")
+    return cls.webhook_reader(settings)
 
 
 #: Forges whose users connect themselves (``providers/accounts.py``), imported on first use.

@@ -1,9 +1,12 @@
 """Webhooks in: a forge says a repository changed; reposync records it once and acts.
 
-Two doors, one room. ``receive_github`` takes a GitHub delivery whose signature the
-entry point verified (``signatures``), reads and normalizes it (``github_events``);
-``receive_local`` takes what a local repository's hooks report (a push's refs, the local
-forge's authoring API). Both end in ``receive``, which
+Two doors, one room. ``receive_delivery`` takes a forge's webhook delivery as it came
+(headers and raw body) and hands it to the forge's own ``WebhookReader``, found through
+the registry: it checks the signature, names the delivery, and reads what it says into a
+provider-neutral ``Notification`` (GitHub's reader is ``providers/github/webhooks.py``),
+so a new forge adds a reader and no branch here. ``receive_local`` takes what a local
+repository's hooks report (a push's refs, the local forge's authoring API). Both end in
+``receive``, which
 
 1. looks up the Bindings with a side on each repository the delivery names (by
    immutable id), without locks;
@@ -36,22 +39,24 @@ from sqlalchemy import and_, delete, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from reposync.errors import UsageError, WebhookMalformed
+from reposync.errors import UsageError
+from reposync.git.transport import ZERO_OID
 from reposync.lifecycle import Side, Stage
 from reposync.metrics import record_webhook
-from reposync.models import Binding, IncomingWebhook
-from reposync.providers.base import ChangeHooks
-from reposync.providers.registry import parse_locator, provider_class
-from reposync.service import event_runs, github_events
-from reposync.service.changes import (
+from reposync.models import Binding, IncomingWebhook, utcnow
+from reposync.providers import registry
+from reposync.providers.base import ChangeHooks, WebhookReader
+from reposync.providers.notifications import (
     AccessChange,
+    ConnectionAccess,
     Notification,
     Outcome,
     RefMove,
     RepositoryChange,
 )
+from reposync.providers.registry import parse_locator, provider_class
+from reposync.service import event_runs
 from reposync.service.context import ServiceContext, Step
-from reposync.service.github_events import NULL_SHA
 from reposync.service.lookups import active_run
 from reposync.service.outbox import dispatch_deliveries, written_in
 from reposync.service.pipeline.leases import database_now
@@ -70,11 +75,10 @@ APPLY_CHUNK = 200
 LOOKUP_CHUNK = 1000
 #: How many repository ids a delivery record keeps of a delivery that lists many.
 RECORDED_REPOSITORIES = 100
-#: Actions whose effect an older delivery must not undo, by what they set.
-_ORDERED = {
-    "locator": ("renamed", "transferred"),
-    "visibility": ("publicized", "privatized"),
-}
+#: What a change may set that an older delivery must not undo, by the key of the hint
+#: that records it (``RepositoryChange.hints``): known by what it sets, never by the
+#: forge's name for the event (GitHub's renamed, transferred, publicized, privatized).
+_ORDERED = {"locator": "new_locator", "visibility": "visibility"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,17 +97,33 @@ class _Duplicate(Exception):
     """The delivery's key is taken: roll back, answer duplicate."""
 
 
-def receive_github(
-    ctx: ServiceContext, event: str | None, delivery_id: str | None, body: bytes
+def webhook_reader(ctx: ServiceContext, provider: str) -> WebhookReader:
+    """The reader of ``provider``'s deliveries, once it may take one: ``RecordNotFound``
+    for a forge that sends none reposync reads, ``WebhooksNotConfigured`` until its
+    secret is set. An entry point asks before it reads a byte of the body."""
+    reader = registry.webhook_reader(provider, ctx.settings)
+    reader.secrets(utcnow())
+    return reader
+
+
+def receive_delivery(
+    ctx: ServiceContext, provider: str, headers: Mapping[str, str], body: bytes
 ) -> Receipt:
-    """A GitHub delivery, its signature already verified by the caller."""
-    if not event or not delivery_id:
-        raise WebhookMalformed("the delivery has no X-GitHub-Event or X-GitHub-Delivery header")
-    if len(delivery_id) > 100 or len(event) > 64:
-        raise WebhookMalformed("the X-GitHub-Event or X-GitHub-Delivery header is too long")
-    if _known(ctx, github_events.PROVIDER, delivery_id):  # cheap: no parse, no validation
-        return Receipt(delivery_id, event, None, Outcome.DUPLICATE)
-    return receive(ctx, github_events.notification(event, delivery_id, body))
+    """A webhook delivery of the forge ``provider`` as it came: its headers and raw body.
+
+    The forge's reader checks the signature first (``WebhookSignatureInvalid``: nothing
+    is read or recorded), then names the delivery from its headers; one seen before is a
+    duplicate at the cost of one indexed read (no parse, no validation). Otherwise the
+    reader says what changed (``WebhookMalformed``, ``WebhookPayloadInvalid``) and
+    ``receive`` acts on it.
+    """
+    reader = registry.webhook_reader(provider, ctx.settings)
+    named = {name.lower(): value for name, value in headers.items()}
+    reader.verify(named, body, reader.secrets(utcnow()))
+    delivery = reader.delivery(named)
+    if _known(ctx, reader.provider, delivery.delivery_id):
+        return Receipt(delivery.delivery_id, delivery.event, None, Outcome.DUPLICATE)
+    return receive(ctx, reader.notification(delivery, named, body))
 
 
 def receive_local(
@@ -216,8 +236,8 @@ class _Effect:
 
     binding_id: int
     change: RepositoryChange | None
-    #: The installation-wide change (when ``change`` is None): provider and access.
-    installation: tuple[str, AccessChange] | None = None
+    #: The connection-wide change (when ``change`` is None): provider and access.
+    connection: tuple[str, AccessChange] | None = None
 
 
 def _hints(notification: Notification) -> dict[str, object]:
@@ -257,11 +277,13 @@ def _concerned(ctx: ServiceContext, notification: Notification) -> list[_Effect]
         )
         for change in notification.changes:
             effects.extend(_Effect(b, change) for b in by_repository.get(change.repository_id, ()))
-        if notification.installation_access is not None:
-            installation = (notification.provider, notification.installation_access[1])
+        if notification.connection_access is not None:
+            connection = (notification.provider, notification.connection_access.access)
             effects.extend(
-                _Effect(b, None, installation)
-                for b in _installation_bindings(ctx, session, notification)
+                _Effect(b, None, connection)
+                for b in _connection_bindings(
+                    session, notification.provider, notification.connection_access
+                )
             )
     return effects
 
@@ -342,19 +364,20 @@ def _apply_chunk(
             continue
         change = effect.change
         if change is None:
-            assert effect.installation is not None
-            provider, access = effect.installation
-            effects[binding.id] = _installation_access(
+            assert effect.connection is not None
+            provider, access = effect.connection
+            effects[binding.id] = _connection_access(
                 ctx, session, binding, provider, access, now, requested
             )
             continue
         if not _has_side(binding, change.provider, change.repository_id):
             continue
         if id(change) not in stale:
+            hints = change.hints
             stale[id(change)] = {
                 what
-                for what, actions in _ORDERED.items()
-                if change.action in actions and _superseded(session, delivery, change, actions)
+                for what, hint in _ORDERED.items()
+                if hint in hints and _superseded(session, delivery, change, hint)
             }
         effects[binding.id] = _apply(
             ctx, session, binding, change, stale[id(change)], now, requested
@@ -405,7 +428,7 @@ def _observe_refs(
     its object ids (GitHub's ``create``/``delete`` events: the push beside them has them)
     says nothing a cursor could take."""
     moves = [
-        (m.ref, m.before or NULL_SHA, m.after or NULL_SHA)
+        (m.ref, m.before or ZERO_OID, m.after or ZERO_OID)
         for m in change.refs
         if m.before is not None or m.after is not None
     ]
@@ -421,20 +444,18 @@ def _observe_refs(
 
 
 def _superseded(
-    session: Session,
-    delivery: IncomingWebhook | None,
-    change: RepositoryChange,
-    actions: Sequence[str],
+    session: Session, delivery: IncomingWebhook | None, change: RepositoryChange, hint: str
 ) -> bool:
-    """Whether a delivery of the same kind that happened later is already recorded."""
+    """Whether a delivery of the same repository that set the same thing (its record
+    has the ``hint``) and happened later is already recorded."""
     if change.occurred_at is None:
         return False
     query = select(IncomingWebhook.id).where(
         IncomingWebhook.provider == change.provider,
         IncomingWebhook.repository_id == change.repository_id,
-        IncomingWebhook.event == change.event,
-        IncomingWebhook.action.in_(actions),
         IncomingWebhook.occurred_at > change.occurred_at,
+        # ->> on PostgreSQL, json_extract on SQLite: NULL where the record has no such hint
+        IncomingWebhook.hints[hint].as_string().is_not(None),
     )
     if delivery is not None:
         query = query.where(IncomingWebhook.id != delivery.id)
@@ -471,20 +492,14 @@ def _notice(access: AccessChange, now: datetime) -> str | None:
     return f"{access.notice} ({now:%Y-%m-%d %H:%M} UTC)"[:500]
 
 
-def _installation_bindings(
-    ctx: ServiceContext, session: Session, notification: Notification
-) -> list[int]:
-    """An installation's access changed and its payload names no repository: every
-    Binding with a side opened through that installation. A side names its installation
-    by its connection id (``github:installation:<id>``, a Connect GitHub connection);
-    a side without one is opened through the configured installation, so it is
-    concerned only when the event is the configured installation's. A side on another
-    installation is not: its access did not change."""
-    assert notification.installation_access is not None
-    installation, _ = notification.installation_access
-    provider = notification.provider
-    connection = f"github:installation:{installation}"
-    configured = bool(installation) and installation == ctx.settings.github_installation_id
+def _connection_bindings(session: Session, provider: str, change: ConnectionAccess) -> list[int]:
+    """A connection's access changed and the delivery names no repository (a GitHub App
+    installation uninstalled): every Binding with a side of ``provider`` opened through
+    it. A side names its connection by its ``connection_id``; a side without one is
+    opened with the provider's configured credentials, so it is concerned only when the
+    change is theirs (``configured``). A side through another connection is not: its
+    access did not change."""
+    connection, configured = change.connection_id, change.configured
     sides = [
         (Binding.a_provider, Binding.a_connection_id),
         (Binding.b_provider, Binding.b_connection_id),
@@ -510,7 +525,7 @@ def _installation_bindings(
     )
 
 
-def _installation_access(
+def _connection_access(
     ctx: ServiceContext,
     session: Session,
     binding: Binding,
@@ -519,8 +534,8 @@ def _installation_access(
     now: datetime,
     requested: list[int],
 ) -> str:
-    """An installation-wide access change to one of its Bindings: the notice, and the
-    Run owed once access is back."""
+    """A connection-wide access change to one of its Bindings: the notice, and the Run
+    owed once access is back."""
     binding.access_notice = _notice(access, now)
     done = "access_lost" if access.notice else "access_restored"
     authority = binding.side(binding.authority)

@@ -4,10 +4,10 @@ Bodies are capped (``MAX_CONTENT_LENGTH``: Werkzeug answers 413 before reading m
 JSON nesting is measured on the raw bytes before any parser recurses into it: a
 100,000-deep array made Python's JSON decoder raise ``RecursionError`` (a 500).
 
-Webhook deliveries are the exception: a forge sends up to 25 MB, which the endpoint
-streams itself under that cap (``RAW_BODY_ENDPOINTS``), hashing it for the signature as
-it reads, and parses only once the signature holds (a ``RecursionError`` of the parser
-is a 400 there).
+Webhook deliveries are the exception: a forge sends up to 25 MB, which the endpoints
+of the ``webhooks`` blueprint (``RAW_BODY_BLUEPRINTS``: every forge's route) stream
+themselves under that cap, and parse only once the signature holds (a
+``RecursionError`` of the parser is a 400 there).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ MAX_BODY_BYTES = 1024 * 1024
 MAX_JSON_DEPTH = 32
 #: GitHub caps webhook payloads at 25 MB (and never delivers a larger event).
 WEBHOOK_MAX_BODY_BYTES = 25 * 1024 * 1024
-#: Endpoints that read their body themselves, under their own cap.
-RAW_BODY_ENDPOINTS = frozenset({"webhooks.GitHubWebhookView"})
+#: Blueprints whose endpoints read their body themselves, under their own cap.
+RAW_BODY_BLUEPRINTS = frozenset({"webhooks"})
 
 
 def json_depth(data: bytes) -> int:
@@ -49,7 +49,7 @@ def json_depth(data: bytes) -> int:
 
 def refuse_deep_json() -> None:
     """``before_request``: 400 for a JSON body nested deeper than any the API defines."""
-    if request.endpoint in RAW_BODY_ENDPOINTS:
+    if request.blueprint in RAW_BODY_BLUEPRINTS:
         return
     if not request.is_json or not request.content_length:
         return

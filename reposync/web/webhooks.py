@@ -1,28 +1,28 @@
-"""``/webhooks/github``: GitHub tells reposync that a repository changed.
+"""``/webhooks/<forge>``: a forge tells reposync that a repository changed.
 
-No API token: the delivery's ``X-Hub-Signature-256`` authenticates it. The view only
-reads the body (streamed, capped at GitHub's 25 MB, hashed as it comes), checks the
-signature and hands the bytes to ``service.intake``: validation, deduplication and the
-Runs are the service's. Nothing is recorded for a delivery whose signature fails, and
-without a configured secret every delivery is refused (503) rather than taken unsigned.
+No API token: the delivery's signature authenticates it (GitHub's
+``X-Hub-Signature-256``). Every forge's route is the same view (``receive``), which only
+reads the body (streamed, capped at 25 MB, GitHub's own cap and more than any forge
+sends) and hands the headers and bytes to ``service.intake``: the forge's reader checks
+the signature and reads the payload; deduplication and the Runs are the service's.
+Nothing is recorded for a delivery whose signature fails, and without a configured
+secret every delivery is refused (503) rather than taken unsigned. What differs by forge
+here is only its route's description in the API's document.
 """
 
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import parse_qs
 
 from flask import request
 from flask.views import MethodView
 from flask_smorest import Blueprint
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from reposync.errors import ReposyncError, WebhookMalformed, WebhookTooLarge
+from reposync.errors import ReposyncError, WebhookTooLarge
 from reposync.metrics import record_webhook
-from reposync.models import utcnow
-from reposync.service.changes import Outcome
-from reposync.service.intake import Receipt, receive_github
-from reposync.service.signatures import SIGNATURE_HEADER, SignedBody, accepted_secrets
+from reposync.providers.notifications import Outcome
+from reposync.service.intake import Receipt, receive_delivery, webhook_reader
 from reposync.web.auth import service_context
 from reposync.web.errors import documents
 from reposync.web.limits import WEBHOOK_MAX_BODY_BYTES
@@ -32,11 +32,13 @@ blueprint = Blueprint("webhooks", __name__, description="Forges reporting their 
 
 #: Bytes read from the request at a time.
 CHUNK = 64 * 1024
-#: The security scheme of the OpenAPI document (registered by ``create_app``).
+#: GitHub's security scheme in the OpenAPI document (registered by ``create_app``; the
+#: header is its reader's, ``GitHubWebhookReader.signature_headers``: a test holds them
+#: equal, so building the document imports no provider).
 SIGNATURE_SCHEME = {
     "type": "apiKey",
     "in": "header",
-    "name": SIGNATURE_HEADER,
+    "name": "X-Hub-Signature-256",
     "description": "sha256=<hex HMAC-SHA256 of the raw body with the hook's secret>",
 }
 _HEADERS = [
@@ -72,45 +74,57 @@ _BODY = {
 }
 
 
-def _signed_body() -> bytes:
-    """The raw body, at most the cap, once its signature holds."""
-    secrets = accepted_secrets(service_context().settings, utcnow())  # 503 before reading
+def receive(provider: str) -> tuple[dict[str, Any], int]:
+    """The view of every forge's webhooks: the body read under the cap, then the service's.
+
+    ``service.intake`` finds the forge's reader (404 for a provider without one; 503,
+    before a byte is read, without a secret), checks the signature, deduplicates and
+    acts; this only streams the body, which no forge signs for more than 25 MB.
+    """
+    ctx = service_context()
+    try:
+        webhook_reader(ctx, provider)
+        body = _capped_body()
+        receipt = receive_delivery(ctx, provider, dict(request.headers.items()), body)
+    except ReposyncError as refused:  # counted by why (bounded: the error codes)
+        record_webhook("inbound", refused.code)
+        raise
+    status = 200 if receipt.outcome in (Outcome.DUPLICATE, Outcome.PONG) else 202
+    return _receipt(receipt), status
+
+
+def _capped_body() -> bytes:
+    """The raw body, read in chunks: refused (413) past the cap without being held, by its
+    declared length before a byte is read."""
     length = request.content_length
     if length is not None and length > WEBHOOK_MAX_BODY_BYTES:
         raise WebhookTooLarge(
-            f"the delivery is {length} bytes; GitHub sends at most {WEBHOOK_MAX_BODY_BYTES}"
+            f"the delivery is {length} bytes; forges send at most {WEBHOOK_MAX_BODY_BYTES}"
         )
     # Werkzeug's own guard on the stream as well (a body without Content-Length).
     request.max_content_length = WEBHOOK_MAX_BODY_BYTES
-    body = SignedBody(secrets, WEBHOOK_MAX_BODY_BYTES)
+    chunks: list[bytes] = []
+    size = 0
     stream = request.stream
     try:
-        while chunk := stream.read(CHUNK):
-            body.update(chunk)
+        while size <= WEBHOOK_MAX_BODY_BYTES and (chunk := stream.read(CHUNK)):
+            size += len(chunk)
+            chunks.append(chunk)
     except RequestEntityTooLarge:  # Werkzeug's guard hit first: the same refusal
+        size = WEBHOOK_MAX_BODY_BYTES + 1
+    if size > WEBHOOK_MAX_BODY_BYTES:
+        chunks.clear()
         raise WebhookTooLarge(
-            f"the delivery is larger than {WEBHOOK_MAX_BODY_BYTES} bytes, the most GitHub sends"
-        ) from None
-    return body.verified(request.headers.get(SIGNATURE_HEADER))
+            f"the delivery is larger than {WEBHOOK_MAX_BODY_BYTES} bytes, the most forges send"
+        )
+    return b"".join(chunks)
 
 
-def _payload(body: bytes) -> bytes:
-    """The JSON payload of a signed body: the body itself, or its ``payload=`` field for a
-    hook whose content type is ``form`` (GitHub's default; it signs the form body)."""
-    if request.mimetype == "application/json":
-        return body
-    if request.mimetype == "application/x-www-form-urlencoded":
-        try:
-            fields = parse_qs(body.decode("utf-8"), strict_parsing=True, max_num_fields=10)
-        except (UnicodeDecodeError, ValueError):
-            fields = {}
-        if len(fields.get("payload", [])) == 1:
-            return fields["payload"][0].encode()
-        raise WebhookMalformed("the form-encoded delivery has no single payload= field")
-    raise WebhookMalformed(
-        f"the delivery's content type is {request.mimetype or 'missing'}; GitHub sends "
-        "application/json (or application/x-www-form-urlencoded)"
-    )
+# -- one route per forge, each the same view with the forge's own description ------------
+# A forge's route: its path, an operationId ``receive_<provider>_webhook`` (pinned in
+# tests/integration/web/test_openapi.py), its headers and signature scheme documented,
+# and ``return receive("<provider>")``. The Forgejo provider adds ``/webhooks/forgejo``
+# and ``/webhooks/gitea`` here, one route each.
 
 
 @blueprint.route("/webhooks/github")
@@ -130,19 +144,7 @@ class GitHubWebhookView(MethodView):
         missing signature (nothing is recorded), 413 beyond 25 MB, 422 for a payload
         that does not match GitHub's schema, 503 when no webhook secret is configured.
         """
-        try:
-            body = _payload(_signed_body())
-            receipt = receive_github(
-                service_context(),
-                request.headers.get("X-GitHub-Event"),
-                request.headers.get("X-GitHub-Delivery"),
-                body,
-            )
-        except ReposyncError as refused:  # counted by why (bounded: the error codes)
-            record_webhook("inbound", refused.code)
-            raise
-        status = 200 if receipt.outcome in (Outcome.DUPLICATE, Outcome.PONG) else 202
-        return _receipt(receipt), status
+        return receive("github")
 
 
 def _receipt(receipt: Receipt) -> dict[str, Any]:

@@ -52,55 +52,47 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from urllib.parse import parse_qsl, quote, urlsplit
 
-import requests
 from openapi_core.datatypes import RequestParameters
 from openapi_schema_validator import OAS30Validator
 from werkzeug.datastructures import Headers, ImmutableMultiDict
 
+from tests.fakes.contract_base import (
+    MAX_LISTED_ERRORS,
+    BodyError,
+    ContractViolation,
+    RecordingValidator,
+    RequestCheck,
+    attach,
+    pointer,
+    validate_exchange,
+    violation_message,
+)
 from tests.fakes.contract_spec import Operation, load
+
+__all__ = [
+    "BodyError",
+    "ContractViolation",
+    "GitHubContract",
+    "RecordingValidator",
+    "RequestCheck",
+    "attach",
+    "validate_exchange",
+]
 
 API_ORIGIN = "https://api.github.com"
 UPLOADS_ORIGIN = "https://uploads.github.com"
 CROSS_CUTTING_STATUSES = frozenset({301, 307, 400, 401, 403, 404, 422, 429, 500, 502, 503})
 GIT_SMART_HTTP = re.compile(r"/(info/refs|git-upload-pack|git-receive-pack)$")
-MAX_LISTED_ERRORS = 8
+
 #: What "Get a release asset" streams when asked for the bytes.
 ASSET_BYTES = "repos/get-release-asset"
 #: Query parameters GitHub accepts empty: (operation, parameter).
 EMPTY_ALLOWED = (("repos/upload-release-asset", "label"),)
 _VALIDATION_LOCK = threading.Lock()  # one compiled description is shared by all instances
-
-
-class ContractViolation(AssertionError):
-    """An exchange that GitHub's description does not allow."""
-
-    def __init__(self, message: str, what: str = "") -> None:
-        super().__init__(message)
-        self.what = what  # "request" or "response <status>"
-
-    @property
-    def is_request(self) -> bool:
-        return self.what == "request"
-
-
-@dataclass(frozen=True)
-class BodyError:
-    """One schema error of a JSON request body (what GitHub answers 422 for)."""
-
-    field: str  # dotted path of the field ("" for the body itself)
-    code: str  # "missing_field" or "invalid"
-    message: str
-
-
-@dataclass(frozen=True)
-class RequestCheck:
-    problems: list[tuple[str, str]]
-    body_errors: list[BodyError]
 
 
 @dataclass
@@ -365,7 +357,7 @@ class GitHubContract:
         schema = self._spec.raw["components"]["schemas"][name]
         errors = sorted(OAS30Validator(schema).iter_errors(data), key=lambda e: list(e.path))
         return [
-            ("response", f"status {status} body is not a {name}: {_pointer(e)}: {e.message}")
+            ("response", f"status {status} body is not a {name}: {pointer(e)}: {e.message}")
             for e in errors[:MAX_LISTED_ERRORS]
         ]
 
@@ -395,16 +387,7 @@ class GitHubContract:
 
 
 def _message(method: str, url: str, what: str, label: str, problems: list[tuple[str, str]]) -> str:
-    lines = [f"{method.upper()} {url}{label}: {what} breaks GitHub's description:"]
-    lines += [f"  - {message}" for _, message in problems]
-    return "\n".join(lines)
-
-
-def _pointer(error: Any) -> str:
-    out = "$"
-    for part in error.absolute_path:
-        out += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return out
+    return violation_message("GitHub", method, url, what, label, problems)
 
 
 def _explain(error: BaseException) -> str:
@@ -419,7 +402,7 @@ def _explain(error: BaseException) -> str:
         else:
             head = str(error)
         listed = sorted(schema_errors, key=lambda e: list(map(str, e.absolute_path)))
-        details = "; ".join(f"{_pointer(e)}: {e.message}" for e in listed[:MAX_LISTED_ERRORS])
+        details = "; ".join(f"{pointer(e)}: {e.message}" for e in listed[:MAX_LISTED_ERRORS])
         more = len(listed) - MAX_LISTED_ERRORS
         return f"{head}: {details}" + (f" (and {more} more)" if more > 0 else "")
     text = str(error)
@@ -446,91 +429,3 @@ def _body_errors(error: BaseException) -> list[BodyError]:
 
 def is_git_smart_http(url: str) -> bool:
     return bool(GIT_SMART_HTTP.search(urlsplit(url).path))
-
-
-@dataclass
-class RecordingValidator:
-    """Collects violations instead of raising them (thread-safe)."""
-
-    contract: GitHubContract = field(default_factory=GitHubContract)
-    violations: list[ContractViolation] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self._lock = threading.Lock()
-
-    def _record(self, check: Callable[[], None]) -> ContractViolation | None:
-        try:
-            check()
-        except ContractViolation as violation:
-            with self._lock:
-                self.violations.append(violation)
-            return violation
-        return None
-
-    def validate_request(
-        self,
-        method: str,
-        url: str,
-        headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
-        body: bytes | None = None,
-    ) -> ContractViolation | None:
-        return self._record(lambda: self.contract.validate_request(method, url, headers, body))
-
-    def validate_response(
-        self,
-        method: str,
-        url: str,
-        status: int,
-        headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
-        body: bytes | None = None,
-    ) -> ContractViolation | None:
-        return self._record(
-            lambda: self.contract.validate_response(method, url, status, headers, body)
-        )
-
-    def messages(self) -> list[str]:
-        with self._lock:
-            return [str(v) for v in self.violations]
-
-    def assert_clean(self) -> None:
-        messages = self.messages()
-        assert not messages, "contract violations:\n" + "\n".join(messages)
-
-
-def _request_body(body: Any) -> bytes | None:
-    if body is None or isinstance(body, bytes):
-        return body
-    if isinstance(body, str):
-        return body.encode()
-    return None  # a file or generator: already streamed, nothing to re-read
-
-
-def validate_exchange(recorder: RecordingValidator, response: requests.Response) -> None:
-    """Check one request the session sent and the response it got (see the module doc)."""
-    request = response.request
-    url = request.url or ""
-    if not recorder.contract.is_rest_url(url):
-        return
-    method = request.method or "GET"
-    recorder.validate_request(method, url, request.headers, _request_body(request.body))
-    if response.status_code == 304 or not recorder.contract.describes(method, url):
-        return  # a request to no described operation has no described answer
-    content_type = response.headers.get("content-type", "")
-    body = response.content if "json" in content_type or not content_type else None
-    recorder.validate_response(method, url, response.status_code, response.headers, body)
-
-
-def attach(
-    session: requests.Session, recorder: RecordingValidator
-) -> Callable[..., requests.Response]:
-    """Validate every request ``session`` sends and every response it receives.
-
-    Returns the hook, so a test can remove it from ``session.hooks["response"]``.
-    """
-
-    def hook(response: requests.Response, *args: Any, **kwargs: Any) -> requests.Response:
-        validate_exchange(recorder, response)
-        return response
-
-    session.hooks.setdefault("response", []).append(hook)
-    return hook

@@ -2,7 +2,7 @@
 
 The schema is ``tests/contracts/github-webhooks-schema.json`` (``../shared/contracts/``'s,
 unchanged; see the README beside it). reposync itself reads deliveries tolerantly
-(``reposync/service/github_payloads.py``); this is what the GitHub test server and the
+(``reposync/providers/github/payloads.py``); this is what the GitHub test server and the
 tests' own payloads are held to, so they never send what GitHub's schema rules out.
 Each event has its own definition: most are ``<event>_event`` (a ``oneOf`` of its
 actions), a few are ``<event>$event`` (``push``, ``create``, ``delete``, ``ping``...).

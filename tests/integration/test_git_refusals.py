@@ -23,6 +23,7 @@ import pytest
 from sqlalchemy import select
 
 from reposync.models import RunItem
+from reposync.providers.local.hooks import CHAINED
 from reposync.service.bindings import SyncRequest
 from reposync.service.context import ServiceContext
 from reposync.service.embedded import sync
@@ -134,8 +135,9 @@ def test_a_declining_pre_receive_hook_is_the_targets_refusal_with_its_words(ctx,
     request = SyncRequest(f"local:{source}", f"local:{target}")
     assert sync(ctx, request).status == "completed"
     before = refs(target)
-    hook = target / "hooks" / "pre-receive"
-    hook.parent.mkdir(exist_ok=True)
+    # The operator's own hook: reposync's standby lock holds the name pre-receive and
+    # runs a hook of the user's from CHAINED after its own check.
+    hook = target / "hooks" / CHAINED
     hook.write_text("#!/bin/sh\necho 'standby frozen by ops until Monday' >&2\nexit 1\n")
     hook.chmod(0o755)
     commit_on(source, "refs/heads/main", "work to push")

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from reposync.errors import ReposyncError, ResultUnknownUnresolved
 from reposync.models.db import Database
-from reposync.providers.github.bodies import parse
+from reposync.providers.forge.bodies import parse
 from reposync.service.bindings import SyncRequest
 from reposync.service.embedded import sync
 from reposync.service.recovery import recover_run

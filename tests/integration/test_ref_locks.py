@@ -22,6 +22,7 @@ from sqlalchemy import select
 from reposync.config import Settings
 from reposync.git import procfs
 from reposync.models import RunEvent
+from reposync.providers.local.hooks import SYNC_PUSH_ENV
 from reposync.service.bindings import SyncRequest
 from reposync.service.embedded import sync
 from tests.gitrepo import commit_on, enable_reflog, generate, reflog_lengths, refs
@@ -70,12 +71,14 @@ def test_the_locks_of_a_frozen_push_are_waited_for_never_removed(tmp_path, ctx):
     moved = commit_on(source, REF, "moved while a push froze")
 
     # An earlier execution's push of the same change, frozen (SIGSTOP to its whole
-    # process group: git push, receive-pack, the hook) while it holds the ref's lock.
+    # process group: git push, receive-pack, the hook) while it holds the ref's lock. It
+    # is reposync's own push, so the standby lock lets it through.
     held = tmp_path / "receive-pack-pid"
     hold_prepared_transactions_once(target, held)
     frozen = subprocess.Popen(
         ["git", f"--git-dir={source}", "push", "--quiet", str(target), f"{moved}:{REF}"],
         start_new_session=True,
+        env={**os.environ, SYNC_PUSH_ENV: "1"},
     )
     deadline = time.monotonic() + 30
     while not held.exists():

@@ -18,9 +18,9 @@ from sqlalchemy import select
 from reposync.lifecycle import Stage
 from reposync.models import BranchWatch, WebhookDelivery
 from reposync.providers.base import EndpointInfo
+from reposync.providers.notifications import RefMove
 from reposync.service import watches
 from reposync.service.bindings import SyncRequest, bind
-from reposync.service.changes import RefMove
 from reposync.service.context import ServiceContext, Step
 from reposync.service.embedded import sync
 from reposync.service.intake import receive_local

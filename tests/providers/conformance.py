@@ -25,8 +25,16 @@ Declarations come from each provider's documented behaviour, not from trial and 
   ("internal" exists only in enterprise organizations, which the test server does not
   model); a wiki can be disabled (``has_wiki``), and then its refs cannot be written.
 
+* git (``reposync/providers/gitremote``): a plain Git remote holds refs, its ``HEAD`` and
+  LFS objects only (no ``ObjectWriter``, ``WikiRemoteSource``, ``DefaultBranchWriter``,
+  ``VisibilityReporter``, ...): the forge-object tests of ``test_conformance.py`` and the
+  wiki's do not apply to it, and ``test_conformance_git.py`` checks that declaration the
+  other way (nothing of those types is listed or read) beside the Git part every
+  provider runs. Its harness serves ``git http-backend`` with an LFS server, behind
+  HTTP Basic auth answered by git's credential helper (``tests/fakes/gitserver/plain.py``).
+
 A new provider (gitea) is added by writing one more harness and naming it in
-``HARNESSES``.
+``HARNESSES`` (``REFS_ONLY`` for one that holds Git data only).
 """
 
 from __future__ import annotations
@@ -39,13 +47,18 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, ClassVar
 
+from reposync.config import Settings
+from reposync.git.transport import run_git
 from reposync.providers.base import (
     CAPABILITIES,
     AncestryChecker,
     ApplyResult,
     ChangeHooks,
+    EmptyChecker,
     EndpointSpec,
+    GitRemoteSource,
     IndexReader,
+    LfsStore,
     LockRecoverer,
     NestedCreator,
     ObjectWriter,
@@ -54,21 +67,28 @@ from reposync.providers.base import (
     ProviderEnvironment,
     StandbyMarker,
     TargetWrite,
+    WebhookSource,
     WriteStatus,
 )
 from reposync.providers.github.provider import GitHubProvider
+from reposync.providers.gitremote import GitRemoteProvider
 from reposync.providers.local import LocalForge, LocalProvider
 from reposync.providers.local.authoring import ForgeAuthoring
 from reposync.sync.vocabulary import ObjectType
 from tests.fakes.contract import RecordingValidator
 from tests.github_env import checked_sessions, github_settings
-from tests.gitrepo import commit_on, delete_refs, generate, refs, set_ref
+from tests.gitrepo import commit_on, delete_refs, generate, init_bare, refs, set_ref
 from tests.lfsrepo import stored
 
 T = ObjectType
 
 #: Every harness the suite runs against, by provider name.
 HARNESSES = ("local", "github")
+#: Harnesses of providers that hold Git data only (no ``ObjectWriter``): they run the
+#: Git part of the suite (``test_conformance_git.py``) and its provider-neutral tests.
+REFS_ONLY = ("git",)
+#: Every provider with Git data: the Git part of the suite runs against all of them.
+GIT_HARNESSES = (*HARNESSES, *REFS_ONLY)
 
 
 @dataclass(frozen=True)
@@ -137,13 +157,14 @@ class Harness(ABC):
     #: What opens providers of this harness (credentials, contract-checked sessions).
     env: ProviderEnvironment | None = None
 
-    @abstractmethod
     def make_owner(self) -> OwnerSpec:
-        """A new owner without repositories, in which the credentials may create some."""
+        """A new owner without repositories, in which the credentials may create some (a
+        harness whose provider declares ``OwnerLister`` says how)."""
+        raise NotImplementedError(f"{self.name} declares no OwnerLister")
 
-    @abstractmethod
     def add_to_owner(self, owner: OwnerSpec, name: str, *, visibility: str | None = None) -> None:
         """A repository ``name`` of ``owner`` with one commit, made outside the provider."""
+        raise NotImplementedError(f"{self.name} declares no OwnerLister")
 
     # -- seeding --------------------------------------------------------------------------
 
@@ -189,6 +210,11 @@ class Harness(ABC):
         """Use up the request quota; returns when it resets (``None``: no quota exists)."""
         return None
 
+    def point_head(self, spec: EndpointSpec, branch: str) -> None:
+        """Point the repository's ``HEAD`` at ``branch`` behind the provider's back (what
+        a provider without ``DefaultBranchWriter`` needs to test its reads of it)."""
+        raise NotImplementedError(f"the {self.name} harness cannot point HEAD behind its back")
+
     def disable_wiki(self, spec: EndpointSpec) -> bool:
         """Turn the repository's wiki off. False: the forge has no such switch (its wiki
         is always there to be written)."""
@@ -222,8 +248,9 @@ class LocalHarness(Harness):
         max_body_chars=None,
         many_comments=2000,
         clears_due_dates=True,
-        # All but NestedCreator: each child is created on its own, in its own shape.
-        capabilities=frozenset(CAPABILITIES) - {NestedCreator},
+        # All but NestedCreator (each child is created on its own, in its own shape) and
+        # WebhookSource (its hooks report changes: ChangeHooks).
+        capabilities=frozenset(CAPABILITIES) - {NestedCreator, WebhookSource},
     )
 
     def __init__(self, root: Path) -> None:
@@ -388,6 +415,11 @@ class GitHubHarness(Harness):
         self.fake.faults.commit_then_drop("POST", self.CREATE_PATHS[object_type], drop="close")
         return True
 
+    def point_head(self, spec: EndpointSpec, branch: str) -> None:
+        """Point the repository's ``HEAD`` at ``branch`` behind the provider's back (what
+        a provider without ``DefaultBranchWriter`` needs to test its reads of it)."""
+        raise NotImplementedError(f"the {self.name} harness cannot point HEAD behind its back")
+
     def disable_wiki(self, spec: EndpointSpec) -> bool:
         self.fake.state.repo(spec.locator).has_wiki = False
         return True
@@ -411,9 +443,75 @@ class GitHubHarness(Harness):
         self.fake.assert_clean(requests_too=True)
 
 
-def make_harness(name: str, root: Path, github_fake: Any = None) -> Harness:
+class GitHarness(Harness):
+    """A plain Git remote over HTTP: ``git http-backend`` and an LFS server behind Basic
+    auth (``tests/fakes/gitserver/plain.py``), git's credential helper answering for the provider
+    (the fixture gives the process a ``HOME`` whose ``.gitconfig`` names it)."""
+
+    name = "git"
+    limits = Limitations(
+        # The forge-object fields do not apply: the provider holds no such object, so
+        # those tests do not run against it (``REFS_ONLY``); they say "nothing" throughout.
+        cannot_delete=frozenset(),
+        rate_limited=False,
+        attributes_authorship=False,
+        visibilities=(),
+        idempotent_creates=False,
+        unmarked_types=frozenset(),
+        max_body_chars=None,
+        many_comments=0,
+        clears_due_dates=False,
+        capabilities=frozenset({GitRemoteSource, EmptyChecker, LfsStore}),
+    )
+
+    def __init__(self, server: Any, root: Path) -> None:
+        super().__init__()
+        self.server = server
+        self.env = ProviderEnvironment(settings=Settings(data_dir=root / "data"))
+
+    def make_repository(self, *, empty: bool = True, visibility: str | None = None) -> EndpointSpec:
+        assert visibility is None, "a plain Git remote says nothing of its visibility"
+        name = f"acme/conformance-{next(self._numbers)}.git"
+        path = self.server.repository(name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if empty:
+            init_bare(path)
+        else:
+            generate(path, commits=1, branches=0, tags=0)
+        run_git(["git", "--git-dir", str(path), "symbolic-ref", "HEAD", "refs/heads/main"])
+        return EndpointSpec("git", GitRemoteProvider.normalize_locator(self.server.url(name)))
+
+    def _open(self, spec: EndpointSpec) -> Provider:
+        return GitRemoteProvider.open(spec, self.env)
+
+    def _path(self, spec: EndpointSpec) -> Path:
+        return self.server.repository(spec.locator.split(f":{self.server.port}/", 1)[1])
+
+    def open_pull_on_no_branch(self, spec: EndpointSpec) -> tuple[int, str]:
+        raise AssertionError("a plain Git remote has no pull requests")
+
+    def stored_count(self, spec: EndpointSpec, object_type: ObjectType) -> int:
+        raise AssertionError(f"a plain Git remote stores no {object_type}")
+
+    def lfs_objects(self, spec: EndpointSpec) -> dict[str, bytes]:
+        return stored(self._path(spec))
+
+    def lose_next_lfs_upload_response(self) -> bool:
+        self.server.lfs.drop_next_upload_answer = True
+        return True
+
+    def point_head(self, spec: EndpointSpec, branch: str) -> None:
+        path = self._path(spec)
+        run_git(["git", "--git-dir", str(path), "symbolic-ref", "HEAD", f"refs/heads/{branch}"])
+
+
+def make_harness(
+    name: str, root: Path, github_fake: Any = None, *, git_server: Any = None
+) -> Harness:
     if name == "local":
         return LocalHarness(root)
     if name == "github":
         return GitHubHarness(github_fake, root)
+    if name == "git":
+        return GitHarness(git_server, root)
     raise ValueError(f"no conformance harness for provider {name!r}")

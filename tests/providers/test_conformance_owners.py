@@ -23,7 +23,7 @@ from reposync.providers.base import (
     RepositoryCreator,
     VisibilityReporter,
 )
-from reposync.providers.registry import parse_owner, provider_class
+from reposync.providers.registry import parse_owner, provider_class, provider_names
 from tests.providers.conformance import HARNESSES, Harness, make_harness
 
 
@@ -123,3 +123,17 @@ def test_a_name_that_cannot_be_a_repository_is_refused_before_anything_is_made(h
             cls.repository_locator(owner.locator, name)
     assert cls.list_repositories(owner, harness.env) == []
     harness.assert_clean()
+
+
+@pytest.mark.parametrize("name", provider_names())
+def test_only_a_provider_that_lists_owners_takes_an_owner_locator(name):
+    """Every registered provider: an owner locator parses exactly when its class declares
+    OwnerLister (a plain Git remote, say, has no owner to list), and RepositoryCreator
+    comes only with OwnerLister (a created repository must be found again by its name)."""
+    cls = provider_class(name)
+    if issubclass(cls, OwnerLister):
+        assert parse_owner(f"{name}:owner").provider == name
+    else:
+        with pytest.raises(InvalidLocator, match="cannot list an owner"):
+            parse_owner(f"{name}:owner")
+        assert not issubclass(cls, RepositoryCreator)

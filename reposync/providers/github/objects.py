@@ -19,8 +19,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from reposync.providers.forge import carriers, reviews
+from reposync.providers.forge.attribution import header_value
+from reposync.providers.forge.bodies import Parsed, parse
+from reposync.providers.forge.reviews import native_review_identity, placed_review
 from reposync.providers.github import shapes
-from reposync.providers.github.bodies import Parsed, parse
 from reposync.sync import fields, objects
 from reposync.sync.canonical import CanonicalObject, ObjectRef
 from reposync.sync.objects import number_key
@@ -34,18 +37,9 @@ STATE_REASONS = {
     "duplicate": "not_planned",
 }
 
-#: Attribution field marking a comment that carries another type.
-CARRIED_TYPE = "reposync_type"
-
 
 def _login(user: dict[str, Any] | None) -> str:
     return (user or {}).get("login") or "ghost"
-
-
-def _attr(parsed: Parsed, key: str, default: Any) -> Any:
-    if parsed.attribution is not None and key in parsed.attribution:
-        return parsed.attribution[key]
-    return default
 
 
 def label(data: dict[str, Any]) -> CanonicalObject:
@@ -63,7 +57,7 @@ def milestone(data: dict[str, Any]) -> CanonicalObject:
     (``shapes``: GitHub keeps the day only), else GitHub's."""
     parsed = parse(data.get("description"))
     due_on = data.get("due_on")
-    exact = _attr(parsed, "due_on", None)
+    exact = header_value(parsed, "due_on", None)
     if isinstance(exact, str) and due_on and shapes.due_day(exact) == objects.timestamp(due_on):
         due_on = exact
     description = parsed.body if parsed.attribution is not None else data.get("description")
@@ -79,8 +73,7 @@ def milestone(data: dict[str, Any]) -> CanonicalObject:
 
 def is_carrier(issue: dict[str, Any]) -> bool:
     """An issue reposync created to carry a pull request GitHub cannot hold."""
-    attribution = parse(issue.get("body")).attribution or {}
-    return attribution.get(CARRIED_TYPE) == ObjectType.PULL_REQUEST.value
+    return carriers.is_carrier(issue.get("body"))
 
 
 def _conversation(data: dict[str, Any], parsed: Parsed) -> dict[str, Any]:
@@ -92,10 +85,12 @@ def _conversation(data: dict[str, Any], parsed: Parsed) -> dict[str, Any]:
         "state": data["state"],
         "labels": [item["name"] for item in data.get("labels") or []],
         "milestone": (data.get("milestone") or {}).get("title"),
-        "assignees": _attr(parsed, "assignees", [_login(a) for a in data.get("assignees") or []]),
-        "author": _attr(parsed, "author", _login(data.get("user"))),
-        "created_at": _attr(parsed, "created_at", data["created_at"]),
-        "closed_at": _attr(parsed, "closed_at", data.get("closed_at")),
+        "assignees": header_value(
+            parsed, "assignees", [_login(a) for a in data.get("assignees") or []]
+        ),
+        "author": header_value(parsed, "author", _login(data.get("user"))),
+        "created_at": header_value(parsed, "created_at", data["created_at"]),
+        "closed_at": header_value(parsed, "closed_at", data.get("closed_at")),
     }
 
 
@@ -104,7 +99,9 @@ def issue(data: dict[str, Any]) -> CanonicalObject:
     return objects.issue(
         str(data["number"]),
         data.get("updated_at") or "",
-        state_reason=_attr(parsed, "state_reason", STATE_REASONS.get(data.get("state_reason"))),
+        state_reason=header_value(
+            parsed, "state_reason", STATE_REASONS.get(data.get("state_reason"))
+        ),
         **_conversation(data, parsed),
         # GitHub's own lock state (a header's "locked" of older versions is ignored).
         locked=bool(data.get("locked")),
@@ -123,10 +120,10 @@ def pull_request(data: dict[str, Any], *, carrier: bool = False) -> CanonicalObj
     """A pull request from ``pulls`` JSON, or from the issue that carries one."""
     parsed = parse(data.get("body"))
     if carrier:
-        head = {"ref": _attr(parsed, "head_ref", ""), "sha": _attr(parsed, "head_sha", "")}
-        base = {"ref": _attr(parsed, "base_ref", ""), "sha": _attr(parsed, "base_sha", "")}
-        merged_at = _attr(parsed, "merged_at", None)
-        draft = _attr(parsed, "draft", False)
+        carried = carriers.carried_pull(parsed)
+        head = {"ref": carried.head_ref, "sha": carried.head_sha}
+        base = {"ref": carried.base_ref, "sha": carried.base_sha}
+        merged_at, draft = carried.merged_at, carried.draft
     else:
         head, base = data["head"], data["base"]
         merged_at = data.get("merged_at")
@@ -134,13 +131,13 @@ def pull_request(data: dict[str, Any], *, carrier: bool = False) -> CanonicalObj
     return objects.pull_request(
         str(data["number"]),
         data.get("updated_at") or "",
-        merged=_attr(parsed, "merged", merged_at is not None),
-        merged_at=_attr(parsed, "merged_at", merged_at),
+        merged=header_value(parsed, "merged", merged_at is not None),
+        merged_at=header_value(parsed, "merged_at", merged_at),
         draft=draft,
         base_ref=base["ref"],
-        base_sha=_attr(parsed, "base_sha", base["sha"]),
-        head_ref=_attr(parsed, "head_ref", head["ref"]),
-        head_sha=_attr(parsed, "head_sha", head["sha"]),
+        base_sha=header_value(parsed, "base_sha", base["sha"]),
+        head_ref=header_value(parsed, "head_ref", head["ref"]),
+        head_sha=header_value(parsed, "head_sha", head["sha"]),
         **_conversation(data, parsed),
     )
 
@@ -151,10 +148,10 @@ def parent_number(comment: dict[str, Any]) -> int:
 
 
 def issue_comment(data: dict[str, Any], parent_type: ObjectType) -> CanonicalObject:
-    """A comment, or what reposync carried in one (see ``carried``)."""
+    """A comment, or what reposync carried in one (``forge.carriers.carried_object``)."""
     parsed = parse(data.get("body"))
     number = parent_number(data)
-    carried = carried_object(data, parsed, number)
+    carried = carriers.carried_object(data["id"], data.get("updated_at") or "", parsed, number)
     if carried is not None:
         return carried
     return objects.issue_comment(
@@ -163,72 +160,23 @@ def issue_comment(data: dict[str, Any], parent_type: ObjectType) -> CanonicalObj
         parent=ObjectRef(parent_type, str(number)),
         parent_key=number_key(number),
         body=parsed.body,
-        author=_attr(parsed, "author", _login(data.get("user"))),
-        created_at=_attr(parsed, "created_at", data["created_at"]),
+        author=header_value(parsed, "author", _login(data.get("user"))),
+        created_at=header_value(parsed, "created_at", data["created_at"]),
     )
-
-
-def carried_object(data: dict[str, Any], parsed: Parsed, number: int) -> CanonicalObject | None:
-    """What reposync wrote as a comment: a review or review comment (its PR is a
-    carrier), or a review request (always projected: see ``writes``)."""
-    attribution = parsed.attribution or {}
-    kind = attribution.get(CARRIED_TYPE)
-    identity = f"comment-{data['id']}"
-    pull = ObjectRef(ObjectType.PULL_REQUEST, str(number))
-    if kind == ObjectType.REVIEW_REQUEST.value:
-        return objects.review_request(
-            identity,
-            data.get("updated_at") or "",
-            parent=pull,
-            parent_key=number_key(number),
-            reviewer=attribution["reviewer"],
-            requested_at=attribution.get("requested_at"),
-        )
-    if kind == ObjectType.REVIEW.value:
-        return objects.review(
-            identity,
-            data.get("updated_at") or "",
-            parent=pull,
-            parent_key=number_key(number),
-            state=attribution["state"],
-            body=parsed.body,
-            commit_id=attribution["commit_id"],
-            author=attribution["author"],
-            submitted_at=attribution["submitted_at"],
-        )
-    if kind == ObjectType.REVIEW_COMMENT.value:
-        in_reply_to = attribution.get("in_reply_to")
-        return objects.review_comment(
-            identity,
-            data.get("updated_at") or "",
-            parent=ObjectRef(ObjectType.REVIEW, attribution["review"]),
-            parent_key=attribution.get("review_key"),
-            path=attribution["path"],
-            line=attribution.get("line"),
-            side=attribution.get("side") or "RIGHT",
-            commit_id=attribution["commit_id"],
-            body=parsed.body,
-            author=attribution["author"],
-            created_at=attribution["created_at"],
-            in_reply_to=None
-            if in_reply_to is None
-            else ObjectRef(ObjectType.REVIEW_COMMENT, in_reply_to),
-        )
-    return None
 
 
 def review(data: dict[str, Any], number: int) -> CanonicalObject:
     parsed = parse(data.get("body"))
     return objects.review(
-        f"{number}/{data['id']}",
+        native_review_identity(number, data["id"]),
         data.get("submitted_at") or "",
         parent=ObjectRef(ObjectType.PULL_REQUEST, str(number)),
         parent_key=number_key(number),
-        state=_attr(parsed, "state", data["state"]),
+        state=header_value(parsed, "state", data["state"]),
         body=parsed.body,
-        commit_id=_attr(parsed, "commit_id", data.get("commit_id") or ""),
-        author=_attr(parsed, "author", _login(data.get("user"))),
-        submitted_at=_attr(parsed, "submitted_at", data.get("submitted_at")),
+        commit_id=header_value(parsed, "commit_id", data.get("commit_id") or ""),
+        author=header_value(parsed, "author", _login(data.get("user"))),
+        submitted_at=header_value(parsed, "submitted_at", data.get("submitted_at")),
     )
 
 
@@ -236,24 +184,21 @@ def review_identity(data: dict[str, Any], number: int) -> str:
     """The review a review comment belongs to: the one its header names when GitHub
     opened another for it (a reply, a file-level comment: see ``writes``), else its own.
     """
-    placed = (parse(data.get("body")).attribution or {}).get("review")
-    if isinstance(placed, str) and "/" in placed:
-        return placed
-    return f"{number}/{data.get('pull_request_review_id')}"
+    return placed_review(data.get("body")) or native_review_identity(
+        number, data.get("pull_request_review_id")
+    )
 
 
 def is_vessel(data: dict[str, Any], number: int, comments: list[dict[str, Any]]) -> bool:
-    """A review GitHub opened for a single comment or reply that belongs, canonically, to
-    another review (its header says which), or one left empty when its comments were
-    deleted: it says nothing of its own and is no review of the source's.
-
-    ``comments`` are the review's own comments (by ``pull_request_review_id``).
-    """
-    body = data.get("body") or ""
-    if body.strip() or parse(body).marker is not None or data.get("state") != "COMMENTED":
-        return False
-    identity = f"{number}/{data['id']}"
-    return all(review_identity(c, number) != identity for c in comments)
+    """A review GitHub opened for a comment of another review, or left empty
+    (``forge.reviews.is_vessel``); ``comments`` are the review's own comments (by
+    ``pull_request_review_id``)."""
+    return reviews.is_vessel(
+        native_review_identity(number, data["id"]),
+        data.get("body"),
+        commented=data.get("state") == "COMMENTED",
+        comment_reviews=(review_identity(c, number) for c in comments),
+    )
 
 
 def review_comment(
@@ -262,7 +207,7 @@ def review_comment(
     parsed = parse(data.get("body"))
     # Where GitHub threads a reply to the root (or knows no deleted comment), the header
     # names the comment it answered.
-    reply_to = _attr(parsed, "in_reply_to", data.get("in_reply_to_id"))
+    reply_to = header_value(parsed, "in_reply_to", data.get("in_reply_to_id"))
     return objects.review_comment(
         str(data["id"]),
         data.get("updated_at") or "",
@@ -271,10 +216,10 @@ def review_comment(
         path=data["path"],
         line=data.get("line"),
         side=data.get("side") or "RIGHT",
-        commit_id=_attr(parsed, "commit_id", data.get("commit_id") or ""),
+        commit_id=header_value(parsed, "commit_id", data.get("commit_id") or ""),
         body=parsed.body,
-        author=_attr(parsed, "author", _login(data.get("user"))),
-        created_at=_attr(parsed, "created_at", data["created_at"]),
+        author=header_value(parsed, "author", _login(data.get("user"))),
+        created_at=header_value(parsed, "created_at", data["created_at"]),
         in_reply_to=None
         if reply_to is None
         else ObjectRef(ObjectType.REVIEW_COMMENT, str(reply_to)),
@@ -303,9 +248,9 @@ def release(data: dict[str, Any]) -> CanonicalObject:
         body=parsed.body,
         draft=bool(data.get("draft")),
         prerelease=bool(data.get("prerelease")),
-        author=_attr(parsed, "author", _login(data.get("author"))),
-        created_at=_attr(parsed, "created_at", data["created_at"]),
-        published_at=_attr(parsed, "published_at", data.get("published_at")),
+        author=header_value(parsed, "author", _login(data.get("author"))),
+        created_at=header_value(parsed, "created_at", data["created_at"]),
+        published_at=header_value(parsed, "published_at", data.get("published_at")),
     )
 
 

@@ -56,6 +56,8 @@ from reposync.providers.base import (
     ShadowMaterializer,
     TargetWrite,
     VisibilityReporter,
+    WebhookReader,
+    WebhookSource,
     WikiRemoteSource,
 )
 from reposync.providers.github import owners
@@ -64,7 +66,7 @@ from reposync.providers.github.client import EtagCache, GitHubClient
 from reposync.providers.github.lfs import GitHubLfs
 from reposync.providers.github.reads import Inventory, read_many
 from reposync.providers.github.writes.batch import GitHubWriter
-from reposync.providers.github.writes.markers import find_markers
+from reposync.providers.github.writes.markers import marker_finder
 from reposync.sync.canonical import (
     DEFAULT_BRANCH_IDENTITY,
     CanonicalObject,
@@ -128,6 +130,7 @@ class GitHubProvider(
     DefaultBranchWriter,
     LfsStore,
     ShadowMaterializer,
+    WebhookSource,
     # Organizations and users list and create repositories (providers/github/owners.py).
     OwnerLister,
     RepositoryCreator,
@@ -163,6 +166,15 @@ class GitHubProvider(
     def normalize_connection(cls, connection_id: str) -> str:
         """``github:installation:<id>``: an installation of the configured GitHub App."""
         return f"github:installation:{installation_of(connection_id)}"
+
+    @classmethod
+    def webhook_reader(cls, settings: Settings) -> WebhookReader:
+        """``POST /webhooks/github``: ``X-Hub-Signature-256`` and GitHub's payloads."""
+        # Imported here: its JSON Schema reader is a visible share of this module's import
+        # time, which a worker that never reads a delivery would pay on every start.
+        from reposync.providers.github.webhooks import GitHubWebhookReader
+
+        return GitHubWebhookReader(settings)
 
     @classmethod
     def exists(cls, spec: EndpointSpec, env: ProviderEnvironment | None = None) -> bool:
@@ -373,7 +385,7 @@ class GitHubProvider(
         return results
 
     def find_by_markers(self, object_type: ObjectType, markers: Sequence[str]) -> dict[str, str]:
-        return find_markers(self.client, self._repo, object_type, markers)
+        return marker_finder(self.client, self._repo).find(object_type, markers).identities
 
     def nested_types(self, object_type: ObjectType) -> frozenset[ObjectType]:
         """A review is created whole, with its top-level comments (``NestedCreator``):
@@ -387,9 +399,7 @@ class GitHubProvider(
         return Representation.ATTRIBUTED if object_type is ObjectType.REVIEW_COMMENT else None
 
     def markers_absent(self, object_type: ObjectType, markers: Sequence[str]) -> set[str]:
-        complete: list[bool] = []
-        found = find_markers(self.client, self._repo, object_type, markers, complete=complete)
-        return set(markers) - set(found) if complete == [True] else set()
+        return marker_finder(self.client, self._repo).absent(object_type, markers)
 
     def open_asset(self, identity: str) -> BinaryIO:
         data = self.client.get(f"/repos/{self._repo}/releases/assets/{identity}")

@@ -12,8 +12,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from reposync.errors import ObjectNotFound
+from reposync.providers.forge.numbers import is_placeholder
 from reposync.providers.github import objects as gh
-from reposync.providers.github.bodies import marker_of
 from reposync.providers.github.client import GitHubClient
 from reposync.sync.canonical import CanonicalObject, PullHead
 from reposync.sync.vocabulary import ObjectType
@@ -173,12 +173,9 @@ class Inventory:
                 yield obj
 
 
-PLACEHOLDER_MARKER = "placeholder:"
-
-
 def _placeholder(issue: dict[str, Any]) -> bool:
     """A closed issue reposync made only to keep a number free."""
-    return (marker_of(issue.get("body")) or "").startswith(PLACEHOLDER_MARKER)
+    return is_placeholder(issue.get("body"))
 
 
 def read_one(

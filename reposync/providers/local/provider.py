@@ -65,9 +65,9 @@ from reposync.providers.base import (
     VisibilityReporter,
     WikiRemoteSource,
 )
+from reposync.providers.lfs_files import LocalLfsStore
 from reposync.providers.local import hooks, owners, standby
 from reposync.providers.local.forge import LocalForge
-from reposync.providers.local.lfs import LocalLfsStore
 from reposync.providers.local.objects import FORGE_TYPES
 from reposync.providers.local.owners import ID_CONFIG_KEY
 from reposync.sync.canonical import (
@@ -96,8 +96,9 @@ _GIT_TYPES = frozenset({ObjectType.GIT_REF, ObjectType.WIKI_REF, ObjectType.DEFA
 
 class LocalProvider(
     Provider,
-    # Every capability of providers.base.CAPABILITIES except NestedCreator: the forge
-    # creates each child on its own without changing its shape.
+    # Every capability of providers.base.CAPABILITIES except NestedCreator (the forge
+    # creates each child on its own without changing its shape) and WebhookSource (its
+    # hooks report changes, ChangeHooks: nothing sends it webhooks).
     IndexReader,
     ObjectWriter,
     AbsenceProver,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields
 
-from reposync.service.changes import Outcome
+from reposync.providers.notifications import Outcome
 from reposync.web.schemas.common import one_of
 
 

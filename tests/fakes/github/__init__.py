@@ -38,7 +38,7 @@ Where things are:
 * ``fake.violations`` / ``fake.request_violations``: contract violations of the responses
   the fake sent / of the requests it received; ``fake.server_errors``: handler crashes;
   ``fake.unmodelled``: operations GitHub has that the fake does not model (answered 501,
-  operations.py); ``fake.webhooks.violations``: webhook payloads that broke GitHub's
+  tests/fakes/operations.py); ``fake.webhooks.violations``: webhook payloads that broke GitHub's
   webhook schema. ``fake.assert_clean()`` fails on any of them.
 """
 

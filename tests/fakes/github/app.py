@@ -4,7 +4,7 @@ One instance serves the API host and one the uploads host; both share the fake's
 Handlers run under the state's lock, so the fake is consistent under concurrent clients.
 Every response except 304 is validated against GitHub's description (``fake.violations``),
 and so is every request (``fake.request_violations``). An operation GitHub has and the
-fake does not model is answered 501 and recorded (``fake.unmodelled``; operations.py).
+fake does not model is answered 501 and recorded (``fake.unmodelled``; tests/fakes/operations.py).
 
 Who asked is in the headers, as GitHub answers them: a classic token's scopes
 (``X-OAuth-Scopes``) and the scopes the operation accepts (``X-Accepted-OAuth-Scopes``);
@@ -14,11 +14,9 @@ for fine-grained, installation and user tokens the permissions it accepts
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import secrets
-import socket
 import time
 import traceback
 from dataclasses import dataclass
@@ -42,7 +40,6 @@ from tests.fakes.github.errors import (
 )
 from tests.fakes.github.faults import FaultRule
 from tests.fakes.github.models import Token
-from tests.fakes.github.operations import github_operation
 from tests.fakes.github.requests_log import RequestRecord
 from tests.fakes.github.routes_git import ROUTES as GIT_ROUTES
 from tests.fakes.github.routes_issues import ROUTES as ISSUE_ROUTES
@@ -52,6 +49,9 @@ from tests.fakes.github.routes_releases import ROUTES as RELEASE_ROUTES
 from tests.fakes.github.routes_reviews import ROUTES as REVIEW_ROUTES
 from tests.fakes.github.routes_users import ROUTES as USER_ROUTES
 from tests.fakes.github.routing import Ctx, Reply, Route, Router
+from tests.fakes.gitserver.wsgi import drop_connection as _drop_connection
+from tests.fakes.gitserver.wsgi import raw_target
+from tests.fakes.operations import github_operation
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -93,15 +93,6 @@ class Meta:
     secondary: bool = False
     primary: bool = False
     route: Route | None = None
-
-
-def raw_target(environ: WSGIEnvironment) -> tuple[str, str]:
-    """The path and query exactly as the client sent them (still percent-encoded)."""
-    raw = environ.get("RAW_URI") or environ.get("REQUEST_URI") or environ.get("PATH_INFO", "/")
-    if "://" in raw:
-        raw = "/" + raw.split("://", 1)[1].partition("/")[2]
-    path, _, query = raw.partition("?")
-    return path or "/", query
 
 
 def _etag(token: str, body: bytes) -> str:
@@ -470,12 +461,3 @@ def _credential_headers(token: Token, route: Route | None) -> dict[str, str]:
         return {}
     level = "write" if route.write else "read"
     return {"x-accepted-github-permissions": "; ".join(f"{p}={level}" for p in route.permissions)}
-
-
-def _drop_connection(environ: WSGIEnvironment) -> None:
-    """Close the socket without answering; the server treats it as a dropped client."""
-    sock = environ.get("werkzeug.socket")
-    if sock is not None:
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_RDWR)
-    raise ConnectionAbortedError("fault: connection dropped after the write")

@@ -19,29 +19,32 @@ off the wiki is not served at all, pushes included (404), whether it exists or n
 
 from __future__ import annotations
 
-import base64
-import binascii
-import contextlib
-import gzip
-import os
 import re
 import shutil
 import subprocess
-import threading
 import time
-import zlib
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, unquote
 
-from werkzeug.wsgi import get_input_stream
-
-from tests.fakes.github import auth, bare_repos, signed_urls, webhook_events
-from tests.fakes.github.app import _drop_connection, raw_target
+from tests.fakes.github import auth, signed_urls, webhook_events
 from tests.fakes.github.models import Repo, Token
 from tests.fakes.github.requests_log import RequestRecord
+from tests.fakes.gitserver import bare_repos
+from tests.fakes.gitserver.smart_http import (
+    ZERO,
+    PushCommands,
+    Refusal,
+    UploadPackRequest,
+    _gzipped,
+    basic_credentials,
+    file_chunks,
+    start_backend,
+    stream,
+)
+from tests.fakes.gitserver.wsgi import drop_connection as _drop_connection
+from tests.fakes.gitserver.wsgi import raw_target
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
@@ -58,25 +61,6 @@ DOWNLOAD_PATH = re.compile(
 )
 CHUNK = 1 << 16
 GIT_BACKEND = shutil.which("git") or "git"
-
-
-class Refusal(Exception):
-    def __init__(self, status: str, message: str, headers: list[tuple[str, str]] | None = None):
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.headers = headers or []
-
-
-def _basic_credentials(header: str | None) -> tuple[str, str] | None:
-    if not header or not header.lower().startswith("basic "):
-        return None
-    try:
-        decoded = base64.b64decode(header[6:].strip()).decode()
-    except (binascii.Error, UnicodeDecodeError):
-        return None
-    user, _, password = decoded.partition(":")
-    return user, password
 
 
 class GitHttpApp:
@@ -204,7 +188,7 @@ class GitHttpApp:
         repo, _ = state.find_repo(owner, name)
         if repo is None and wiki and name.casefold().endswith(".wiki"):
             repo, _ = state.find_repo(owner, name[: -len(".wiki")])
-        credentials = _basic_credentials(environ.get("HTTP_AUTHORIZATION"))
+        credentials = basic_credentials(environ.get("HTTP_AUTHORIZATION"))
         token = None
         if credentials is not None:
             user, password = credentials
@@ -248,67 +232,26 @@ class GitHttpApp:
         token: Token | None,
         commands: PushCommands | None = None,
     ) -> tuple[subprocess.Popen[bytes], str, list[tuple[str, str]]]:
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(self.fake.root),
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_PROJECT_ROOT": str(git_dir.parent),
-            "GIT_HTTP_EXPORT_ALL": "1",
-            "PATH_INFO": f"/{git_dir.name}/{rest}",
-            "REQUEST_METHOD": environ["REQUEST_METHOD"],
-            "QUERY_STRING": query,
-            "CONTENT_TYPE": environ.get("CONTENT_TYPE", ""),
-            "REMOTE_USER": token.user.login if token is not None else "",
-            "REMOTE_ADDR": str(environ.get("REMOTE_ADDR", "127.0.0.1")),
-            "SERVER_PROTOCOL": "HTTP/1.1",
-            "GATEWAY_INTERFACE": "CGI/1.1",
-            "GIT_CONFIG_COUNT": "1",
-            "GIT_CONFIG_KEY_0": "receive.maxInputSize",
-            "GIT_CONFIG_VALUE_0": str(self.fake.max_push_bytes),
-        }
-        if not environ.get("wsgi.input_terminated") and environ.get("CONTENT_LENGTH"):
-            env["CONTENT_LENGTH"] = environ["CONTENT_LENGTH"]
-        if environ.get("HTTP_CONTENT_ENCODING"):
-            env["HTTP_CONTENT_ENCODING"] = environ["HTTP_CONTENT_ENCODING"]
-        if environ.get("HTTP_GIT_PROTOCOL"):
-            env["GIT_PROTOCOL"] = environ["HTTP_GIT_PROTOCOL"]
-        log = (self.fake.root / "git-http-backend.log").open("ab")
-        process = subprocess.Popen(
-            [GIT_BACKEND, "http-backend"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=log,
-            env=env,
-        )
-        log.close()
         record: Callable[[bytes], None] | None = None
         if rest == "git-upload-pack" and environ["REQUEST_METHOD"].upper() == "POST":
-            gzipped = environ.get("HTTP_CONTENT_ENCODING", "") in ("gzip", "x-gzip")
+            gzipped = _gzipped(environ)
 
             def record(body: bytes) -> None:
                 self.fake.upload_pack_requests.append(
                     UploadPackRequest.parse(served, body, gzipped=gzipped)
                 )
 
-        feeder = threading.Thread(
-            target=_feed,
-            args=(get_input_stream(environ), process.stdin, record),
-            kwargs={"watch": commands.feed if commands is not None else None},
-            daemon=True,
+        return start_backend(
+            environ,
+            git_dir,
+            rest,
+            query,
+            remote_user=token.user.login if token is not None else "",
+            home=self.fake.root,
+            max_push_bytes=self.fake.max_push_bytes,
+            record=record,
+            watch=commands.feed if commands is not None else None,
         )
-        feeder.start()
-        assert process.stdout is not None
-        status, headers = "200 OK", []
-        while True:
-            line = process.stdout.readline().rstrip(b"\r\n")
-            if not line:
-                break
-            key, _, value = line.decode("latin-1").partition(":")
-            if key.lower() == "status":
-                status = value.strip()
-            else:
-                headers.append((key.strip(), value.strip()))
-        return process, status, headers
 
     def _stream(
         self,
@@ -321,34 +264,11 @@ class GitHttpApp:
         """The backend's output. For a push the last chunk waits until the backend has
         exited and the push is recorded (``pushed_at``, pull request heads, webhook
         events): a client that has its answer finds all of it done."""
-        assert process.stdout is not None
-        finished = False
-
-        def finish() -> None:
-            nonlocal finished
-            if finished:
-                return
-            finished = True
-            assert process.stdout is not None
-            process.stdout.close()
-            process.wait()
-            if pushed:
-                self._after_push(repo, commands, token)
-
-        try:
-            held: bytes | None = None
-            while chunk := process.stdout.read1(CHUNK):
-                if not pushed:
-                    yield chunk
-                    continue
-                if held is not None:
-                    yield held
-                held = chunk
-            finish()
-            if held is not None:
-                yield held
-        finally:
-            finish()
+        return stream(
+            process,
+            hold_last=pushed,
+            finish=lambda: self._after_push(repo, commands, token) if pushed else None,
+        )
 
     def _after_push(self, repo: Repo, commands: PushCommands | None, token: Token | None) -> None:
         state = self.fake.state
@@ -418,7 +338,7 @@ class GitHttpApp:
             "200 OK",
             [("content-type", asset.content_type), ("content-length", str(asset.size))],
         )
-        return _file_chunks(asset.path.open("rb"))
+        return file_chunks(asset.path.open("rb"))
 
 
 def _download_token(state: State, header: str | None) -> Token | None:
@@ -429,7 +349,7 @@ def _download_token(state: State, header: str | None) -> Token | None:
     scheme, _, value = header.partition(" ")
     secret: str | None = value.strip()
     if scheme.lower() == "basic":
-        credentials = _basic_credentials(header)
+        credentials = basic_credentials(header)
         secret = credentials[1] if credentials is not None else None
     elif scheme.lower() not in ("bearer", "token"):
         secret = None
@@ -437,132 +357,3 @@ def _download_token(state: State, header: str | None) -> Token | None:
     if token is None or (token.expires_at is not None and state.now() >= token.expires_at):
         return None
     return token
-
-
-def _file_chunks(handle: IO[bytes]) -> Iterator[bytes]:
-    with handle:
-        while chunk := handle.read(CHUNK):
-            yield chunk
-
-
-def _feed(
-    source: IO[bytes],
-    sink: IO[bytes] | None,
-    record: Callable[[bytes], None] | None = None,
-    *,
-    watch: Callable[[bytes], None] | None = None,
-) -> None:
-    """Copy the request body into the CGI's stdin, then close it (EOF ends the request);
-    hand a copy of the body (its first ``RECORDED_BODY`` bytes) to ``record``, and each
-    chunk to ``watch`` before the CGI sees it."""
-    assert sink is not None
-    kept: list[bytes] = []
-    size = 0
-    try:
-        while chunk := source.read(CHUNK):
-            if record is not None and size < RECORDED_BODY:
-                kept.append(chunk)
-                size += len(chunk)
-            if watch is not None:
-                watch(chunk)
-            sink.write(chunk)
-    except (BrokenPipeError, OSError):
-        pass
-    finally:
-        with contextlib.suppress(OSError):
-            sink.close()
-        if record is not None:
-            record(b"".join(kept))
-
-
-ZERO = "0" * 40
-
-
-def _gzipped(environ: WSGIEnvironment) -> bool:
-    return environ.get("HTTP_CONTENT_ENCODING", "") in ("gzip", "x-gzip")
-
-
-class PushCommands:
-    """The ref updates a receive-pack request asks for, ``(before, after, ref)`` each,
-    read from its first pkt-lines as the body streams past (the pack is not kept)."""
-
-    def __init__(self, gzipped: bool) -> None:
-        self.updates: list[tuple[str, str, str]] = []
-        self._buffer = bytearray()
-        self._done = False
-        self._inflate = zlib.decompressobj(16 + zlib.MAX_WBITS) if gzipped else None
-
-    def feed(self, chunk: bytes) -> None:
-        if self._done:
-            return
-        if self._inflate is not None:
-            try:
-                chunk = self._inflate.decompress(chunk)
-            except zlib.error:
-                self._done = True
-                return
-        self._buffer += chunk
-        while len(self._buffer) >= 4 and not self._done:
-            try:
-                length = int(self._buffer[:4], 16)
-            except ValueError:
-                self._done = True
-                break
-            if length < 4:  # the flush after the commands: the pack follows
-                self._done = True
-                break
-            if len(self._buffer) < length:
-                return
-            line = bytes(self._buffer[4:length]).split(b"\0", 1)[0].rstrip(b"\n")
-            del self._buffer[:length]
-            parts = line.decode("latin-1").split(" ")
-            if len(parts) == 3 and all(len(p) in (40, 64) for p in parts[:2]):
-                before, after, ref = parts
-                self.updates.append((_zero(before), _zero(after), ref))
-        if self._done:
-            self._buffer.clear()
-
-
-def _zero(sha: str) -> str:
-    """Git's null id (any object format) as the webhook payloads spell it."""
-    return ZERO if set(sha) == {"0"} else sha
-
-
-#: How much of an upload-pack request body is kept for ``UploadPackRequest``.
-RECORDED_BODY = 8 << 20
-
-
-@dataclass(frozen=True)
-class UploadPackRequest:
-    """What one fetch asked for (``GitHubFake.upload_pack_requests``): the protocol v2
-    ``command`` (``ls-refs``, ``fetch``; empty for protocol v0) and the object ids wanted,
-    so tests can count what a fetch requested."""
-
-    repo: str
-    command: str
-    wants: tuple[str, ...]
-
-    @classmethod
-    def parse(cls, repo: str, body: bytes, *, gzipped: bool) -> UploadPackRequest:
-        if gzipped:
-            try:
-                body = gzip.decompress(body)
-            except (OSError, EOFError):
-                return cls(repo, "unreadable", ())
-        command, wants = "", []
-        at = 0
-        while at + 4 <= len(body):
-            try:
-                length = int(body[at : at + 4], 16)
-            except ValueError:
-                break
-            if length < 4:  # flush, delimiter, response-end
-                at += 4
-                continue
-            line = body[at + 4 : at + length].rstrip(b"\n").decode("latin-1")
-            at += length
-            if line.startswith("command="):
-                command = line.removeprefix("command=")
-            elif line.startswith("want "):
-                wants.append(line.split()[1])
-        return cls(repo, command, tuple(wants))

@@ -14,19 +14,18 @@
   stores the object only if its bytes hash to the OID and have the announced size (422
   otherwise); a verify answers 200 when the object is stored with that size, else 404.
 
-Objects live in ``<bare repo>/lfs/objects/<aa>/<bb>/<oid>``, git-lfs's own layout.
+Objects live in ``<bare repo>/lfs/objects/<aa>/<bb>/<oid>``, git-lfs's own layout, kept
+and the Batch API's request checked by ``tests/fakes/gitserver/lfs_store.py``, which the
+Forgejo test server shares.
 Faults of ``fake.faults`` (host ``git``) apply: ``commit_then_drop`` stores, then
 loses the answer.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import re
 import secrets
-import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -35,21 +34,20 @@ from typing import TYPE_CHECKING, Any
 
 from werkzeug.wsgi import get_input_stream
 
-from tests.fakes.github.app import _drop_connection
 from tests.fakes.github.faults import FaultRule
-from tests.fakes.github.git_http import Refusal
 from tests.fakes.github.models import Repo, Token
+from tests.fakes.gitserver import lfs_store
+from tests.fakes.gitserver.lfs_store import MEDIA_TYPE
+from tests.fakes.gitserver.smart_http import Refusal
+from tests.fakes.gitserver.wsgi import drop_connection as _drop_connection
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
 
     from tests.fakes.github.server import GitHubFake
 
-MEDIA_TYPE = "application/vnd.git-lfs+json"
 BATCH_PATH = re.compile(r"^/(?P<owner>[^/]+)/(?P<name>[^/]+?)(?:\.git)?/info/lfs/objects/batch$")
 TRANSFER_PATH = re.compile(r"^/_lfs/(?P<repo>\d+)/(?P<oid>[0-9a-f]{64})(?P<verify>/verify)?$")
-OID = re.compile(r"^[0-9a-f]{64}$")
-CHUNK = 1 << 16
 
 Authorize = Callable[["WSGIEnvironment", str, str, bool], tuple[Repo, Token | None]]
 Log = Callable[[int], None]
@@ -88,12 +86,11 @@ class LfsServer:
     # -- for tests ----------------------------------------------------------------------
 
     def path(self, repo: Repo, oid: str) -> Path:
-        return repo.git_dir / "lfs" / "objects" / oid[0:2] / oid[2:4] / oid
+        return lfs_store.object_path(repo.git_dir, oid)
 
     def objects(self, full_name: str) -> dict[str, bytes]:
         """Every stored object of a repository, OID -> bytes."""
-        root = self.fake.state.repo(full_name).git_dir / "lfs" / "objects"
-        return {p.name: p.read_bytes() for p in root.glob("*/*/*") if p.is_file()}
+        return lfs_store.stored_objects(self.fake.state.repo(full_name).git_dir)
 
     # -- routing ------------------------------------------------------------------------
 
@@ -164,27 +161,16 @@ class LfsServer:
     def _batch(
         self, environ: WSGIEnvironment, owner: str, name: str, authorize: Authorize
     ) -> tuple[int, dict[str, Any]]:
-        if MEDIA_TYPE not in environ.get("HTTP_ACCEPT", ""):
-            raise LfsRefusal(406, f"Accept must be {MEDIA_TYPE}")
-        if not environ.get("CONTENT_TYPE", "").startswith(MEDIA_TYPE):
-            raise LfsRefusal(422, f"Content-Type must be {MEDIA_TYPE}")
         try:
-            request = json.loads(get_input_stream(environ).read() or b"null")
-        except ValueError:
-            raise LfsRefusal(422, "Invalid JSON") from None
-        if not isinstance(request, dict) or request.get("operation") not in ("download", "upload"):
-            raise LfsRefusal(422, "operation must be download or upload")
-        transfers = request.get("transfers", ["basic"])
-        if not isinstance(transfers, list) or "basic" not in transfers:
-            raise LfsRefusal(422, "only the basic transfer adapter is supported")
-        if request.get("hash_algo", "sha256") != "sha256":
-            raise LfsRefusal(409, "only sha256 is supported")
-        objects = request.get("objects")
-        if not isinstance(objects, list):
-            raise LfsRefusal(422, "objects must be a list")
+            operation, objects = lfs_store.parse_batch(
+                environ.get("HTTP_ACCEPT", ""),
+                environ.get("CONTENT_TYPE", ""),
+                get_input_stream(environ).read(),
+            )
+        except lfs_store.BatchRefusal as refused:
+            raise LfsRefusal(refused.status, refused.message) from None
         if len(objects) > self.max_batch:
             raise LfsRefusal(413, f"at most {self.max_batch} objects per batch")
-        operation = request["operation"]
         try:
             repo, _ = authorize(environ, owner, name, operation == "upload")
         except Refusal as refused:  # the Git host's answer, in the Batch API's shape
@@ -198,14 +184,16 @@ class LfsServer:
         }
 
     def _object(self, repo: Repo, operation: str, obj: Any) -> dict[str, Any]:
-        oid = obj.get("oid") if isinstance(obj, dict) else None
-        size = obj.get("size") if isinstance(obj, dict) else None
-        if not isinstance(oid, str) or not OID.match(oid) or not isinstance(size, int) or size < 0:
+        pointer = lfs_store.valid_pointer(obj)
+        if pointer is None:
+            oid = obj.get("oid") if isinstance(obj, dict) else None
+            size = obj.get("size") if isinstance(obj, dict) else None
             return {
                 "oid": str(oid),
                 "size": size if isinstance(size, int) else 0,
                 "error": {"code": 422, "message": "Invalid object: oid or size"},
             }
+        oid, size = pointer
         answer: dict[str, Any] = {"oid": oid, "size": size}
         stored = self.path(repo, oid)
         if operation == "download":
@@ -274,7 +262,7 @@ class LfsServer:
                 ("content-length", str(stored.stat().st_size)),
             ],
         )
-        return _chunks(stored)
+        return lfs_store.chunks(stored)
 
     def _upload(self, environ: WSGIEnvironment, grant: _Grant) -> tuple[int, dict[str, Any]]:
         repo = self._repo(grant)
@@ -283,20 +271,11 @@ class LfsServer:
             raise LfsRefusal(
                 422, f"Content-Length {declared} is not the object's size {grant.size}"
             )
-        final = self.path(repo, grant.oid)
-        final.parent.mkdir(parents=True, exist_ok=True)
-        digest = hashlib.sha256()
-        size = 0
-        stream = get_input_stream(environ)
-        with tempfile.NamedTemporaryFile(dir=final.parent, delete=False) as out:
-            while chunk := stream.read(CHUNK):
-                digest.update(chunk)
-                size += len(chunk)
-                out.write(chunk)
-        if size != grant.size or digest.hexdigest() != grant.oid:
-            os.unlink(out.name)
+        stored, size = lfs_store.store(
+            repo.git_dir, grant.oid, grant.size, get_input_stream(environ)
+        )
+        if not stored:
             raise LfsRefusal(422, f"Object {grant.oid} does not match its bytes ({size} received)")
-        os.replace(out.name, final)
         return 200, {}
 
     def _verify(self, environ: WSGIEnvironment, grant: _Grant) -> tuple[int, dict[str, Any]]:
@@ -310,12 +289,6 @@ class LfsServer:
         if not stored.is_file() or stored.stat().st_size != body.get("size"):
             raise LfsRefusal(404, "Object does not exist")
         return 200, {"message": "ok"}
-
-
-def _chunks(path: Path) -> Iterable[bytes]:
-    with path.open("rb") as handle:
-        while chunk := handle.read(CHUNK):
-            yield chunk
 
 
 DOCS = "https://docs.github.com/repositories/working-with-files/managing-large-files"

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from tests.fakes.github import bare_repos
+from tests.fakes.gitserver import bare_repos
 
 
 @dataclass

@@ -15,10 +15,11 @@ from typing import Any
 
 import pygit2
 
-from tests.fakes.github import bare_repos, render
+from tests.fakes.github import render
 from tests.fakes.github.errors import ApiError, not_found
 from tests.fakes.github.models import Repo
 from tests.fakes.github.routing import Ctx, Reply, Route
+from tests.fakes.gitserver import bare_repos
 
 EMPTY = "Git Repository is empty."
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.fakes.github import auth, bare_repos, render
+from tests.fakes.github import auth, render
 from tests.fakes.github import webhook_events as hooks
 from tests.fakes.github.clock import iso
 from tests.fakes.github.errors import ApiError, not_found, validation_failed
 from tests.fakes.github.models import Installation, Repo
 from tests.fakes.github.paging import page_of
 from tests.fakes.github.routing import Ctx, Reply, Route
+from tests.fakes.gitserver import bare_repos
 
 
 def permissions_of(ctx: Ctx, repo: Repo) -> dict[str, bool]:

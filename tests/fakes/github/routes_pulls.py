@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.fakes.github import bare_repos, lookups, render
+from tests.fakes.github import lookups, render
 from tests.fakes.github import webhook_events as hooks
 from tests.fakes.github.errors import ApiError, Unmodelled, not_found, validation_failed
 from tests.fakes.github.models import Issue
 from tests.fakes.github.routes_issues import apply_issue_edit
 from tests.fakes.github.routing import Ctx, Reply, read, write
+from tests.fakes.gitserver import bare_repos
 
 PULLS = ("pull_requests",)
 RESOURCE = "PullRequest"

@@ -6,11 +6,12 @@ import hashlib
 import re
 from typing import Any
 
-from tests.fakes.github import auth, bare_repos, lookups, render, signed_urls
+from tests.fakes.github import auth, lookups, render, signed_urls
 from tests.fakes.github import webhook_events as hooks
 from tests.fakes.github.errors import not_found, validation_failed
 from tests.fakes.github.models import Asset, Release
 from tests.fakes.github.routing import Ctx, Reply, read, write
+from tests.fakes.gitserver import bare_repos
 
 CONTENTS = ("contents",)
 CHUNK = 1 << 20

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.fakes.github import bare_repos, lookups, render
+from tests.fakes.github import lookups, render
 from tests.fakes.github import webhook_events as hooks
 from tests.fakes.github.errors import ApiError, not_found, unprocessable
 from tests.fakes.github.models import Issue, Repo, Review, ReviewComment
 from tests.fakes.github.routes_pulls import PULLS, custom_error
 from tests.fakes.github.routing import Ctx, Reply, read, write
+from tests.fakes.gitserver import bare_repos
 
 THREAD = "pull_request_review_thread"
 EVENTS = {"APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED", "COMMENT": "COMMENTED"}

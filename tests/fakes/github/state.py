@@ -22,7 +22,6 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from tests.fakes.github import bare_repos
 from tests.fakes.github.clock import Clock, whole_seconds
 from tests.fakes.github.models import (
     App,
@@ -40,6 +39,7 @@ from tests.fakes.github.models import (
     Token,
     User,
 )
+from tests.fakes.gitserver import bare_repos
 
 DEFAULT_APP_PERMISSIONS = {
     "metadata": "read",

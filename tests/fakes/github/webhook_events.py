@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from tests.fakes.github import bare_repos
 from tests.fakes.github import webhook_payloads as payloads
 from tests.fakes.github.clock import iso
 from tests.fakes.github.models import (
@@ -51,6 +50,7 @@ from tests.fakes.github.models import (
     User,
 )
 from tests.fakes.github.render import Json, Urls
+from tests.fakes.gitserver import bare_repos
 
 if TYPE_CHECKING:
     from tests.fakes.github.routing import Ctx

@@ -22,7 +22,7 @@ from typing import Any
 
 import pygit2
 
-from tests.fakes.github import bare_repos, render
+from tests.fakes.github import render
 from tests.fakes.github.clock import iso
 from tests.fakes.github.models import (
     App,
@@ -38,6 +38,7 @@ from tests.fakes.github.models import (
     User,
 )
 from tests.fakes.github.render import Json, Urls
+from tests.fakes.gitserver import bare_repos
 
 #: GitHub's zen sayings: ``ping`` carries one.
 ZEN = (

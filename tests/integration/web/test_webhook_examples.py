@@ -26,8 +26,8 @@ from reposync.config import Settings
 from reposync.lifecycle import Side
 from reposync.models import Binding, IncomingWebhook
 from reposync.models.db import Database
+from reposync.providers.github.events import HANDLED_EVENTS
 from reposync.service.context import ServiceContext
-from reposync.service.github_events import HANDLED_EVENTS
 from reposync.web.app import create_app
 from tests import webhooks
 from tests.integration.web.conftest import WEBHOOK_SECRET

@@ -84,7 +84,7 @@ def test_without_a_secret_every_delivery_is_refused_and_nothing_recorded(app, ct
     app.extensions["reposync.ctx"].settings = ctx.settings.with_overrides(github_webhook_secret="")
     response = deliver(app.test_client(), "push", push())
     body = assert_problem(response, 503, "webhooks_not_configured")
-    assert "REPOSYNC_GITHUB_WEBHOOK_SECRET" in body["suggested_action"]
+    assert "REPOSYNC_GITHUB_WEBHOOK_SECRET" in body["detail"]
     assert deliveries(ctx) == 0
 
 

@@ -7,7 +7,7 @@ refused, which is why the pipeline looks a deferred create up by its marker befo
 sends it again); a refusal is this write's alone; a
 lost response is looked for at once (``markers.find_created``) and finished, or reported
 ``UNKNOWN``, never re-sent. Anything uncertain or refused makes the number allocator
-count afresh (``numbers``).
+count afresh (``forge.numbers``).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 
 from reposync.errors import Conflict, ContentUnavailable, RateLimited, ResultUnknown, WriteRefused
 from reposync.providers.base import ApplyResult, ItemError, TargetWrite, WriteStatus
+from reposync.providers.forge.attribution import ATTRIBUTED_FIELDS
 from reposync.providers.github.client import GitHubClient
 from reposync.providers.github.reads import read_one
 from reposync.providers.github.writes import (
@@ -29,7 +30,7 @@ from reposync.providers.github.writes import (
     reviews,
 )
 from reposync.providers.github.writes.carriers import kind
-from reposync.providers.github.writes.context import ATTRIBUTED_FIELDS, Handlers, WriteContext
+from reposync.providers.github.writes.context import Handlers, WriteContext
 from reposync.providers.github.writes.markers import find_created
 from reposync.sync.vocabulary import Action, ObjectType, Representation
 

@@ -5,36 +5,17 @@ number is, what the batch created), so a family's handler needs nothing else."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from reposync.errors import WriteRefused
 from reposync.providers.base import TargetWrite
-from reposync.providers.github.bodies import compose
+from reposync.providers.forge.attribution import ATTRIBUTED_FIELDS, attributed_body
+from reposync.providers.forge.numbers import NumberAllocator
 from reposync.providers.github.client import GitHubClient
-from reposync.providers.github.writes.numbers import NumberAllocator
+from reposync.providers.github.writes.numbers import GitHubNumbers
 from reposync.sync.vocabulary import Action, ObjectType, Representation
 
-#: Fields GitHub's API cannot set, per type: they travel in the attributed header.
-ATTRIBUTED_FIELDS: dict[ObjectType, tuple[str, ...]] = {
-    # state_reason too: GitHub sets "reopened" by itself when an issue is reopened.
-    # The lock is GitHub's own (lock/unlock), not a header field.
-    ObjectType.ISSUE: ("author", "created_at", "closed_at", "assignees", "state_reason"),
-    ObjectType.ISSUE_COMMENT: ("author", "created_at"),
-    ObjectType.PULL_REQUEST: (
-        "author",
-        "created_at",
-        "closed_at",
-        "assignees",
-        "base_sha",
-        "head_ref",  # a pull request on a shadow branch keeps its fork's branch name
-        "head_sha",
-        "merged",
-        "merged_at",
-    ),
-    ObjectType.REVIEW: ("state", "commit_id", "author", "submitted_at"),
-    ObjectType.REVIEW_COMMENT: ("commit_id", "author", "created_at"),
-    ObjectType.RELEASE: ("author", "created_at", "published_at"),
-}
+#: The forge's name, as what reposync writes on it says it.
+FORGE = "GitHub"
 
 
 class WriteContext:
@@ -51,7 +32,7 @@ class WriteContext:
         self.repo = repo  # "owner/name"
         self.uploads_url = uploads_url.rstrip("/")
         self.source_label = source_label
-        self.numbers = NumberAllocator(client, repo)
+        self.numbers = NumberAllocator(GitHubNumbers(client, repo), forge=FORGE)
         self.milestones: dict[str, int] | None = None  # title -> number
         self.labels: dict[str, str] | None = None  # id -> name
         self.kinds: dict[int, str] = {}  # number -> "pull" | "carrier" | "issue"
@@ -61,18 +42,10 @@ class WriteContext:
     def path(self, suffix: str) -> str:
         return f"/repos/{self.repo}{suffix}"
 
-    def body(
-        self, write: TargetWrite, kind: ObjectType, extra: Mapping[str, Any] | None = None
-    ) -> str:
+    def body(self, write: TargetWrite, kind: ObjectType) -> str:
         """The write's body with the header of the fields GitHub cannot set for ``kind``."""
-        payload = write.payload or {}
-        attribution = {key: payload.get(key) for key in ATTRIBUTED_FIELDS.get(kind, ())}
-        attribution.update(extra or {})
-        return compose(
-            payload.get("body") or "",
-            marker=write.marker,
-            attribution=attribution or None,
-            source_label=self.source_label(write),
+        return attributed_body(
+            write, ATTRIBUTED_FIELDS.get(kind, ()), source_label=self.source_label(write)
         )
 
     def ref(self, write: TargetWrite, name: str) -> str | None:

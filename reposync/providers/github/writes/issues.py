@@ -1,6 +1,6 @@
 """Issues and their comments on GitHub.
 
-An issue keeps its source number (``numbers``); authorship and times travel in the
+An issue keeps its source number (``forge.numbers``); authorship and times travel in the
 attributed header; the conversation lock is GitHub's own (lock/unlock), set after the
 issue is written.
 """

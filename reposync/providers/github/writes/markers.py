@@ -1,126 +1,109 @@
-"""Finding on GitHub what a create made, by the marker in its body or a natural key.
+"""Where on GitHub a create is found again: the listings ``forge.markers`` searches for
+markers (newest first), and labels, milestones and assets by their natural keys.
 
-After a lost response the writer looks for the object at once (``find_created``); the
-provider answers ``find_by_markers`` and proves absence (``markers_absent``) with
-``find_markers``. Labels, milestones and assets have no body to carry a marker: they
-are found by name, title and source name.
+Issues and pull requests share one listing; comments carrying a review or a review
+request are issue comments (``comment-<id>``); native reviews exist only per pull
+request, so they are searched pull request by pull request.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from reposync.providers.base import TargetWrite
-from reposync.providers.github.bodies import parse
+from reposync.providers.forge import markers as forge_markers
+from reposync.providers.forge.carriers import comment_identity
+from reposync.providers.forge.markers import Marked, MarkerFinder
+from reposync.providers.forge.reviews import native_review_identity
 from reposync.providers.github.client import GitHubClient
 from reposync.providers.github.writes.context import WriteContext
 from reposync.providers.github.writes.labels import label_by_name
 from reposync.providers.github.writes.releases import asset_named
 from reposync.sync.vocabulary import ObjectType
 
-#: Newest objects scanned when looking for a marker after a lost response.
-MARKER_SCAN_PAGES = 5
+#: Newest first, where GitHub's listing can sort.
+_NEWEST = {"sort": "created", "direction": "desc"}
+
+
+class GitHubMarkerSearch:
+    """GitHub's listings of bodies for ``forge.markers.MarkerFinder``."""
+
+    def __init__(self, client: GitHubClient, repo: str) -> None:
+        self.client = client
+        self.repo = repo  # "owner/name"
+
+    def _marked(
+        self, suffix: str, params: Mapping[str, Any], identity: Callable[[dict[str, Any]], str]
+    ) -> Iterator[Marked]:
+        items = self.client.paginate(f"/repos/{self.repo}{suffix}", params)
+        return ((identity(item), item.get("body")) for item in items)
+
+    def bodies(self, object_type: ObjectType) -> Iterable[Marked] | None:
+        if object_type in (ObjectType.ISSUE, ObjectType.PULL_REQUEST):
+            return self._marked("/issues", {"state": "all", **_NEWEST}, _number)
+        if object_type is ObjectType.ISSUE_COMMENT:
+            return self._marked("/issues/comments", _NEWEST, _id)
+        if object_type in (ObjectType.REVIEW, ObjectType.REVIEW_REQUEST):
+            # Carried in issue comments (a native review is per pull request).
+            return self._marked("/issues/comments", _NEWEST, lambda c: comment_identity(c["id"]))
+        if object_type is ObjectType.REVIEW_COMMENT:
+            return self._marked("/pulls/comments", _NEWEST, _id)
+        if object_type is ObjectType.RELEASE:
+            return self._marked("/releases", {}, _id)
+        return None
+
+    def bodies_per_parent(self, object_type: ObjectType) -> Iterable[Iterable[Marked]] | None:
+        if object_type is not ObjectType.REVIEW:
+            return None
+        pulls = self.client.paginate(f"/repos/{self.repo}/pulls", {"state": "all", **_NEWEST})
+        return (self._reviews(pull["number"]) for pull in pulls)
+
+    def bodies_under(self, object_type: ObjectType, parent: str) -> Iterable[Marked] | None:
+        return self._reviews(parent) if object_type is ObjectType.REVIEW else None
+
+    def _reviews(self, pull: object) -> Iterator[Marked]:
+        reviews = self.client.paginate(f"/repos/{self.repo}/pulls/{pull}/reviews")
+        return ((native_review_identity(pull, r["id"]), r.get("body")) for r in reviews)
+
+
+class GitHubNaturalKeys:
+    """Labels by name, milestones by title, assets by source name, for
+    ``forge.markers.find_created``."""
+
+    def __init__(self, ctx: WriteContext) -> None:
+        self.ctx = ctx
+
+    def label_named(self, name: str) -> str | None:
+        found = label_by_name(self.ctx, name)
+        return str(found["id"]) if found else None
+
+    def milestone_titled(self, title: str) -> str | None:
+        for existing in self.ctx.client.paginate(self.ctx.path("/milestones"), {"state": "all"}):
+            if existing["title"] == title:
+                return str(existing["number"])
+        return None
+
+    def asset_named(self, release: str, name: str) -> str | None:
+        asset = asset_named(self.ctx, release, name)
+        return str(asset["id"]) if asset else None
+
+
+def marker_finder(client: GitHubClient, repo: str) -> MarkerFinder:
+    """A finder of markers among one repository's newest objects."""
+    return MarkerFinder(GitHubMarkerSearch(client, repo))
 
 
 def find_created(ctx: WriteContext, write: TargetWrite) -> str | None:
     """The identity of what ``write`` (a create) made, or ``None`` when none was found."""
-    payload = write.payload or {}
-    if write.object_type is ObjectType.LABEL:
-        found = label_by_name(ctx, payload.get("name", ""))
-        return str(found["id"]) if found else None
-    if write.object_type is ObjectType.MILESTONE:
-        for existing in ctx.client.paginate(ctx.path("/milestones"), {"state": "all"}):
-            if existing["title"] == payload.get("title"):
-                return str(existing["number"])
-        return None
-    if write.object_type is ObjectType.REVIEW and ctx.parent(write):
-        number = ctx.parent(write)
-        for review in ctx.client.paginate(ctx.path(f"/pulls/{number}/reviews")):
-            if parse(review.get("body")).marker == write.marker:
-                return f"{number}/{review['id']}"
-    if write.object_type is ObjectType.RELEASE_ASSET and ctx.parent(write):
-        asset = asset_named(ctx, ctx.parent(write) or "", payload.get("name", ""))
-        return str(asset["id"]) if asset else None
-    return find_markers(ctx.client, ctx.repo, write.object_type, [write.marker]).get(write.marker)
-
-
-def find_markers(
-    client: GitHubClient,
-    repo: str,
-    object_type: ObjectType,
-    markers: Sequence[str],
-    *,
-    complete: list[bool] | None = None,
-) -> dict[str, str]:
-    """{marker: identity} among the newest objects of a type (after a lost response).
-
-    ``complete`` (when given) receives whether the whole listing was read: only then does
-    "not found" prove that no object carries a marker.
-    """
-    if complete is not None:
-        complete[:] = [False]
-    wanted = set(markers)
-    found: dict[str, str] = {}
-    listing: tuple[str, dict[str, Any], Callable[[dict[str, Any]], str]] | None = None
-    newest = {"sort": "created", "direction": "desc"}
-    if object_type in (ObjectType.ISSUE, ObjectType.PULL_REQUEST):
-        listing = (
-            f"/repos/{repo}/issues",
-            {"state": "all", **newest},
-            lambda item: str(item["number"]),
-        )
-    elif object_type in (ObjectType.ISSUE_COMMENT, ObjectType.REVIEW, ObjectType.REVIEW_REQUEST):
-        listing = (
-            f"/repos/{repo}/issues/comments",
-            newest,
-            lambda item: (
-                str(item["id"])
-                if object_type is ObjectType.ISSUE_COMMENT
-                else f"comment-{item['id']}"
-            ),
-        )
-    elif object_type is ObjectType.REVIEW_COMMENT:
-        listing = (f"/repos/{repo}/pulls/comments", newest, lambda item: str(item["id"]))
-    elif object_type is ObjectType.RELEASE:
-        listing = (f"/repos/{repo}/releases", {}, lambda item: str(item["id"]))
-    if listing is None:
-        return found
-    path, params, identity = listing
-    for count, item in enumerate(client.paginate(path, params)):
-        marker = parse(item.get("body")).marker
-        if marker in wanted:
-            found[marker] = identity(item)
-            if len(found) == len(wanted):
-                break
-        if count >= MARKER_SCAN_PAGES * 100:
-            break
-    else:
-        if complete is not None:
-            complete[:] = [True]
-    if object_type is ObjectType.REVIEW and len(found) < len(wanted):
-        # Native reviews live per pull request: the newest pull requests' reviews.
-        scanned_all = _find_native_reviews(client, repo, wanted, found)
-        if complete is not None and not scanned_all:
-            complete[:] = [False]
-    return found
-
-
-def _find_native_reviews(
-    client: GitHubClient, repo: str, wanted: set[str], found: dict[str, str]
-) -> bool:
-    """Markers of native reviews into ``found``; whether every pull request was read."""
-    pulls = client.paginate(
-        f"/repos/{repo}/pulls", {"state": "all", "sort": "created", "direction": "desc"}
+    return forge_markers.find_created(
+        write, ctx.parent(write), GitHubNaturalKeys(ctx), marker_finder(ctx.client, ctx.repo)
     )
-    for count, pull in enumerate(pulls):
-        if count >= MARKER_SCAN_PAGES * 100:
-            return False
-        number = pull["number"]
-        for review in client.paginate(f"/repos/{repo}/pulls/{number}/reviews"):
-            marker = parse(review.get("body")).marker
-            if marker in wanted:
-                found[marker] = f"{number}/{review['id']}"
-                if len(found) == len(wanted):
-                    return False  # stopped early: not a proof of absence for the rest
-    return True
+
+
+def _number(item: dict[str, Any]) -> str:
+    return str(item["number"])
+
+
+def _id(item: dict[str, Any]) -> str:
+    return str(item["id"])

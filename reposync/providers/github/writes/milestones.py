@@ -13,9 +13,9 @@ from typing import Any
 
 from reposync.errors import ObjectNotFound, WriteRefused
 from reposync.providers.base import TargetWrite
+from reposync.providers.forge.bodies import compose
 from reposync.providers.github import objects as gh
 from reposync.providers.github import shapes
-from reposync.providers.github.bodies import compose
 from reposync.providers.github.writes.context import Handlers, WriteContext
 from reposync.sync.canonical import content_hash
 from reposync.sync.vocabulary import Action, ObjectType, Representation

@@ -3,7 +3,7 @@
 A pull request is opened on its head branch, or on the shadow branch the refs phase
 pushed for it, when that branch is at its head commit; otherwise (merged, closed, or
 GitHub refuses it) it becomes a carrier issue (``carriers``). Either way it keeps its
-source number (``numbers``).
+source number (``forge.numbers``).
 """
 
 from __future__ import annotations

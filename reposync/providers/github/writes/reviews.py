@@ -4,8 +4,9 @@ A review is created whole with its top-level line comments, then submitted as a
 comment: GitHub records no approval, change request or dismissal by the sync's own
 account (the header keeps the source's state, ``REVIEW_STATE_NOTES`` says why it shows
 as a comment). A comment its review's create did not carry is created alone, and GitHub
-may place it elsewhere than the source had it (``PLACEMENT_FIELDS``). On a carrier, both
-are issue comments (``carriers.carried_comment``).
+may place it elsewhere than the source had it (``forge.reviews.PLACEMENT_FIELDS``). On a
+carrier, both are issue comments (``carriers.carried_comment``). How each is written,
+counted and read back is ``forge.reviews``'; here are GitHub's requests.
 """
 
 from __future__ import annotations
@@ -16,15 +17,24 @@ from typing import Any
 
 from reposync.errors import WriteRefused
 from reposync.providers.base import TargetWrite
-from reposync.providers.github import objects as gh
-from reposync.providers.github.bodies import compose, parse
-from reposync.providers.github.writes.carriers import carried_comment, kind
-from reposync.providers.github.writes.context import (
-    ATTRIBUTED_FIELDS,
-    Handlers,
-    WriteContext,
-    number,
+from reposync.providers.forge import reviews as forge_reviews
+from reposync.providers.forge.carriers import (
+    carried_review_comment_extra,
+    comment_id,
+    is_carried,
 )
+from reposync.providers.forge.reviews import (
+    GONE_COMMENT,
+    kept_placement,
+    native_review_identity,
+    placement_representation,
+    review_body,
+    review_comment_body,
+    review_state_notes,
+)
+from reposync.providers.github import objects as gh
+from reposync.providers.github.writes.carriers import carried_comment, kind
+from reposync.providers.github.writes.context import FORGE, Handlers, WriteContext, number
 from reposync.sync.vocabulary import Action, ObjectType, Representation
 
 log = logging.getLogger(__name__)
@@ -32,72 +42,19 @@ log = logging.getLogger(__name__)
 #: Review states GitHub cannot give a review the sync creates (its account would be
 #: approving, requesting changes, or holding a draft): submitted as a comment, the header
 #: keeping the state and saying so (``state_as_comment``).
-REVIEW_STATE_NOTES = {
-    "APPROVED": "approved on the source; shown as a comment: GitHub would count an "
-    "approval by the sync's account",
-    "CHANGES_REQUESTED": "requested changes on the source; shown as a comment: GitHub "
-    "would block merging on the sync's account",
-    "DISMISSED": "a dismissed review on the source; shown as a comment: GitHub dismisses "
-    "only approvals and change requests",
-    "PENDING": "pending on the source (a draft its author had not submitted); shown as "
-    "a comment: a pending review on GitHub is the sync's own draft",
-}
-#: Header fields of a review comment GitHub placed elsewhere than the source had it:
-#: ``review`` (the review it belongs to, when GitHub opened another one for it) and
-#: ``in_reply_to`` (the comment it answered, when GitHub threads it to the root, or
-#: ``GONE_COMMENT`` when the source's was deleted). Reads restore both.
-PLACEMENT_FIELDS = ("review", "in_reply_to")
-#: What a reply answers when the source's comment is gone (as a local forge keeps it).
-GONE_COMMENT = "deleted"
-
-
-def _placement_representation(extra: Mapping[str, Any]) -> Representation:
-    if extra.get("in_reply_to") == GONE_COMMENT:
-        return Representation.DETACHED_REPLY
-    if extra.get("in_reply_to") is not None:
-        return Representation.REPLY_TO_ROOT
-    if extra.get("review") is not None:
-        return Representation.OWN_REVIEW
-    return Representation.ATTRIBUTED
-
-
-def _placement_note(extra: Mapping[str, Any]) -> str | None:
-    """The visible part of ``PLACEMENT_FIELDS``: what GitHub shows differently."""
-    replied = extra.get("in_reply_to")
-    if replied == GONE_COMMENT:
-        return "in reply to a comment deleted on the source; shown as a comment of its own"
-    if replied is not None:
-        return (
-            f"in reply to comment {replied}; GitHub threads replies to the first comment "
-            "of a thread"
-        )
-    if extra.get("review") is not None:
-        return f"part of review {extra['review']}; GitHub opened a review of its own for it"
-    return None
+REVIEW_STATE_NOTES = review_state_notes(FORGE)
 
 
 # -- reviews ----------------------------------------------------------------------------
 
 
 def _review_body(ctx: WriteContext, write: TargetWrite) -> str:
-    """A review's body: the header keeps every field, and says when GitHub shows the
-    review in another state than the source's (see ``REVIEW_STATE_NOTES``)."""
-    payload = write.payload or {}
-    attribution = {key: payload.get(key) for key in ATTRIBUTED_FIELDS[ObjectType.REVIEW]}
-    return compose(
-        payload.get("body") or "",
-        marker=write.marker,
-        attribution=attribution,
-        source_label=ctx.source_label(write),
-        note=REVIEW_STATE_NOTES.get(str(payload.get("state"))),
-    )
+    return review_body(write, source_label=ctx.source_label(write), notes=REVIEW_STATE_NOTES)
 
 
 def review_representation(write: TargetWrite) -> Representation:
-    state = str((write.payload or {}).get("state"))
-    if state in REVIEW_STATE_NOTES:
-        return Representation.STATE_AS_COMMENT
-    return Representation.ATTRIBUTED
+    """How GitHub shows review ``write``: ``state_as_comment`` for the states it cannot give."""
+    return forge_reviews.review_representation(write, REVIEW_STATE_NOTES)
 
 
 def _inline(ctx: WriteContext, child: TargetWrite) -> dict[str, Any] | None:
@@ -149,7 +106,7 @@ def create_review(ctx: WriteContext, write: TargetWrite) -> tuple[str, Represent
             ctx.path(f"/pulls/{pull}/reviews"),
             json_body={"body": request["body"]},
         )
-    identity = f"{pull}/{created['id']}"
+    identity = native_review_identity(pull, created["id"])
     submit_if_pending(ctx, identity, created)
     return identity, review_representation(write)
 
@@ -170,7 +127,7 @@ def submit_if_pending(ctx: WriteContext, identity: str, data: dict[str, Any] | N
 
 def update_review(ctx: WriteContext, write: TargetWrite) -> tuple[str, Representation]:
     identity = write.target_identity or ""
-    if identity.startswith("comment-"):
+    if is_carried(identity):
         carrier = number(ctx.parent(write))
         return (
             carried_comment(ctx, write, carrier, ObjectType.REVIEW, {}),
@@ -189,18 +146,7 @@ def update_review(ctx: WriteContext, write: TargetWrite) -> tuple[str, Represent
 
 
 def _comment_body(ctx: WriteContext, write: TargetWrite, extra: Mapping[str, Any]) -> str:
-    """A review comment's body; ``extra`` (see ``PLACEMENT_FIELDS``) says where the source
-    had it when GitHub put it elsewhere, in the header and in a visible note."""
-    payload = write.payload or {}
-    attribution = {key: payload.get(key) for key in ATTRIBUTED_FIELDS[ObjectType.REVIEW_COMMENT]}
-    attribution.update(extra)
-    return compose(
-        payload.get("body") or "",
-        marker=write.marker,
-        attribution=attribution,
-        source_label=ctx.source_label(write),
-        note=_placement_note(extra),
-    )
+    return review_comment_body(write, extra, source_label=ctx.source_label(write), forge=FORGE)
 
 
 def create_review_comment(ctx: WriteContext, write: TargetWrite) -> tuple[str, Representation]:
@@ -215,7 +161,7 @@ def create_review_comment(ctx: WriteContext, write: TargetWrite) -> tuple[str, R
         raise WriteRefused(
             "the review is not on GitHub yet", refusal="dependency_missing", status=422
         )
-    if review.startswith("comment-"):
+    if is_carried(review):
         pull = _review_pull(ctx, write)
         return (
             carried_comment(
@@ -231,7 +177,7 @@ def create_review_comment(ctx: WriteContext, write: TargetWrite) -> tuple[str, R
             "the comment replied to is not on GitHub", refusal="dependency_missing", status=422
         )
     extra: dict[str, Any] = {"review": review}
-    if reply is not None and not reply.startswith("comment-"):
+    if reply is not None and not is_carried(reply):
         answered = ctx.client.get(ctx.path(f"/pulls/comments/{reply}"))
         if answered.get("in_reply_to_id") is not None:
             extra["in_reply_to"] = reply  # GitHub threads it to the root
@@ -254,30 +200,25 @@ def create_review_comment(ctx: WriteContext, write: TargetWrite) -> tuple[str, R
             request["subject_type"] = "file"
         request["body"] = _comment_body(ctx, write, extra)
         created = ctx.client.write("POST", ctx.path(f"/pulls/{pull}/comments"), json_body=request)
-    return str(created["id"]), _placement_representation(extra)
+    return str(created["id"]), placement_representation(extra)
 
 
 def _review_pull(ctx: WriteContext, write: TargetWrite) -> int:
     """The pull request (carrier) of a review that was carried in a comment."""
-    review = (ctx.parent(write) or "").removeprefix("comment-")
+    review = comment_id(ctx.parent(write) or "")
     comment = ctx.client.get(ctx.path(f"/issues/comments/{review}"))
     return gh.parent_number(comment)
 
 
 def _review_comment_extra(ctx: WriteContext, write: TargetWrite) -> dict[str, Any]:
-    payload = write.payload or {}
-    return {
-        "review": ctx.parent(write),
-        "path": payload.get("path"),
-        "line": payload.get("line"),
-        "side": payload.get("side"),
-        "in_reply_to": ctx.ref(write, "in_reply_to"),
-    }
+    return carried_review_comment_extra(
+        write, review=ctx.parent(write), in_reply_to=ctx.ref(write, "in_reply_to")
+    )
 
 
 def update_review_comment(ctx: WriteContext, write: TargetWrite) -> tuple[str, Representation]:
     identity = write.target_identity or ""
-    if identity.startswith("comment-"):
+    if is_carried(identity):
         return (
             carried_comment(
                 ctx, write, 0, ObjectType.REVIEW_COMMENT, _review_comment_extra(ctx, write)
@@ -286,22 +227,19 @@ def update_review_comment(ctx: WriteContext, write: TargetWrite) -> tuple[str, R
         )
     # Where GitHub put it does not change with its text: keep what the header says.
     current = ctx.client.get(ctx.path(f"/pulls/comments/{identity}"))
-    kept = parse(current.get("body")).attribution or {}
-    extra = {key: kept[key] for key in PLACEMENT_FIELDS if key in kept}
+    extra = kept_placement(current.get("body"))
     ctx.client.write(
         "PATCH",
         ctx.path(f"/pulls/comments/{identity}"),
         json_body={"body": _comment_body(ctx, write, extra)},
     )
-    return identity, _placement_representation(extra)
+    return identity, placement_representation(extra)
 
 
 def delete_review_comment(ctx: WriteContext, write: TargetWrite) -> tuple[str, None]:
     identity = write.target_identity or ""
-    if identity.startswith("comment-"):
-        ctx.client.write(
-            "DELETE", ctx.path(f"/issues/comments/{identity.removeprefix('comment-')}")
-        )
+    if is_carried(identity):
+        ctx.client.write("DELETE", ctx.path(f"/issues/comments/{comment_id(identity)}"))
     else:
         ctx.client.write("DELETE", ctx.path(f"/pulls/comments/{identity}"))
     return identity, None

@@ -1,11 +1,13 @@
 """What a forge says changed, whichever forge said it: the normalized form of a webhook.
 
-A GitHub delivery (``github_events``) and a local repository's hook (``intake``) both
-become a ``Notification`` of ``RepositoryChange``s, and ``intake.receive`` is the one
-function that acts on it. Nothing here is trusted to be complete: a change only asks for
-a Run (which reads the source itself) or refreshes what a Binding knows of a side (its
-locator, its visibility, a notice about access). Hints (refs, object types) are recorded
-with the delivery; a Run does not narrow its inventory by them.
+A forge's delivery (read by its provider's ``WebhookReader``: GitHub's is
+``providers/github/webhooks.py``) and a local repository's hook (``service/intake.py``)
+both become a ``Notification`` of ``RepositoryChange``s, and ``intake.receive`` is the one
+function that acts on it. This is what a provider hands the service, so it lives where
+providers may import it and names no forge. Nothing here is trusted to be complete: a
+change only asks for a Run (which reads the source itself) or refreshes what a Binding
+knows of a side (its locator, its visibility, a notice about access). Hints (refs, object
+types) are recorded with the delivery; a Run does not narrow its inventory by them.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+
+from reposync.errors import WebhookMalformed
 
 
 class Outcome(StrEnum):
@@ -43,6 +47,19 @@ class AccessChange:
     lost (a GitHub App uninstalled, the repository archived); None says access is back."""
 
     notice: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionAccess:
+    """An access change of every side opened through one set of credentials, told without
+    naming its repositories (GitHub: an App installation suspended or uninstalled)."""
+
+    #: The ``connection_id`` of the sides it concerns (``github:installation:<id>``).
+    connection_id: str
+    #: Whether the sides without a ``connection_id`` are concerned too: they are opened
+    #: with the provider's configured credentials, and these are they.
+    configured: bool
+    access: AccessChange
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +114,32 @@ class Notification:
     action: str | None
     outcome: Outcome
     changes: tuple[RepositoryChange, ...] = ()
-    #: An access change of a whole GitHub App installation whose payload lists no
-    #: repositories: (installation id, change). It applies to every Binding side of the
-    #: provider when the installation is the one reposync is configured with.
-    installation_access: tuple[str, AccessChange] | None = None
+    #: An access change of every side opened through one connection, whose delivery
+    #: lists no repositories (a whole GitHub App installation).
+    connection_access: ConnectionAccess | None = None
+
+
+#: The widths of a delivery record's event and id (``models/incoming_webhook.py``).
+MAX_EVENT = 64
+MAX_DELIVERY_ID = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """What a delivery's headers say before its body is read: its event, and the id a
+    redelivery keeps (the service's deduplication key, with the provider)."""
+
+    event: str
+    delivery_id: str
+
+    @classmethod
+    def from_headers(
+        cls, event: str | None, delivery_id: str | None, *, event_header: str, id_header: str
+    ) -> Delivery:
+        """Both values, each present and short enough to be recorded; ``WebhookMalformed``
+        naming the forge's own headers otherwise."""
+        if not event or not delivery_id:
+            raise WebhookMalformed(f"the delivery has no {event_header} or {id_header} header")
+        if len(delivery_id) > MAX_DELIVERY_ID or len(event) > MAX_EVENT:
+            raise WebhookMalformed(f"the {event_header} or {id_header} header is too long")
+        return cls(event, delivery_id)

@@ -1,4 +1,8 @@
-"""The bare Git repositories behind the fake's repositories (through pygit2)."""
+"""The bare Git repositories behind the test servers' repositories (through pygit2).
+
+Forge-neutral: the GitHub and the Forgejo test servers keep their repositories in these;
+``bot`` names whose commit a repository's first commit is (the forge's own bot).
+"""
 
 from __future__ import annotations
 
@@ -11,8 +15,16 @@ import pygit2
 BOT_SIGNATURE = ("GitHub", "noreply@github.com")
 
 
-def init(path: Path, default_branch: str, *, auto_init: bool, when: datetime) -> None:
-    """A bare repository configured like GitHub's: ``refs/pull/*`` cannot be pushed."""
+def init(
+    path: Path,
+    default_branch: str,
+    *,
+    auto_init: bool,
+    when: datetime,
+    bot: tuple[str, str] = BOT_SIGNATURE,
+) -> None:
+    """A bare repository configured as forges keep theirs: ``refs/pull/*`` cannot be
+    pushed; with ``auto_init`` a first commit (a README) by ``bot``."""
     repo = pygit2.init_repository(str(path), bare=True, initial_head=default_branch)
     config = repo.config
     config["receive.hideRefs"] = "refs/pull"
@@ -21,7 +33,9 @@ def init(path: Path, default_branch: str, *, auto_init: bool, when: datetime) ->
     config["http.receivepack"] = True
     config["uploadpack.allowReachableSHA1InWant"] = True
     if auto_init:
-        _first_commit(repo, default_branch, "README.md", f"# {path.stem}\n", "Initial commit", when)
+        _first_commit(
+            repo, default_branch, "README.md", f"# {path.stem}\n", "Initial commit", when, bot
+        )
 
 
 def init_wiki(path: Path) -> None:
@@ -44,10 +58,16 @@ def first_wiki_page(path: Path, title: str, body: str, when: datetime) -> str:
 
 
 def _first_commit(
-    repo: pygit2.Repository, branch: str, name: str, content: str, message: str, when: datetime
+    repo: pygit2.Repository,
+    branch: str,
+    name: str,
+    content: str,
+    message: str,
+    when: datetime,
+    bot: tuple[str, str] = BOT_SIGNATURE,
 ) -> str:
-    """A root commit of one file on ``branch``, by GitHub's bot; its id."""
-    sig = _signature(BOT_SIGNATURE, when)
+    """A root commit of one file on ``branch``, by the forge's bot; its id."""
+    sig = _signature(bot, when)
     builder = repo.TreeBuilder()
     builder.insert(name, repo.create_blob(content.encode()), pygit2.enums.FileMode.BLOB)
     return str(repo.create_commit(f"refs/heads/{branch}", sig, sig, message, builder.write(), []))
@@ -188,7 +208,7 @@ def file_diff(path: Path, base: str, head: str, filename: str) -> list[DiffLine]
 def merge(
     path: Path, base_ref: str, head_sha: str, message: str, who: tuple[str, str], when: datetime
 ) -> str:
-    """A merge commit of ``head_sha`` into branch ``base_ref`` (as GitHub's merge button)."""
+    """A merge commit of ``head_sha`` into branch ``base_ref`` (as a forge's merge button)."""
     repo = _open(path)
     base = repo.references[f"refs/heads/{base_ref}"].peel(pygit2.Commit)
     head = repo[pygit2.Oid(hex=head_sha)].peel(pygit2.Commit)

@@ -1,7 +1,7 @@
-"""What reposync writes into GitHub bodies, and how it reads it back out.
+"""What reposync writes into a forge's Markdown bodies, and how it reads it back out.
 
-GitHub's API cannot set an author or a timestamp, nor store a pull request whose branch
-is gone. Such facts travel in the body:
+A hosted forge's API (GitHub's, Forgejo's) cannot set an author or a timestamp, nor
+store a pull request whose branch is gone. Such facts travel in the body:
 
 * an **attribution header**: a hidden JSON comment with every field the API cannot set
   (exact, machine-read on read-back) and one visible line for humans;
@@ -42,7 +42,7 @@ def compose(
     note: str | None = None,
 ) -> str:
     """``headline`` replaces the visible "Originally by" line (an object with no author of
-    its own, such as a review request); ``note`` is appended to it: what GitHub shows
+    its own, such as a review request); ``note`` is appended to it: what the forge shows
     differently from the source (a state it cannot give, a reply it threads elsewhere)."""
     text = body
     if attribution:

@@ -18,8 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reposync.errors import WebhookPayloadInvalid
-from reposync.service import github_events, github_payloads
-from reposync.service.changes import Notification, Outcome
+from reposync.providers.github import events as github_events
+from reposync.providers.github import payloads as github_payloads
+from reposync.providers.notifications import Notification, Outcome
 from tests.webhook_examples import Example, examples, objects, sets, with_unknown_properties
 
 EXAMPLES = examples()

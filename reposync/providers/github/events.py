@@ -1,6 +1,6 @@
 """GitHub webhook deliveries, read tolerantly and normalized into changes.
 
-A delivery's payload is read by ``github_payloads``: what reposync reads of its event
+A delivery's payload is read by ``payloads``: what reposync reads of its event
 must be there and in range; nothing else is looked at, so the properties GitHub adds,
 leaves out or sends only for some accounts never refuse a delivery.
 
@@ -13,21 +13,22 @@ Any other event is recorded as ignored.
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from reposync.errors import InvalidLocator, WebhookMalformed
-from reposync.providers.registry import provider_class
-from reposync.service import github_payloads
-from reposync.service.changes import (
+from reposync.errors import InvalidLocator
+from reposync.providers.github import payloads
+from reposync.providers.notifications import (
     AccessChange,
+    ConnectionAccess,
     Notification,
     Outcome,
     RefMove,
     RepositoryChange,
 )
+from reposync.providers.registry import provider_class
+from reposync.providers.webhooks import json_body
 from reposync.sync.vocabulary import ObjectType
 
 PROVIDER = "github"
@@ -48,7 +49,7 @@ CONTENT_EVENTS: dict[str, tuple[ObjectType, ...]] = {
     "pull_request_review_comment": (ObjectType.REVIEW_COMMENT,),
     "release": (ObjectType.RELEASE, ObjectType.RELEASE_ASSET),
 }
-#: Every event reposync acts on; what it reads of each is ``github_payloads.SCHEMAS``.
+#: Every event reposync acts on; what it reads of each is ``payloads.SCHEMAS``.
 HANDLED_EVENTS = frozenset(
     {*CONTENT_EVENTS, "repository", "installation", "installation_repositories", "ping"}
 )
@@ -69,26 +70,23 @@ _REPOSITORY_ACCESS: dict[str, str | None] = {
 }
 
 
-def parse_body(body: bytes) -> Any:
-    """The JSON value of a delivery body (``WebhookMalformed`` when it is none)."""
-    try:
-        return json.loads(body)
-    except RecursionError:
-        raise WebhookMalformed("the delivery body is JSON nested too deeply") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise WebhookMalformed(f"the delivery body is not JSON: {exc}") from None
+def notification(
+    event: str, delivery_id: str, body: bytes, *, configured_installation: str = ""
+) -> Notification:
+    """Read and normalize one delivery (``event`` is ``X-GitHub-Event``, ``body`` its JSON).
 
-
-def notification(event: str, delivery_id: str, body: bytes) -> Notification:
-    """Read and normalize one delivery (``event`` is ``X-GitHub-Event``)."""
+    ``configured_installation`` is the App installation reposync opens sides without a
+    connection through (``REPOSYNC_GITHUB_INSTALLATION_ID``): an event of that whole
+    installation concerns those sides too.
+    """
     if event not in HANDLED_EVENTS:
         return Notification(PROVIDER, delivery_id, event, None, Outcome.IGNORED)
-    payload = github_payloads.read(event, parse_body(body))
+    payload = payloads.read(event, json_body(body))
     action = payload.get("action")
     if event == "ping":
         return Notification(PROVIDER, delivery_id, event, None, Outcome.PONG)
     if event in ("installation", "installation_repositories"):
-        return _installation(event, delivery_id, payload)
+        return _installation(event, delivery_id, payload, configured_installation)
     repository = payload["repository"]
     change = RepositoryChange(
         provider=PROVIDER,
@@ -160,7 +158,7 @@ def _locator(action: str, full_name: str) -> str:
     try:
         return provider_class(PROVIDER).normalize_locator(full_name)
     except InvalidLocator:
-        raise github_payloads.refuse(
+        raise payloads.refuse(
             "repository",
             "$.repository.full_name",
             f"{full_name[:120]!r} is not a GitHub OWNER/NAME, so no Binding takes it as "
@@ -168,7 +166,9 @@ def _locator(action: str, full_name: str) -> str:
         ) from None
 
 
-def _installation(event: str, delivery_id: str, payload: dict[str, Any]) -> Notification:
+def _installation(
+    event: str, delivery_id: str, payload: dict[str, Any], configured: str
+) -> Notification:
     action = payload["action"]
     installation = str(payload["installation"]["id"])
     changes: list[RepositoryChange] = []
@@ -187,7 +187,12 @@ def _installation(event: str, delivery_id: str, payload: dict[str, Any]) -> Noti
                 event,
                 action,
                 Outcome.ACCEPTED,
-                installation_access=(installation, access),
+                connection_access=ConnectionAccess(
+                    # a side's connection_id (auth.CONNECTION) that names the installation
+                    f"github:installation:{installation}",
+                    bool(configured) and installation == configured,
+                    access,
+                ),
             )
         changes = [_access_change(event, action, repo, access) for repo in listed]
     else:
@@ -229,7 +234,7 @@ def _occurred_at(event: str, repository: dict[str, Any]) -> datetime | None:
     (both in range: the reader checked them)."""
     value = repository.get("updated_at") if event == "repository" else repository.get("pushed_at")
     if isinstance(value, int):
-        return github_payloads.epoch_time(value)
+        return payloads.epoch_time(value)
     if isinstance(value, str):
-        return github_payloads.parse_time(value)
+        return payloads.parse_time(value)
     return None

@@ -8,8 +8,9 @@ from datetime import UTC, datetime
 import pytest
 
 from reposync.errors import WebhookMalformed, WebhookPayloadInvalid
-from reposync.service import github_events, github_payloads
-from reposync.service.changes import Outcome, RefMove
+from reposync.providers.github import events as github_events
+from reposync.providers.github import payloads as github_payloads
+from reposync.providers.notifications import Outcome, RefMove
 from tests import webhooks
 
 SHA_A, SHA_B, NULL = "a" * 40, "b" * 40, "0" * 40
@@ -271,9 +272,12 @@ def test_an_installation_deleted_without_repositories_concerns_the_whole_install
     body["installation"]["id"] = 99
     notification = parse("installation", body)
     assert notification.changes == ()
-    assert notification.installation_access is not None
-    installation, access = notification.installation_access
-    assert installation == "99"
+    assert notification.connection_access is not None
+    connection, access = (
+        notification.connection_access.connection_id,
+        notification.connection_access.access,
+    )
+    assert connection == "github:installation:99"
     assert access.notice is not None
     assert "uninstalled" in access.notice
 

@@ -1,0 +1,72 @@
+"""Which fields travel in an attribution header, and how a header is written and read.
+
+A hosted forge's API sets no author and no time: the object is the token's, created
+now. reposync writes such fields into the body's attribution header (``bodies``), and
+reads give the header's value back in place of what the forge reports, so an object
+read back equals the object that was written.
+
+``ATTRIBUTED_FIELDS`` is the set GitHub's API cannot set; a forge that can set one for
+some writes (Forgejo authoring as the mapped account through ``Sudo``) passes its own
+``fields`` for those writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from reposync.providers.base import TargetWrite
+from reposync.providers.forge.bodies import Parsed, compose
+from reposync.sync.vocabulary import ObjectType
+
+#: Fields a forge's API cannot set, per type: they travel in the attributed header.
+ATTRIBUTED_FIELDS: dict[ObjectType, tuple[str, ...]] = {
+    # state_reason too: GitHub sets "reopened" by itself when an issue is reopened.
+    # The lock is GitHub's own (lock/unlock), not a header field.
+    ObjectType.ISSUE: ("author", "created_at", "closed_at", "assignees", "state_reason"),
+    ObjectType.ISSUE_COMMENT: ("author", "created_at"),
+    ObjectType.PULL_REQUEST: (
+        "author",
+        "created_at",
+        "closed_at",
+        "assignees",
+        "base_sha",
+        "head_ref",  # a pull request on a shadow branch keeps its fork's branch name
+        "head_sha",
+        "merged",
+        "merged_at",
+    ),
+    ObjectType.REVIEW: ("state", "commit_id", "author", "submitted_at"),
+    ObjectType.REVIEW_COMMENT: ("commit_id", "author", "created_at"),
+    ObjectType.RELEASE: ("author", "created_at", "published_at"),
+}
+
+
+def attributed_body(
+    write: TargetWrite,
+    fields: Sequence[str],
+    *,
+    source_label: str | None,
+    extra: Mapping[str, Any] | None = None,
+    note: str | None = None,
+) -> str:
+    """The write's body with a header of its payload's ``fields`` (and ``extra``, which
+    wins) and its marker; ``note`` is said in the header's visible line."""
+    payload = write.payload or {}
+    attribution = {key: payload.get(key) for key in fields}
+    attribution.update(extra or {})
+    return compose(
+        payload.get("body") or "",
+        marker=write.marker,
+        attribution=attribution or None,
+        source_label=source_label,
+        note=note,
+    )
+
+
+def header_value(parsed: Parsed, key: str, default: Any) -> Any:
+    """The header's ``key`` when the header has it, else ``default`` (what the forge
+    reports)."""
+    if parsed.attribution is not None and key in parsed.attribution:
+        return parsed.attribution[key]
+    return default

@@ -1,0 +1,194 @@
+"""What every forge's contract harness shares: violations, their recording, and hooking a
+client's HTTP exchanges to a contract.
+
+A forge's contract (``contract.py``: GitHub's OpenAPI 3 description;
+``contract_forgejo.py``: Forgejo's Swagger 2 description) answers ``check_request`` and
+``response_problems`` in its own way; what a violation says, how a test server or a
+client's session records one, and which exchanges are checked at all are the same for
+both, so they live here once.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import requests
+
+Headers = Mapping[str, str] | Iterable[tuple[str, str]] | None
+MAX_LISTED_ERRORS = 8
+
+
+class ContractViolation(AssertionError):
+    """An exchange that the forge's description does not allow."""
+
+    def __init__(self, message: str, what: str = "") -> None:
+        super().__init__(message)
+        self.what = what  # "request" or "response <status>"
+
+    @property
+    def is_request(self) -> bool:
+        return self.what == "request"
+
+
+@dataclass(frozen=True)
+class BodyError:
+    """One schema error of a JSON request body (what the forge answers 422 for)."""
+
+    field: str  # dotted path of the field ("" for the body itself)
+    code: str  # "missing_field" or "invalid"
+    message: str
+
+
+@dataclass(frozen=True)
+class RequestCheck:
+    problems: list[tuple[str, str]]
+    body_errors: list[BodyError]
+
+
+class Contract(Protocol):
+    """What the recording and the client hooks need of a forge's contract."""
+
+    def is_rest_url(self, url: str) -> bool: ...
+
+    def describes(self, method: str, url: str) -> bool: ...
+
+    def validate_request(
+        self, method: str, url: str, headers: Headers = None, body: bytes | None = None
+    ) -> None: ...
+
+    def validate_response(
+        self,
+        method: str,
+        url: str,
+        status: int,
+        headers: Headers = None,
+        body: bytes | None = None,
+    ) -> None: ...
+
+
+def violation_message(
+    forge: str, method: str, url: str, what: str, label: str, problems: list[tuple[str, str]]
+) -> str:
+    """The one wording of a violation: ``METHOD url [operation]: what breaks <forge>'s
+    description:`` and a line per problem."""
+    lines = [f"{method.upper()} {url}{label}: {what} breaks {forge}'s description:"]
+    lines += [f"  - {message}" for _, message in problems]
+    return "\n".join(lines)
+
+
+def pointer(error: Any) -> str:
+    """Where a jsonschema error is, as ``$.a.b[0]``."""
+    out = "$"
+    for part in error.absolute_path:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+@dataclass
+class RecordingValidator:
+    """Collects violations instead of raising them (thread-safe)."""
+
+    contract: Contract
+    violations: list[ContractViolation] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def _record(self, check: Callable[[], None]) -> ContractViolation | None:
+        try:
+            check()
+        except ContractViolation as violation:
+            with self._lock:
+                self.violations.append(violation)
+            return violation
+        return None
+
+    def validate_request(
+        self, method: str, url: str, headers: Headers = None, body: bytes | None = None
+    ) -> ContractViolation | None:
+        return self._record(lambda: self.contract.validate_request(method, url, headers, body))
+
+    def validate_response(
+        self,
+        method: str,
+        url: str,
+        status: int,
+        headers: Headers = None,
+        body: bytes | None = None,
+    ) -> ContractViolation | None:
+        return self._record(
+            lambda: self.contract.validate_response(method, url, status, headers, body)
+        )
+
+    def messages(self) -> list[str]:
+        with self._lock:
+            return [str(v) for v in self.violations]
+
+    def assert_clean(self) -> None:
+        messages = self.messages()
+        assert not messages, "contract violations:\n" + "\n".join(messages)
+
+
+def request_body(body: Any) -> bytes | None:
+    """A sent request's body as bytes, when it can be read again."""
+    if body is None or isinstance(body, bytes):
+        return body
+    if isinstance(body, str):
+        return body.encode()
+    return None  # a file or generator: already streamed, nothing to re-read
+
+
+def check_exchange(
+    recorder: RecordingValidator,
+    method: str,
+    url: str,
+    request_headers: Headers,
+    sent: bytes | None,
+    status: int,
+    response_headers: Mapping[str, str],
+    content: Callable[[], bytes],
+) -> None:
+    """Check one request a client sent and the answer it got: a 304 has no body to check,
+    and a request to no described operation has no described answer."""
+    if not recorder.contract.is_rest_url(url):
+        return
+    recorder.validate_request(method, url, request_headers, sent)
+    if status == 304 or not recorder.contract.describes(method, url):
+        return
+    content_type = response_headers.get("content-type", "")
+    body = content() if "json" in content_type or not content_type else None
+    recorder.validate_response(method, url, status, response_headers, body)
+
+
+def validate_exchange(recorder: RecordingValidator, response: requests.Response) -> None:
+    """Check one exchange of a requests session (see ``check_exchange``)."""
+    request = response.request
+    check_exchange(
+        recorder,
+        request.method or "GET",
+        request.url or "",
+        request.headers,
+        request_body(request.body),
+        response.status_code,
+        response.headers,
+        lambda: response.content,
+    )
+
+
+def attach(
+    session: requests.Session, recorder: RecordingValidator
+) -> Callable[..., requests.Response]:
+    """Validate every request ``session`` sends and every response it receives.
+
+    Returns the hook, so a test can remove it from ``session.hooks["response"]``.
+    """
+
+    def hook(response: requests.Response, *args: Any, **kwargs: Any) -> requests.Response:
+        validate_exchange(recorder, response)
+        return response
+
+    session.hooks.setdefault("response", []).append(hook)
+    return hook
