@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from reposync import __version__, logs
+from reposync import __version__, cli_owners, logs
 from reposync.config import CREDENTIAL_URLS, Settings, read_env_file, url_has_password
 from reposync.errors import RecordNotFound, ReposyncError, UsageError
 from reposync.lifecycle import RunStatus
@@ -74,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
             help=f"open the {side} with this connection (github:installation:ID: that "
             "installation of the App) instead of the configured credentials",
         )
+
+    # --- bind-all ---
+    cli_owners.add_parser(commands)
 
     # --- handoff ---
     handoff = commands.add_parser(
@@ -277,6 +280,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _db_upgrade(settings)
         if args.command == "handoff":
             return _handoff(settings, args)
+        if args.command == "bind-all":
+            return _bind_all(settings, args)
         if args.command == "runs":
             return _runs(settings, args)
         if args.command == "bindings":
@@ -422,6 +427,11 @@ def _sync(settings: Settings, args: argparse.Namespace) -> int:
     else:
         print(render_report(run.report, args.source, args.target))
     return 0 if run.status == "completed" else 1
+
+
+def _bind_all(settings: Settings, args: argparse.Namespace) -> int:
+    with _database(settings) as db:
+        return cli_owners.bind_all(settings, db, args)
 
 
 def _handoff(settings: Settings, args: argparse.Namespace) -> int:

@@ -132,6 +132,12 @@ class Settings:
     #: paths, symlinks followed; ``os.pathsep``-separated). None: the API refuses
     #: ``local:``. The CLI is not confined: it acts with its user's own rights.
     local_roots: tuple[Path, ...] = ()
+    #: URL prefixes under which ``git:`` locators given over the API must fall, in their
+    #: canonical spelling (comma-separated, e.g. ``https://git.example.com/acme/,
+    #: git@git.example.com:acme/``): the service's own credentials (git's credential
+    #: helpers, its SSH keys) reach only remotes the operator listed. Empty: the API
+    #: refuses ``git:`` over the network; ``git:file://`` follows ``local_roots``.
+    git_remote_prefixes: tuple[str, ...] = ()
     #: Days an API token lives unless issued with another lifetime (0: forever).
     api_token_days: int = 90
     #: Run a local target's server-side hooks (pre-receive, update, post-receive) during
@@ -466,6 +472,9 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "api_token_days": int,
     "local_roots": lambda raw: tuple(
         Path(part).expanduser() for part in raw.split(os.pathsep) if part.strip()
+    ),
+    "git_remote_prefixes": lambda raw: tuple(
+        part.strip() for part in raw.split(",") if part.strip()
     ),
     "database_url": str,
     "broker_url": str,

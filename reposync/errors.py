@@ -13,6 +13,7 @@ into this tree at one boundary each, never leaked.
     │   ├── InvalidLocator              invalid_locator
     │   ├── InvalidConnection           invalid_connection       (a side's connection_id)
     │   ├── RepositoryNotFound          repository_not_found     (also LookupError)
+    │   ├── OwnerNotFound               owner_not_found          (also LookupError)
     │   ├── NotARepository              not_a_repository
     │   ├── WrongDirection              wrong_direction
     │   ├── UnschedulableCron           cron_has_no_future_slot  (HTTP 422)
@@ -43,6 +44,7 @@ into this tree at one boundary each, never leaked.
     │   ├── VisibilityUnconfirmed       visibility_unconfirmed
     │   └── WritesNotStopped            writes_not_stopped       (a handoff from GitHub)
     ├── BindingBusy                     binding_busy
+    ├── OwnerBindingBusy                owner_binding_busy       (a pass is running)
     ├── IdempotencyKeyInProgress        idempotency_key_in_progress (retryable)
     ├── LeaseLost                       lease_lost
     ├── AttemptsExhausted               attempts_exhausted
@@ -69,7 +71,8 @@ into this tree at one boundary each, never leaked.
         │   ├── LfsObjectMissing        lfs_object_missing
         │   ├── LfsObjectCorrupt        lfs_object_corrupt
         │   ├── LfsObjectTooLarge       lfs_object_too_large
-        │   └── LfsObjectNotAFile       lfs_object_not_a_file    (a link in a local store)
+        │   ├── LfsObjectNotAFile       lfs_object_not_a_file    (a link in a local store)
+        │   └── LfsNotServed            lfs_not_served           (a Git remote without LFS)
         └── ProviderUnavailable         provider_unavailable     (retryable)
 
 Each class also names the **kind** of problem it is (``problem_type``, one of
@@ -190,6 +193,17 @@ class RepositoryNotFound(UsageError, LookupError):
         """The one answer to an API caller for a repository that does not exist *or* that
         the caller may not see: the two must read the same, or the answer tells them apart."""
         return cls(f"{locator} does not exist or is not granted to you")
+
+
+class OwnerNotFound(UsageError, LookupError):
+    """An owner of repositories (an organization or user, a directory of bare
+    repositories) that does not exist, or that the credentials cannot see."""
+
+    code = "owner_not_found"
+    http_status = 404
+    suggested_action = (
+        "check the owner's name (github:LOGIN) or directory (local:/PATH, which must exist)"
+    )
 
 
 class NotARepository(UsageError):
@@ -504,6 +518,15 @@ class BindingBusy(ReposyncError):
     suggested_action = "wait for the active Run to finish or cancel it"
 
 
+class OwnerBindingBusy(ReposyncError):
+    """A pass of the owner binding is running already (on demand, or its schedule's);
+    one pass at a time, so a repository is never created or bound twice at once."""
+
+    code = "owner_binding_busy"
+    http_status = 409
+    suggested_action = "wait for the running pass to end, then read its report"
+
+
 class IdempotencyKeyInProgress(ReposyncError):
     """Another request with the same key is still being answered (the first one wins)."""
 
@@ -790,6 +813,19 @@ class LfsObjectNotAFile(LfsObjectError):
         "remove the entry named in the message and upload the object itself (git lfs push "
         "--object-id origin OID from a clone that has it); links in an LFS store are never "
         "followed"
+    )
+    clears_on_rerun = False
+
+
+class LfsNotServed(LfsObjectError):
+    """A plain Git remote serves no LFS (its Batch API answers "not found", or its SSH
+    server has no ``git-lfs-authenticate``) while a ref's history has LFS pointers: the
+    objects cannot move, so those refs are not pushed."""
+
+    code = "lfs_not_served"
+    suggested_action = (
+        "enable Git LFS on the remote's server (the Batch API at <url>/info/lfs, or "
+        "git-lfs-authenticate over SSH), or sync those refs with a provider that has LFS"
     )
     clears_on_rerun = False
 

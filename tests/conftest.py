@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -107,3 +108,29 @@ def forgejo_fake():
     with ForgejoFake() as fake:
         yield fake
         fake.assert_clean(requests_too=True)
+
+
+@pytest.fixture
+def git_server(tmp_path: Path) -> Iterator[Any]:
+    """A plain Git server over HTTP (``git http-backend`` and an LFS server), users
+    ``alice`` (may push) and ``bob`` (may read)."""
+    from tests.fakes.gitserver.plain import GitHttpServer
+
+    server = GitHttpServer(tmp_path / "git-server")
+    server.add_user("alice", "alice-secret")
+    server.add_user("bob", "bob-secret", write=False)
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def git_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, git_server: Any) -> Path:
+    """This process's ``HOME`` for git: the ``store`` credential helper answers ``alice``
+    for the Git server (what an operator configures for the service's user)."""
+    from tests.fakes.gitserver.plain import client_home
+
+    home = client_home(
+        tmp_path / "git-home", [f"http://alice:alice-secret@127.0.0.1:{git_server.port}"]
+    )
+    monkeypatch.setenv("HOME", str(home))
+    return home

@@ -12,13 +12,18 @@ from reposync.models.idempotency import IdempotencyKey
 from reposync.models.incoming_webhook import IncomingWebhook
 from reposync.models.inventory import InventoryEntry
 from reposync.models.object_link import ObjectLink
+from reposync.models.owner_binding import OwnerBinding, OwnerBindingMember
 from reposync.models.run import Run
 from reposync.models.run_event import RunEvent
 from reposync.models.run_item import RunItem
 from reposync.models.user import ApiToken, AuthFailure, RepositoryGrant, User
 from reposync.models.watch import BranchWatch
 from reposync.models.webhook import DeliveryStatus, WebhookDelivery, WebhookSubscription
-from reposync.models.write_budget import WriteBudgetAccount, WriteBudgetEvent
+from reposync.models.write_budget import (
+    WriteBudgetAccount,
+    WriteBudgetClaimant,
+    WriteBudgetEvent,
+)
 
 __all__ = [
     "ApiToken",
@@ -35,6 +40,8 @@ __all__ = [
     "IncomingWebhook",
     "InventoryEntry",
     "ObjectLink",
+    "OwnerBinding",
+    "OwnerBindingMember",
     "RepositoryGrant",
     "Run",
     "RunEvent",
@@ -43,6 +50,7 @@ __all__ = [
     "WebhookDelivery",
     "WebhookSubscription",
     "WriteBudgetAccount",
+    "WriteBudgetClaimant",
     "WriteBudgetEvent",
     "utcnow",
 ]

@@ -58,6 +58,9 @@ class Binding(Base):
     # Schedules: a cron expression, the next slot, and the full-audit cadence.
     schedule_cron: Mapped[str | None] = mapped_column(String(255))
     next_run_at: Mapped[datetime | None] = mapped_column(index=True)
+    #: Seconds each slot of the cron is moved by: an owner binding spreads its Bindings'
+    #: slots (``service/owners.py``) so that one schedule does not start them all at once.
+    schedule_offset: Mapped[int] = mapped_column(default=0)
     full_audit_interval: Mapped[int] = mapped_column(default=7 * 24 * 3600)  # seconds
     #: The last completed full apply, and the authority epoch it happened in: schedules
     #: may be enabled only after one in the current epoch.

@@ -2,7 +2,10 @@
 
 Shared by every worker through the database, so three workers writing to one GitHub
 installation still stay under its 80 per minute and 500 per hour, counted the way
-GitHub counts them (any 60 s, any hour), not per clock minute.
+GitHub counts them (any 60 s, any hour), not per clock minute. Each write names who
+spent it (its claimant: a Binding), and the claimants asking lately are remembered, so
+one account's budget is shared among its Bindings rather than spent by the first
+(``service/budgets.py``).
 """
 
 from __future__ import annotations
@@ -35,3 +38,20 @@ class WriteBudgetEvent(Base):
         String(255), ForeignKey("write_budget_accounts.account", ondelete="CASCADE")
     )
     at: Mapped[datetime]
+    #: Who spent it (``binding:12``); None: a write outside any Run's share.
+    claimant: Mapped[str | None] = mapped_column(String(64))
+
+
+class WriteBudgetClaimant(Base):
+    """A claimant that asked the account's budget lately: the account's budget is shared
+    among those asking now. Rows that stopped asking are pruned."""
+
+    __tablename__ = "write_budget_claimants"
+
+    account: Mapped[str] = mapped_column(
+        String(255),
+        ForeignKey("write_budget_accounts.account", ondelete="CASCADE"),
+        primary_key=True,
+    )
+    claimant: Mapped[str] = mapped_column(String(64), primary_key=True)
+    asked_at: Mapped[datetime]

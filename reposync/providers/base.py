@@ -12,8 +12,8 @@ Every method documents the errors it raises; all are ``reposync.errors.ProviderE
 subclasses with stable codes. A provider never swallows an error and never retries a
 non-idempotent write blindly.
 
-Why one module of ~730 lines: it is the one document a provider author reads, and the
-conformance suite checks against it; almost all of it is docstrings of the 17
+Why one module of ~820 lines: it is the one document a provider author reads, and the
+conformance suite checks against it; almost all of it is docstrings of the 19
 capabilities and the value types they exchange. Split, the contract would be read in
 pieces and ``CAPABILITIES`` would have to import them all back.
 """
@@ -97,13 +97,46 @@ class EndpointInfo:
         return f"{self.provider}:{self.locator}"
 
 
+@dataclass(frozen=True, slots=True)
+class OwnerSpec:
+    """An owner of repositories on one forge: an organization or a user (``github:acme``),
+    a directory of bare repositories (``local:/srv/forge``). A whole-owner binding lists
+    its source owner's repositories and creates missing ones of its target owner."""
+
+    provider: str
+    locator: str
+    connection_id: str | None = None
+
+    @property
+    def display(self) -> str:
+        return f"{self.provider}:{self.locator}"
+
+
+@dataclass(frozen=True, slots=True)
+class OwnedRepository:
+    """One repository of an owner, as its listing tells it (nothing is opened)."""
+
+    #: Its name within the owner: what a target repository of the same owner is called.
+    name: str
+    #: Its locator, in the provider's canonical spelling (``EndpointSpec.locator``).
+    locator: str
+    #: Its immutable id when the listing carries one (a local repository reposync never
+    #: opened has none yet: opening it gives it one).
+    repository_id: str | None
+    #: ``public``, ``internal`` or ``private`` (None: the forge cannot say).
+    visibility: str | None
+    description: str | None = None
+
+
 @dataclass(slots=True)
 class InventoryListing:
     """An inventory index: entries sorted by (object type, identity), plus what was skipped.
 
     ``unsupported`` counts objects the provider saw but reposync cannot sync (for example
-    Git refs outside ``refs/heads`` and ``refs/tags``), keyed by namespace. It is complete
-    once ``entries`` has been consumed.
+    Git refs outside ``refs/heads`` and ``refs/tags``), keyed by namespace; the inventory
+    stage adds the objects of types the target cannot hold, keyed by the type (``issue``:
+    a plain Git remote's target holds refs only). It is complete once ``entries`` has
+    been consumed.
     """
 
     entries: Iterable[IndexEntry]
@@ -691,7 +724,64 @@ class WebhookSource(Protocol):
         Raises nothing: a missing secret is refused by the reader's ``secrets``."""
 
 
-#: Every optional capability the engine discovers with ``isinstance``. A provider names
+@runtime_checkable
+class OwnerLister(Protocol):
+    """A forge whose owners (organizations, users, a directory) list their repositories:
+    what a whole-owner binding reads on both sides, its sources and the names its target
+    owner holds already. Without it an owner of this forge cannot be bound whole.
+
+    Class methods, like ``exists`` and ``create``: an owner is no opened repository. The
+    service discovers it with ``issubclass`` on the registry's class.
+    """
+
+    @classmethod
+    @abstractmethod
+    def normalize_owner(cls, location: str) -> str:
+        """The canonical spelling of an owner's location (a login, a directory). Raises
+        ``InvalidLocator``."""
+
+    @classmethod
+    @abstractmethod
+    def repository_locator(cls, owner: str, name: str) -> str:
+        """The canonical locator of the repository ``name`` of the (normalized) ``owner``,
+        whether it exists or not. Raises ``InvalidLocator`` when ``name`` cannot be a
+        repository of this forge."""
+
+    @classmethod
+    @abstractmethod
+    def list_repositories(
+        cls, owner: OwnerSpec, env: ProviderEnvironment | None = None
+    ) -> list[OwnedRepository]:
+        """Every repository of ``owner`` its credentials see, sorted by name. Raises
+        ``OwnerNotFound``, ``PermissionDenied``, ``RateLimited``, ``ProviderUnavailable``."""
+
+
+@runtime_checkable
+class RepositoryCreator(Protocol):
+    """A forge on which reposync may create an owner's repositories: a whole-owner
+    binding creates its missing targets. Without it a missing target is reported, never
+    created. A class method, as ``OwnerLister``'s."""
+
+    @classmethod
+    @abstractmethod
+    def create_repository(
+        cls,
+        owner: OwnerSpec,
+        name: str,
+        visibility: str,
+        description: str | None,
+        env: ProviderEnvironment | None = None,
+    ) -> OwnedRepository:
+        """Create the empty repository ``name`` of ``owner``, never more public than
+        ``visibility`` (a forge without that visibility makes it less public: private),
+        and return it as a listing would. Raises ``Conflict`` when the name is taken,
+        ``OwnerNotFound``, ``PermissionDenied``, ``RateLimited`` (nothing was created),
+        ``ResultUnknown`` (it may exist: look before creating again),
+        ``ProviderUnavailable``."""
+
+
+#: Every optional capability the engine discovers with ``isinstance`` (those asked of a
+#: provider class, an owner's or a webhook source, with ``issubclass``). A provider names
 #: those it has as base classes (``class GitHubProvider(Provider, ObjectWriter, ...)``);
 #: their methods are abstract, so a declared capability left unimplemented fails when
 #: the class is instantiated, never by a stub answering ``None``.
@@ -713,6 +803,8 @@ CAPABILITIES: tuple[type, ...] = (
     LfsStore,
     ChangeHooks,
     WebhookSource,
+    OwnerLister,
+    RepositoryCreator,
 )
 #: Class attributes the engine reads from every provider class, which the contract
 #: declares without a default: each provider states its own value.

@@ -1,26 +1,32 @@
-"""A repository's LFS store through the Git LFS Batch API (git-lfs ``docs/api/batch.md``),
-as every hosted forge serves it.
+"""A Git LFS store behind the Batch API (git-lfs ``docs/api/batch.md``), for any forge.
 
-``POST <remote url>/info/lfs/objects/batch`` with ``application/vnd.git-lfs+json``,
-authenticated as Git over HTTPS is (the forge's provider gives the ``Authorization``
-value). The answer gives each object ``actions`` (``download``; or ``upload`` and
-``verify``, none when the forge already has it) with an ``href``, the ``header`` to send
-there and an ``expires_in``, or a per-object ``error``. Our credentials go only to the
-Batch endpoint; an action's ``href`` gets only the headers the forge put in that action
-(basic transfer adapter: ``docs/api/basic-transfers.md``). GitHub and Forgejo answer
-alike; what differs (the forge's name in messages, how the header is made) is given.
+``POST <endpoint>/objects/batch`` with ``application/vnd.git-lfs+json``; the answer gives
+each object ``actions`` (``download``; or ``upload`` and ``verify``, none when the store
+already has it) with an ``href``, the ``header`` to send there and an ``expires_in``, or
+a per-object ``error``. Transfers use the basic adapter (``docs/api/basic-transfers.md``):
+an action's ``href`` gets only the headers the store put in that action, never the
+credentials of the Batch request.
+
+What differs between forges is how the Batch request is authenticated and where its
+endpoint is, which ``LfsAccess`` says: GitHub's token as HTTP Basic, a plain Git remote's
+credentials from git's own helpers, or what ``git-lfs-authenticate`` answered over SSH.
+Whether a "not found" from the endpoint means "no access" (GitHub hides what a caller may
+not see) or "this server serves no LFS" (a bare ``git http-backend``) is the forge's
+word too (``missing_means``).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, BinaryIO, cast
+from typing import Any, BinaryIO, Protocol, cast
 
 import requests
 
 from reposync.errors import (
+    LfsNotServed,
     LfsObjectCorrupt,
     LfsObjectError,
     LfsObjectMissing,
@@ -38,27 +44,58 @@ MEDIA_TYPE = "application/vnd.git-lfs+json"
 #: An action used this close to its expiry is asked for again first.
 _EXPIRY_MARGIN = 30.0
 _RECEIVED = "received_at"
+#: Attempts of one Batch request (it stores nothing, so it is retried like a read).
+_ATTEMPTS = 4
 
 
-class LfsBatchClient:
-    """One repository's LFS endpoint (``<remote url>/info/lfs``) on ``forge``."""
+@dataclass(frozen=True, slots=True)
+class BatchRequest:
+    """Where one Batch request goes and the headers that authenticate it."""
+
+    #: The LFS endpoint (``<remote>/info/lfs``); ``/objects/batch`` is appended.
+    endpoint: str
+    headers: Mapping[str, str]
+
+
+class LfsAccess(Protocol):
+    """How one store's Batch requests are authenticated (never its transfers')."""
+
+    def request(self, operation: LfsOperation) -> BatchRequest:
+        """The endpoint and headers of a Batch request for ``operation``."""
+
+    def refused(self, request: BatchRequest) -> bool:
+        """The endpoint answered 401 to ``request``: forget what it was sent and say
+        whether other credentials are worth one more try."""
+
+    def accepted(self, request: BatchRequest) -> None:
+        """The endpoint took ``request``'s credentials (a helper may store them now)."""
+
+
+class LfsBatchStore:
+    """One repository's LFS store through its Batch endpoint.
+
+    ``name`` is how messages call the store (``GitHub``, ``git:https://host/app.git``).
+    ``missing_means``: what a 404 (or 405/501) from the endpoint says, ``"denied"``
+    (``PermissionDenied`` for the whole request) or ``"not_served"`` (each object is
+    answered ``lfs_not_served``: the refs needing them stay out, the others move).
+    """
 
     def __init__(
         self,
         session: requests.Session,
-        remote_url: str,
-        authorization: Callable[[], str],
+        access: LfsAccess,
         *,
+        name: str,
         timeout: float,
         clock: Clock,
-        forge: str,
+        missing_means: str = "denied",
     ) -> None:
         self.session = session
-        self.endpoint = remote_url.rstrip("/") + "/info/lfs"
-        self._authorization = authorization
-        self.forge = forge
+        self.access = access
+        self.name = name
         self.timeout = timeout
         self.clock = clock
+        self.missing_means = missing_means
 
     def batch(self, operation: LfsOperation, pointers: Sequence[LfsPointer]) -> list[LfsTransfer]:
         """One answer per pointer, in order. An object is its OID and size, and the
@@ -85,14 +122,17 @@ class LfsBatchClient:
             "objects": [{"oid": p.oid, "size": p.size} for p in pointers],
             "hash_algo": "sha256",
         }
-        data = self._post_batch(body)
+        try:
+            data = self._post_batch(operation, body)
+        except LfsNotServed as error:
+            return {pointer: LfsTransfer(pointer, ItemError.of(error)) for pointer in pointers}
         received = time.monotonic()
         by_oid: dict[str, dict[str, Any]] = {}
         for obj in data.get("objects") or []:
             if isinstance(obj, dict) and isinstance(obj.get("oid"), str):
                 by_oid[obj["oid"]] = obj
         return {
-            pointer: _answer(operation, pointer, by_oid.get(pointer.oid), received, self.forge)
+            pointer: self._answer(operation, pointer, by_oid.get(pointer.oid), received)
             for pointer in pointers
         }
 
@@ -108,7 +148,7 @@ class LfsBatchClient:
         except (requests.Timeout, requests.ConnectionError) as exc:
             raise ProviderUnavailable(f"LFS download: no response ({type(exc).__name__})") from exc
         if response.status_code == 404:
-            raise LfsObjectMissing(f"{self.forge} has no LFS object {transfer.pointer.oid}")
+            raise LfsObjectMissing(f"{self.name} has no LFS object {transfer.pointer.oid}")
         if response.status_code != 200:
             raise ProviderUnavailable(
                 f"LFS download of {transfer.pointer.oid} answered {response.status_code}"
@@ -130,7 +170,7 @@ class LfsBatchClient:
         response = self._send("PUT", upload["href"], headers=headers, data=content)
         if response.status_code == 422:
             raise LfsObjectCorrupt(
-                f"{self.forge} refused LFS object {pointer.oid}: {_text(response)}"
+                f"{self.name} refused LFS object {pointer.oid}: {_text(response)}"
             )
         if response.status_code not in (200, 201):
             raise ResultUnknown(
@@ -151,7 +191,7 @@ class LfsBatchClient:
         )
         if response.status_code in (404, 422):
             raise LfsObjectCorrupt(
-                f"{self.forge} did not verify LFS object {pointer.oid}: {_text(response)}"
+                f"{self.name} did not verify LFS object {pointer.oid}: {_text(response)}"
             )
         if response.status_code != 200:
             raise ResultUnknown(f"LFS verify of {pointer.oid} answered {response.status_code}")
@@ -177,37 +217,69 @@ class LfsBatchClient:
             raise LfsObjectError(again.error.message)
         return again.action
 
-    def _post_batch(self, body: Mapping[str, Any]) -> dict[str, Any]:
+    def _post_batch(self, operation: LfsOperation, body: Mapping[str, Any]) -> dict[str, Any]:
         """The Batch request: not a write (nothing is stored), so retried on 5xx and
-        connection faults like any read."""
-        url = self.endpoint + "/objects/batch"
+        connection faults like any read; a 401 is retried once with the credentials
+        ``access`` finds then."""
         delay = 0.5
-        for attempt in range(4):
+        retried_auth = False
+        attempt = 0
+        while True:
+            attempt += 1
+            request = self.access.request(operation)
             try:
                 response = self.session.post(
-                    url,
+                    request.endpoint.rstrip("/") + "/objects/batch",
                     json=body,
                     headers={
+                        **dict(request.headers),
                         "Accept": MEDIA_TYPE,
                         "Content-Type": MEDIA_TYPE,
-                        "Authorization": self._authorization(),
                     },
                     timeout=self.timeout,
                 )
             except (requests.Timeout, requests.ConnectionError) as exc:
-                if attempt == 3:
+                if attempt >= _ATTEMPTS:
                     raise ProviderUnavailable(
-                        f"{self.forge}'s LFS endpoint did not answer: {type(exc).__name__}"
+                        f"{self.name}'s LFS endpoint did not answer: {type(exc).__name__}"
                     ) from exc
             else:
                 if response.status_code == 200:
+                    self.access.accepted(request)
                     data = response.json()
                     return data if isinstance(data, dict) else {}
-                if response.status_code < 500 or attempt == 3:
-                    _raise_for_batch(response, self.clock, self.forge)
+                if response.status_code == 401 and not retried_auth:
+                    retried_auth = True
+                    if self.access.refused(request):
+                        continue
+                elif response.status_code == 401:
+                    self.access.refused(request)
+                if response.status_code < 500 or attempt >= _ATTEMPTS:
+                    self._raise_for_batch(response)
             self.clock.sleep(delay)
             delay *= 2
-        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _raise_for_batch(self, response: requests.Response) -> None:
+        status, message = response.status_code, _text(response)
+        if status == 429 or (status == 403 and "rate limit" in message.lower()):
+            retry_after = response.headers.get("retry-after", "")
+            wait = timedelta(seconds=int(retry_after) if retry_after.isdigit() else 60)
+            raise RateLimited(
+                f"{self.name}'s LFS rate limit: {message}", retry_at=self.clock.now() + wait
+            )
+        if status in (404, 405, 501) and self.missing_means == "not_served":
+            raise LfsNotServed(f"{self.name} serves no Git LFS (its Batch API answered {status})")
+        if status in (401, 403, 404):
+            raise PermissionDenied(
+                f"{self.name}'s LFS endpoint refused the request ({status}): {message}"
+            )
+        if status in (507, 509):
+            raise QuotaExceeded(
+                f"{self.name}'s LFS storage or bandwidth is used up ({status}): {message}"
+            )
+        if status >= 500:
+            raise ProviderUnavailable(f"{self.name}'s LFS endpoint answered {status}: {message}")
+        raise LfsObjectError(f"{self.name}'s LFS endpoint refused the batch ({status}): {message}")
 
     def _send(
         self,
@@ -227,58 +299,43 @@ class LfsBatchClient:
         except (requests.Timeout, requests.ConnectionError) as exc:
             raise ResultUnknown(f"LFS {method}: no response ({type(exc).__name__})") from exc
 
+    def _answer(
+        self,
+        operation: LfsOperation,
+        pointer: LfsPointer,
+        obj: Mapping[str, Any] | None,
+        received: float,
+    ) -> LfsTransfer:
+        """What the store's answer object says of one pointer."""
+        if obj is None:
+            return LfsTransfer(
+                pointer, ItemError(LfsObjectError.code, f"{self.name}'s batch answer left it out")
+            )
+        error = obj.get("error")
+        actions = obj.get("actions") or {}
+        if isinstance(error, dict):
+            return LfsTransfer(pointer, self._object_error(pointer, error))
+        if operation is LfsOperation.UPLOAD and "upload" not in actions:
+            return LfsTransfer(pointer, present=True)  # the store has it
+        if operation is LfsOperation.DOWNLOAD and "download" not in actions:
+            return LfsTransfer(
+                pointer, ItemError(LfsObjectError.code, f"{self.name} gave no download action")
+            )
+        return LfsTransfer(pointer, action={**actions, _RECEIVED: received})
 
-def _answer(
-    operation: LfsOperation,
-    pointer: LfsPointer,
-    obj: Mapping[str, Any] | None,
-    received: float,
-    forge: str,
-) -> LfsTransfer:
-    """What the forge's answer object says of one pointer."""
-    if obj is None:
-        return LfsTransfer(
-            pointer, ItemError(LfsObjectError.code, f"{forge}'s batch answer left it out")
-        )
-    error = obj.get("error")
-    actions = obj.get("actions") or {}
-    if isinstance(error, dict):
-        return LfsTransfer(pointer, _object_error(pointer, error, forge))
-    if operation is LfsOperation.UPLOAD and "upload" not in actions:
-        return LfsTransfer(pointer, present=True)  # the forge has it
-    if operation is LfsOperation.DOWNLOAD and "download" not in actions:
-        return LfsTransfer(
-            pointer, ItemError(LfsObjectError.code, f"{forge} gave no download action")
-        )
-    return LfsTransfer(pointer, action={**actions, _RECEIVED: received})
-
-
-def _object_error(pointer: LfsPointer, error: Mapping[str, Any], forge: str) -> ItemError:
-    code, message = error.get("code"), str(error.get("message") or "")
-    text = f"{forge}: LFS object {pointer.oid} ({pointer.size} bytes): {code} {message}".strip()
-    if code in (404, 410):
-        return ItemError(LfsObjectMissing.code, text)
-    if code == 422 and "size" in message.lower():
-        return ItemError(LfsObjectTooLarge.code, text)
-    if code == 422 and "is not" in message and "bytes" in message:
-        # Forgejo: the OID is stored with another size, so this pointer's size is false.
-        return ItemError(LfsObjectCorrupt.code, text)
-    return ItemError(LfsObjectError.code, text)
-
-
-def _raise_for_batch(response: requests.Response, clock: Clock, forge: str) -> None:
-    status, message = response.status_code, _text(response)
-    if status == 429 or (status == 403 and "rate limit" in message.lower()):
-        retry_after = response.headers.get("retry-after", "")
-        wait = timedelta(seconds=int(retry_after) if retry_after.isdigit() else 60)
-        raise RateLimited(f"{forge} LFS rate limit: {message}", retry_at=clock.now() + wait)
-    if status in (401, 403, 404):
-        raise PermissionDenied(f"{forge}'s LFS endpoint refused the request ({status}): {message}")
-    if status in (507, 509):
-        raise QuotaExceeded(f"{forge}'s LFS storage or bandwidth is used up ({status}): {message}")
-    if status >= 500:
-        raise ProviderUnavailable(f"{forge}'s LFS endpoint answered {status}: {message}")
-    raise LfsObjectError(f"{forge}'s LFS endpoint refused the batch ({status}): {message}")
+    def _object_error(self, pointer: LfsPointer, error: Mapping[str, Any]) -> ItemError:
+        code, message = error.get("code"), str(error.get("message") or "")
+        text = (
+            f"{self.name}: LFS object {pointer.oid} ({pointer.size} bytes): {code} {message}"
+        ).strip()
+        if code in (404, 410):
+            return ItemError(LfsObjectMissing.code, text)
+        if code == 422 and "size" in message.lower():
+            return ItemError(LfsObjectTooLarge.code, text)
+        if code == 422 and "is not" in message and "bytes" in message:
+            # Forgejo: the OID is stored with another size, so this pointer's is false.
+            return ItemError(LfsObjectCorrupt.code, text)
+        return ItemError(LfsObjectError.code, text)
 
 
 def _text(response: requests.Response) -> str:

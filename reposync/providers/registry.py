@@ -10,6 +10,8 @@ from reposync.errors import InvalidLocator, RecordNotFound
 from reposync.providers.accounts import AccountConnector
 from reposync.providers.base import (
     EndpointSpec,
+    OwnerLister,
+    OwnerSpec,
     Provider,
     ProviderEnvironment,
     WebhookReader,
@@ -24,6 +26,7 @@ _LOCATOR = re.compile(r"^(?P<provider>[a-z][a-z0-9_-]*):(?P<location>.+)$", re.D
 _PROVIDERS: dict[str, str] = {
     "local": "reposync.providers.local:LocalProvider",
     "github": "reposync.providers.github:GitHubProvider",
+    "git": "reposync.providers.gitremote:GitRemoteProvider",
     "forgejo": "reposync.providers.forgejo:ForgejoProvider",
     "gitea": "reposync.providers.forgejo:GiteaProvider",
 }
@@ -54,6 +57,21 @@ def parse_locator(locator: str) -> EndpointSpec:
         )
     cls = provider_class(match["provider"])
     return EndpointSpec(provider=cls.name, locator=cls.normalize_locator(match["location"]))
+
+
+def parse_owner(locator: str) -> OwnerSpec:
+    """``github:acme`` -> OwnerSpec(provider="github", locator="acme"): an owner whose
+    repositories a whole-owner binding lists (``InvalidLocator`` when its provider
+    cannot list an owner's repositories)."""
+    match = _LOCATOR.match(locator.strip())
+    if match is None:
+        raise InvalidLocator(
+            f"{locator!r} is not an owner; expected PROVIDER:OWNER (github:acme, local:/srv/forge)"
+        )
+    cls = provider_class(match["provider"])
+    if not issubclass(cls, OwnerLister):
+        raise InvalidLocator(f"{cls.name} cannot list an owner's repositories")
+    return OwnerSpec(provider=cls.name, locator=cls.normalize_owner(match["location"]))
 
 
 def open_endpoint(spec: EndpointSpec, env: ProviderEnvironment | None = None) -> Provider:

@@ -356,7 +356,7 @@ def update_binding(
             binding.sync_enabled = bool(sync_enabled)
         if binding.sync_enabled and binding.schedule_cron:
             if binding.next_run_at is None or schedule_cron is not UNSET:
-                binding.next_run_at = next_slot(binding.schedule_cron, now)
+                binding.next_run_at = next_slot(binding.schedule_cron, now, binding.schedule_offset)
         else:
             binding.next_run_at = None
         session.flush()

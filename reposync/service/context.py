@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from reposync.config import Settings
-from reposync.lifecycle import Stage
+from reposync.lifecycle import Stage, Trigger
 from reposync.models.db import Database
 from reposync.providers.base import EndpointSpec, Provider, ProviderEnvironment
 from reposync.providers.registry import open_endpoint
@@ -41,6 +41,10 @@ class Dispatcher(Protocol):
         """In ``countdown`` seconds, start the Run a webhook owes the Binding if it is due
         (``event_runs``); the recovery tick does it should this message be lost."""
 
+    def dispatch_owner_pass(self, owner_binding_id: int, trigger: Trigger) -> None:
+        """Hand a pass of the owner binding to a worker (``owners.run_pass``); a lost
+        message loses that pass only, the next slot's runs anyway."""
+
 
 class NoDispatch:
     """The embedded mode: the caller runs the returned steps itself."""
@@ -56,6 +60,9 @@ class NoDispatch:
 
     def dispatch_event_run(self, binding_id: int, countdown: float) -> None:
         return None  # no worker: the next ``reposync sync`` of the pair syncs the change
+
+    def dispatch_owner_pass(self, owner_binding_id: int, trigger: Trigger) -> None:
+        return None  # no worker: ``reposync bind-all`` runs its pass itself
 
 
 class ProviderPool:

@@ -6,7 +6,7 @@ validates its cron too, and Bindings come before the Runs a schedule creates.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from croniter import CroniterBadCronError, CroniterBadDateError, croniter
 
@@ -25,16 +25,26 @@ def validate_cron(expression: str, now: datetime) -> str:
     return expression
 
 
-def next_slot(expression: str, after: datetime) -> datetime:
-    """The first occurrence strictly after ``after`` (UTC).
+def next_slot(expression: str, after: datetime, offset: int = 0) -> datetime:
+    """The first occurrence strictly after ``after`` (UTC), each occurrence moved by
+    ``offset`` seconds (a Binding's ``schedule_offset``: an owner binding spreads the slots
+    of its Bindings' one schedule).
 
     Raises ``UnschedulableCron`` when there is none (croniter gives up after searching
     the years ahead: ``0 0 31 2 *``, a year field in the past).
     """
+    shift = timedelta(seconds=offset)
     try:
-        value: datetime = croniter(expression, after).get_next(datetime)
+        value: datetime = croniter(expression, after - shift).get_next(datetime)
     except CroniterBadDateError as exc:
         raise UnschedulableCron(
             f"{expression!r} has no time after {after.isoformat()} at which it fires"
         ) from exc
-    return value
+    return value + shift
+
+
+def period(expression: str, after: datetime) -> timedelta:
+    """The time between the cron's next two occurrences after ``after``: how far apart
+    its slots are (``UnschedulableCron`` when it does not fire twice more)."""
+    first = next_slot(expression, after)
+    return next_slot(expression, first) - first

@@ -37,7 +37,7 @@ def _next_or_pause(binding: Binding, now: datetime) -> datetime | None:
     """
     assert binding.schedule_cron is not None
     try:
-        return next_slot(binding.schedule_cron, now)
+        return next_slot(binding.schedule_cron, now, binding.schedule_offset)
     except UnschedulableCron as exc:
         log.warning("binding %s: schedule paused: %s", binding.id, exc.message)
         return None
@@ -48,7 +48,7 @@ def schedule_problem(binding: Binding, now: datetime) -> str | None:
     if not (binding.sync_enabled and binding.schedule_cron) or binding.next_run_at is not None:
         return None
     try:
-        next_slot(binding.schedule_cron, now)
+        next_slot(binding.schedule_cron, now, binding.schedule_offset)
     except UnschedulableCron as exc:
         return f"schedule paused: {exc.message}"
     return None

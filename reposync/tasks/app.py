@@ -22,6 +22,7 @@ TASK_MODULES = [
     "reposync.tasks.handoff",
     "reposync.tasks.webhooks",
     "reposync.tasks.intake",
+    "reposync.tasks.owners",
 ]
 
 app = Celery("reposync", include=TASK_MODULES)

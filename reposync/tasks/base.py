@@ -15,7 +15,7 @@ from celery.signals import worker_process_init
 from kombu.exceptions import OperationalError as KombuOperationalError
 
 from reposync.config import Settings
-from reposync.lifecycle import Stage
+from reposync.lifecycle import Stage, Trigger
 from reposync.models.db import Database
 from reposync.service.context import ServiceContext, Step
 from reposync.service.pipeline.runner import execute_step
@@ -26,6 +26,7 @@ RESUME_TASK = "reposync.run.resume"
 HANDOFF_TASK = "reposync.handoff"
 DELIVER_TASK = "reposync.webhooks.deliver"
 EVENT_RUN_TASK = "reposync.webhook.event_run"
+OWNER_PASS_TASK = "reposync.owner_binding.pass"
 
 _context: ServiceContext | None = None
 
@@ -60,6 +61,14 @@ class CeleryDispatcher:
             [binding_id],
             countdown=countdown,
             what="the webhook Run owed to binding",
+        )
+
+    def dispatch_owner_pass(self, owner_binding_id: int, trigger: Trigger) -> None:
+        self._send(
+            OWNER_PASS_TASK,
+            owner_binding_id,
+            [owner_binding_id, trigger.value],
+            what="a pass of owner binding",
         )
 
     def _send(

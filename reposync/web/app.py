@@ -29,6 +29,7 @@ from reposync.web import (
     health,
     items,
     overview,
+    owner_bindings,
     reconcile,
     runs,
     subscriptions,
@@ -168,6 +169,8 @@ def create_app(
     modules = (health, overview, bindings, reconcile, runs, items, events, users, watches)
     for module in (*modules, subscriptions, webhooks):
         api.register_blueprint(module.blueprint, url_prefix=API_PREFIX)
+    # Whole owners (issue 24): bind-all's API.
+    api.register_blueprint(owner_bindings.blueprint, url_prefix=API_PREFIX)
     # Connect GitHub (issue 15): the self-service flow and the user's repository picker.
     api.register_blueprint(github.blueprint, url_prefix=API_PREFIX)
     for name, schema in PAYLOAD_SCHEMAS.items():  # what webhook deliveries carry

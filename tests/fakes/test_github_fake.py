@@ -78,7 +78,7 @@ def git(
 
 
 def test_every_contract_operation_succeeds_once(fake):
-    """A tour through all 81 described operations; every one answers 2xx validly."""
+    """A tour through all 83 described operations; every one answers 2xx validly."""
     _, s = seeded(fake)
     app = fake.install_app("acme")
     jwt_session = fake.session(app.jwt())
@@ -257,6 +257,13 @@ def test_every_contract_operation_succeeds_once(fake):
     assert (merged.status_code, merged.json()["merged"]) == (200, True)
     # -- end of issue 22 ------------------------------------------------------------------
 
+    # -- issue 24: creating repositories (binding whole organizations) -------------------
+    fake.state.add_member("acme-org", "acme")
+    assert s.post(f"{fake.api_url}/user/repos", json={"name": "made"}).status_code == 201
+    made = s.post(f"{fake.api_url}/orgs/acme-org/repos", json={"name": "made", "private": True})
+    assert made.status_code == 201
+    # -- end of issue 24 ------------------------------------------------------------------
+
     hit = set()
     for record in fake.requests_log:
         base = fake.uploads_url if record.host == "uploads" else fake.api_url
@@ -266,7 +273,7 @@ def test_every_contract_operation_succeeds_once(fake):
     described = {op.operation_id for op in fake.contract.operations}
     assert pull_family - hit == set()
     assert issues_releases_family - hit == set()
-    assert len(described) == 81
+    assert len(described) == 83
     assert described - hit == set()
     fake.assert_clean()
 

@@ -83,3 +83,58 @@ def test_repository_listings_show_each_caller_what_it_may_see(fake):
     assert sorted(names(acme.get(org).json())) == ["acme-org/closed", "acme-org/open"]
     assert names(acme.get(org, params={"type": "private"}).json()) == ["acme-org/closed"]
     fake.assert_clean()
+
+
+def test_a_member_creates_an_organization_repository_once(fake):
+    """POST /orgs/{org}/repos by a member: 201 with the repository (private as asked, no
+    commit yet) and its Location; listed by the organization at once; the same name again,
+    whatever its case, is 422 and creates nothing."""
+    fake.state.add_member("acme-org", "acme")
+    acme = fake.session(fake.add_token("acme"))
+    made = acme.post(
+        f"{fake.api_url}/orgs/acme-org/repos",
+        json={"name": "tool box", "private": True, "description": "tools"},
+    )
+    assert made.status_code == 201
+    body = made.json()
+    assert (body["full_name"], body["private"], body["visibility"]) == (
+        "acme-org/tool-box",
+        True,
+        "private",
+    )
+    assert made.headers["location"].endswith("/repos/acme-org/tool-box")
+    assert fake.state.repo("acme-org/tool-box").description == "tools"
+    listed = acme.get(f"{fake.api_url}/orgs/acme-org/repos").json()
+    assert names(listed) == ["acme-org/tool-box"]
+    again = acme.post(f"{fake.api_url}/orgs/acme-org/repos", json={"name": "Tool-Box"})
+    assert again.status_code == 422
+    assert again.json()["errors"][0]["message"] == "name already exists on this account"
+    assert len([r for r in fake.state.repos.values() if r.owner.login == "acme-org"]) == 1
+    fake.assert_clean()
+
+
+def test_who_may_create_a_repository_and_where(fake):
+    """A non-member may not create in an organization (403); an installation may when it
+    is on that organization with administration write (its repositories grow by the new
+    one), not without it; an installation has no user to create for (403); a classic
+    token with public_repo creates public repositories of its user, not private ones."""
+    fake.state.user("acme-org", type="Organization")
+    eve = fake.session(fake.add_token("eve"))
+    org = f"{fake.api_url}/orgs/acme-org/repos"
+    assert eve.post(org, json={"name": "x"}).status_code == 403
+    admin = fake.install_app(
+        "acme-org", repositories=[], permissions={"metadata": "read", "administration": "write"}
+    )
+    bot = fake.session(fake.installation_token(admin))
+    created = bot.post(org, json={"name": "by-app", "visibility": "public"})
+    assert (created.status_code, created.json()["private"]) == (201, False)
+    assert fake.state.repo("acme-org/by-app").id in admin.installation.repository_ids
+    reader = fake.session(fake.installation_token(fake.install_app("acme-org", slug="reader")))
+    assert reader.post(org, json={"name": "nope"}).status_code == 403
+    assert bot.post(f"{fake.api_url}/user/repos", json={"name": "mine"}).status_code == 403
+    public_only = fake.session(fake.add_token("eve", scopes=("public_repo",)))
+    mine = f"{fake.api_url}/user/repos"
+    assert public_only.post(mine, json={"name": "hidden", "private": True}).status_code == 403
+    assert public_only.post(mine, json={"name": "shown"}).status_code == 201
+    assert names(eve.get(mine).json()) == ["eve/shown"]
+    fake.assert_clean()

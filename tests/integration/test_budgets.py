@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from reposync.service.budgets import DatabaseWriteBudget
+from reposync.service.budgets import DatabaseWriteBudget, claiming
 
 T0 = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
 
@@ -51,3 +51,59 @@ def test_workers_racing_for_one_account_never_overrun_it(pg_db):
     for thread in threads:
         thread.join()
     assert allowed.count(True) == 80
+
+
+def ask_every_second(
+    budget: DatabaseWriteBudget, claimants: list[str], seconds: range
+) -> list[tuple[int, str]]:
+    """Each claimant asks for one write each second; returns the grants, in order."""
+    granted = []
+    for t in seconds:
+        for claimant in claimants:
+            with claiming(claimant):
+                if budget.reserve("acct", T0 + timedelta(seconds=t)) is None:
+                    granted.append((t, claimant))
+    return granted
+
+
+def in_window(granted: list[tuple[int, str]], end: int, claimant: str) -> int:
+    return sum(1 for t, who in granted if end - 60 < t <= end and who == claimant)
+
+
+def test_a_lone_binding_may_use_the_whole_window(sqlite_db):
+    """Nobody else asks: one Binding's writes fill the window, as without fair shares."""
+    budget = DatabaseWriteBudget(sqlite_db, limits=((60, 10),))
+    granted = ask_every_second(budget, ["binding:1"], range(12))
+    assert [t for t, _ in granted] == list(range(10))
+
+
+def test_the_window_one_binding_filled_is_shared_as_its_writes_leave(sqlite_db):
+    """Binding 1 fills the account's window alone; binding 2 then asks too: the writes
+    that leave the window go to binding 2 until both hold their share (half), and from
+    then on every window holds five of each, never more for either."""
+    budget = DatabaseWriteBudget(sqlite_db, limits=((60, 10),))
+    first = ask_every_second(budget, ["binding:1"], range(10))
+    assert len(first) == 10
+    granted = first + ask_every_second(budget, ["binding:1", "binding:2"], range(10, 240))
+    assert in_window(granted, 70, "binding:2") >= 4  # served first as the window frees
+    for end in range(130, 240):
+        assert in_window(granted, end, "binding:1") <= 5, end
+        assert in_window(granted, end, "binding:2") <= 5, end
+        assert in_window(granted, end, "binding:1") + in_window(granted, end, "binding:2") >= 9
+
+
+def test_a_binding_that_stopped_asking_stops_taking_a_share(sqlite_db):
+    """Once binding 2 has not asked for a minute, binding 1 may fill the window again."""
+    budget = DatabaseWriteBudget(sqlite_db, limits=((60, 10),))
+    ask_every_second(budget, ["binding:1", "binding:2"], range(60))
+    alone = ask_every_second(budget, ["binding:1"], range(200, 260))
+    assert in_window(alone, 259, "binding:1") == 10
+
+
+def test_a_write_outside_any_run_counts_but_claims_no_share(sqlite_db):
+    """Writes without a claimant fill the window as before; a Binding asking afterwards
+    waits for the window like everyone."""
+    budget = DatabaseWriteBudget(sqlite_db, limits=((60, 10),))
+    assert all(budget.reserve("acct", T0) is None for _ in range(10))
+    with claiming("binding:1"):
+        assert budget.reserve("acct", T0 + timedelta(seconds=1)) == T0 + timedelta(seconds=60)

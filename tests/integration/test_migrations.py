@@ -9,11 +9,8 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 
-from reposync.config import Settings
-from reposync.models import Base, Binding
+from reposync.models import Base
 from reposync.models.db import SCHEMA_HEAD, Database, alembic_config
-from reposync.service.context import ServiceContext
-from reposync.service.runs import create_run
 
 
 def _databases(request: pytest.FixtureRequest, tmp_path) -> Database:
@@ -74,19 +71,30 @@ def test_0014_tells_the_kinds_of_the_tokens_issued_before(fresh_db, tmp_path):
     with fresh_db.engine.begin() as conn:
         config.attributes["connection"] = conn
         command.upgrade(config, "0013")
-    with fresh_db.transaction() as session:  # tables 0014 leaves as they were
-        binding = Binding(
-            a_provider="local",
-            a_repository_id="a",
-            a_locator="/a",
-            b_provider="local",
-            b_repository_id="b",
-            b_locator="/b",
+    # Rows as they were at 0013, in plain SQL: the models have grown columns since.
+    with fresh_db.engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO bindings (id, a_provider, a_repository_id, a_locator, b_provider, "
+                "b_repository_id, b_locator, authority_side, authority_epoch, sync_enabled, "
+                "ref_conflict_policy, lease_generation, full_audit_interval, created_at, "
+                "updated_at) VALUES (1, 'local', 'a', '/a', 'local', 'b', '/b', 'a', 1, "
+                ":no, 'keep_target', 0, 604800, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)"
+            ),
+            {"no": False},
         )
-        session.add(binding)
-        session.flush()
-        binding_id = binding.id
-    run = create_run(ServiceContext(Settings(data_dir=tmp_path), fresh_db), binding_id)
+        conn.execute(
+            text(
+                "INSERT INTO runs (id, binding_id, kind, mode, audit_mode, trigger, "
+                "source_side, target_side, authority_epoch, stage, status, plan_complete, "
+                "planning_counters, unsupported, io, counters, report, attempt, "
+                "stage_attempts, event_seq, created_at, updated_at) VALUES (1, 1, 'normal', "
+                "'apply', 'checkpoint', 'manual', 'a', 'b', 1, 'queued', 'queued', :no, '{}', "
+                "'{}', '{}', '{}', '{}', 1, 0, 0, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)"
+            ),
+            {"no": False},
+        )
+    stream_run = 1
     with fresh_db.engine.begin() as conn:
         conn.execute(
             text(
@@ -95,7 +103,7 @@ def test_0014_tells_the_kinds_of_the_tokens_issued_before(fresh_db, tmp_path):
             )
         )
         for n, (name, run_id) in enumerate(
-            [("ci", None), ("web page session", None), ("event stream", run.id)]
+            [("ci", None), ("web page session", None), ("event stream", stream_run)]
         ):
             conn.execute(
                 text(

@@ -24,6 +24,7 @@ Declarations come from each provider's documented behaviour, not from trial and 
   stored: reposync's header and marker included); repositories are public or private
   ("internal" exists only in enterprise organizations, which the test server does not
   model); a wiki can be disabled (``has_wiki``), and then its refs cannot be written.
+
 * forgejo (``reposync/providers/forgejo``): Forgejo's REST API cannot delete issues or pull
   requests without the repository's administrator and frees no number, so reposync does
   not (``writes/`` has no handler: ``unsupported``); a submitted review can be deleted by
@@ -33,8 +34,16 @@ Declarations come from each provider's documented behaviour, not from trial and 
   column); a milestone's due date cannot be cleared through its API
   (``EditMilestoneOption``'s ``due_on`` is only applied when given). Repositories are
   public or private; a wiki can be turned off (``has_wiki``).
+* git (``reposync/providers/gitremote``): a plain Git remote holds refs, its ``HEAD`` and
+  LFS objects only (no ``ObjectWriter``, ``WikiRemoteSource``, ``DefaultBranchWriter``,
+  ``VisibilityReporter``, ...): the forge-object tests of ``test_conformance.py`` and the
+  wiki's do not apply to it, and ``test_conformance_git.py`` checks that declaration the
+  other way (nothing of those types is listed or read) beside the Git part every
+  provider runs. Its harness serves ``git http-backend`` with an LFS server, behind
+  HTTP Basic auth answered by git's credential helper (``tests/fakes/gitserver/plain.py``).
 
-A new provider is added by writing one more harness and naming it in ``HARNESSES``.
+A new provider is added by writing one more harness and naming it in ``HARNESSES``
+(``REFS_ONLY`` for one that holds Git data only).
 """
 
 from __future__ import annotations
@@ -47,6 +56,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, ClassVar
 
+from reposync.config import Settings
+from reposync.git.transport import run_git
 from reposync.providers.base import (
     CAPABILITIES,
     AbsenceProver,
@@ -63,8 +74,11 @@ from reposync.providers.base import (
     LockRecoverer,
     NestedCreator,
     ObjectWriter,
+    OwnerLister,
+    OwnerSpec,
     Provider,
     ProviderEnvironment,
+    RepositoryCreator,
     ShadowMaterializer,
     StandbyMarker,
     TargetWrite,
@@ -75,6 +89,7 @@ from reposync.providers.base import (
 )
 from reposync.providers.forgejo import ForgejoProvider
 from reposync.providers.github.provider import GitHubProvider
+from reposync.providers.gitremote import GitRemoteProvider
 from reposync.providers.local import LocalForge, LocalProvider
 from reposync.providers.local.authoring import ForgeAuthoring
 from reposync.sync.vocabulary import ObjectType
@@ -82,13 +97,18 @@ from tests.fakes.contract import RecordingValidator
 from tests.fakes.gitserver import lfs_store
 from tests.forgejo_env import forgejo_environment, forgejo_settings, locator
 from tests.github_env import checked_sessions, github_settings
-from tests.gitrepo import commit_on, delete_refs, generate, refs, set_ref
+from tests.gitrepo import commit_on, delete_refs, generate, init_bare, refs, set_ref
 from tests.lfsrepo import stored
 
 T = ObjectType
 
 #: Every harness the suite runs against, by provider name.
 HARNESSES = ("local", "github", "forgejo")
+#: Harnesses of providers that hold Git data only (no ``ObjectWriter``): they run the
+#: Git part of the suite (``test_conformance_git.py``) and its provider-neutral tests.
+REFS_ONLY = ("git",)
+#: Every provider with Git data: the Git part of the suite runs against all of them.
+GIT_HARNESSES = (*HARNESSES, *REFS_ONLY)
 
 
 @dataclass(frozen=True)
@@ -152,6 +172,20 @@ class Harness(ABC):
         """A new repository opened as a target (the common first line of a test)."""
         return self.open_target(self.make_repository(empty=empty, visibility=visibility))
 
+    # -- owners (OwnerLister, RepositoryCreator) -------------------------------------------
+
+    #: What opens providers of this harness (credentials, contract-checked sessions).
+    env: ProviderEnvironment | None = None
+
+    def make_owner(self) -> OwnerSpec:
+        """A new owner without repositories, in which the credentials may create some (a
+        harness whose provider declares ``OwnerLister`` says how)."""
+        raise NotImplementedError(f"{self.name} declares no OwnerLister")
+
+    def add_to_owner(self, owner: OwnerSpec, name: str, *, visibility: str | None = None) -> None:
+        """A repository ``name`` of ``owner`` with one commit, made outside the provider."""
+        raise NotImplementedError(f"{self.name} declares no OwnerLister")
+
     # -- seeding --------------------------------------------------------------------------
 
     def seed(self, provider: Provider, writes: Sequence[TargetWrite]) -> list[str]:
@@ -195,6 +229,11 @@ class Harness(ABC):
     def exhaust_primary_quota(self) -> datetime | None:
         """Use up the request quota; returns when it resets (``None``: no quota exists)."""
         return None
+
+    def point_head(self, spec: EndpointSpec, branch: str) -> None:
+        """Point the repository's ``HEAD`` at ``branch`` behind the provider's back (what
+        a provider without ``DefaultBranchWriter`` needs to test its reads of it)."""
+        raise NotImplementedError(f"the {self.name} harness cannot point HEAD behind its back")
 
     def disable_wiki(self, spec: EndpointSpec) -> bool:
         """Turn the repository's wiki off. False: the forge has no such switch (its wiki
@@ -250,6 +289,15 @@ class LocalHarness(Harness):
 
     def _open(self, spec: EndpointSpec) -> Provider:
         return LocalProvider.open(spec)
+
+    def make_owner(self) -> OwnerSpec:
+        path = self.root / f"owner-{next(self._numbers)}"
+        path.mkdir()
+        return OwnerSpec("local", str(path))
+
+    def add_to_owner(self, owner: OwnerSpec, name: str, *, visibility: str | None = None) -> None:
+        assert visibility in (None, *self.limits.visibilities), visibility
+        generate(Path(owner.locator) / f"{name}.git", commits=1, branches=0, tags=0)
 
     def open_pull_on_no_branch(self, spec: EndpointSpec) -> tuple[int, str]:
         path = Path(spec.locator)
@@ -339,6 +387,19 @@ class GitHubHarness(Harness):
     def _open(self, spec: EndpointSpec) -> Provider:
         return GitHubProvider.open(spec, self.env)
 
+    def make_owner(self) -> OwnerSpec:
+        login = f"org-{next(self._numbers)}"
+        self.fake.state.add_member(login, self.OWNER)  # a member creates its repositories
+        return OwnerSpec("github", login)
+
+    def add_to_owner(self, owner: OwnerSpec, name: str, *, visibility: str | None = None) -> None:
+        visibility = visibility or self.limits.visibilities[0]
+        private = visibility == "private"
+        full_name = f"{owner.locator}/{name}"
+        self.fake.state.create_repo(
+            full_name, private=private, auto_init=True, collaborators=[self.OWNER]
+        )
+
     def open_pull_on_no_branch(self, spec: EndpointSpec) -> tuple[int, str]:
         git_dir = Path(self.fake.state.git_dir(spec.locator))
         head = commit_on(git_dir, "refs/heads/topic", "reviewed work")
@@ -374,6 +435,11 @@ class GitHubHarness(Harness):
         self.fake.faults.commit_then_drop("POST", self.CREATE_PATHS[object_type], drop="close")
         return True
 
+    def point_head(self, spec: EndpointSpec, branch: str) -> None:
+        """Point the repository's ``HEAD`` at ``branch`` behind the provider's back (what
+        a provider without ``DefaultBranchWriter`` needs to test its reads of it)."""
+        raise NotImplementedError(f"the {self.name} harness cannot point HEAD behind its back")
+
     def disable_wiki(self, spec: EndpointSpec) -> bool:
         self.fake.state.repo(spec.locator).has_wiki = False
         return True
@@ -395,6 +461,68 @@ class GitHubHarness(Harness):
     def assert_clean(self) -> None:
         self.recorder.assert_clean()
         self.fake.assert_clean(requests_too=True)
+
+
+class GitHarness(Harness):
+    """A plain Git remote over HTTP: ``git http-backend`` and an LFS server behind Basic
+    auth (``tests/fakes/gitserver/plain.py``), git's credential helper answering for the provider
+    (the fixture gives the process a ``HOME`` whose ``.gitconfig`` names it)."""
+
+    name = "git"
+    limits = Limitations(
+        # The forge-object fields do not apply: the provider holds no such object, so
+        # those tests do not run against it (``REFS_ONLY``); they say "nothing" throughout.
+        cannot_delete=frozenset(),
+        rate_limited=False,
+        attributes_authorship=False,
+        visibilities=(),
+        idempotent_creates=False,
+        unmarked_types=frozenset(),
+        max_body_chars=None,
+        many_comments=0,
+        clears_due_dates=False,
+        capabilities=frozenset({GitRemoteSource, EmptyChecker, LfsStore}),
+    )
+
+    def __init__(self, server: Any, root: Path) -> None:
+        super().__init__()
+        self.server = server
+        self.env = ProviderEnvironment(settings=Settings(data_dir=root / "data"))
+
+    def make_repository(self, *, empty: bool = True, visibility: str | None = None) -> EndpointSpec:
+        assert visibility is None, "a plain Git remote says nothing of its visibility"
+        name = f"acme/conformance-{next(self._numbers)}.git"
+        path = self.server.repository(name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if empty:
+            init_bare(path)
+        else:
+            generate(path, commits=1, branches=0, tags=0)
+        run_git(["git", "--git-dir", str(path), "symbolic-ref", "HEAD", "refs/heads/main"])
+        return EndpointSpec("git", GitRemoteProvider.normalize_locator(self.server.url(name)))
+
+    def _open(self, spec: EndpointSpec) -> Provider:
+        return GitRemoteProvider.open(spec, self.env)
+
+    def _path(self, spec: EndpointSpec) -> Path:
+        return self.server.repository(spec.locator.split(f":{self.server.port}/", 1)[1])
+
+    def open_pull_on_no_branch(self, spec: EndpointSpec) -> tuple[int, str]:
+        raise AssertionError("a plain Git remote has no pull requests")
+
+    def stored_count(self, spec: EndpointSpec, object_type: ObjectType) -> int:
+        raise AssertionError(f"a plain Git remote stores no {object_type}")
+
+    def lfs_objects(self, spec: EndpointSpec) -> dict[str, bytes]:
+        return stored(self._path(spec))
+
+    def lose_next_lfs_upload_response(self) -> bool:
+        self.server.lfs.drop_next_upload_answer = True
+        return True
+
+    def point_head(self, spec: EndpointSpec, branch: str) -> None:
+        path = self._path(spec)
+        run_git(["git", "--git-dir", str(path), "symbolic-ref", "HEAD", f"refs/heads/{branch}"])
 
 
 class ForgejoHarness(Harness):
@@ -426,6 +554,8 @@ class ForgejoHarness(Harness):
                 DefaultBranchWriter,
                 LfsStore,
                 ShadowMaterializer,
+                OwnerLister,
+                RepositoryCreator,
             }
         ),
     )
@@ -457,6 +587,18 @@ class ForgejoHarness(Harness):
 
     def _open(self, spec: EndpointSpec) -> Provider:
         return ForgejoProvider.open(spec, self.env)
+
+    def make_owner(self) -> OwnerSpec:
+        login = f"org-{next(self._numbers)}"
+        self.fake.state.create_org(login, members=[self.OWNER])  # a member creates in it
+        return OwnerSpec("forgejo", locator(self.fake, login))
+
+    def add_to_owner(self, owner: OwnerSpec, name: str, *, visibility: str | None = None) -> None:
+        visibility = visibility or self.limits.visibilities[0]
+        login = owner.locator.rsplit("/", 1)[1]
+        self.fake.state.create_repo(
+            f"{login}/{name}", private=visibility == "private", auto_init=True
+        )
 
     def open_pull_on_no_branch(self, spec: EndpointSpec) -> tuple[int, str]:
         repo = self.fake.state.repo(self._full_name(spec))
@@ -498,7 +640,12 @@ class ForgejoHarness(Harness):
 
 
 def make_harness(
-    name: str, root: Path, github_fake: Any = None, forgejo_fake: Any = None
+    name: str,
+    root: Path,
+    github_fake: Any = None,
+    *,
+    git_server: Any = None,
+    forgejo_fake: Any = None,
 ) -> Harness:
     if name == "local":
         return LocalHarness(root)
@@ -506,4 +653,6 @@ def make_harness(
         return GitHubHarness(github_fake, root)
     if name == "forgejo":
         return ForgejoHarness(forgejo_fake, root)
+    if name == "git":
+        return GitHarness(git_server, root)
     raise ValueError(f"no conformance harness for provider {name!r}")

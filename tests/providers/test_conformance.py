@@ -64,7 +64,7 @@ CORE_TYPES = (T.LABEL, T.MILESTONE, T.ISSUE, T.ISSUE_COMMENT, T.RELEASE)
 def harness(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]:
     fake = request.getfixturevalue("github_fake") if request.param == "github" else None
     forgejo = request.getfixturevalue("forgejo_fake") if request.param == "forgejo" else None
-    h = make_harness(request.param, tmp_path, fake, forgejo)
+    h = make_harness(request.param, tmp_path, fake, forgejo_fake=forgejo)
     yield h
     h.close()
 
@@ -416,13 +416,13 @@ def test_a_provider_states_every_attribute_the_engine_reads(harness):
 
 
 def _capability_probes(tree: ast.AST) -> Iterator[tuple[str, str]]:
-    """(kind, name) of each isinstance check against a contract class, and of each
-    getattr/hasattr on something named like a provider (``provider``, ``source``,
-    ``target``, ``ex.target()``, ...)."""
+    """(kind, name) of each isinstance (or, for an owner's capabilities, issubclass)
+    check against a contract class, and of each getattr/hasattr on something named like
+    a provider (``provider``, ``source``, ``target``, ``ex.target()``, ...)."""
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
             continue
-        if node.func.id == "isinstance" and len(node.args) == 2:
+        if node.func.id in ("isinstance", "issubclass") and len(node.args) == 2:
             for name in ast.walk(node.args[1]):
                 if isinstance(name, ast.Name) and isinstance(getattr(base, name.id, None), type):
                     yield "isinstance", name.id

@@ -28,7 +28,7 @@ T = ObjectType
 def harness(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]:
     fake = request.getfixturevalue("github_fake") if request.param == "github" else None
     forgejo = request.getfixturevalue("forgejo_fake") if request.param == "forgejo" else None
-    h = make_harness(request.param, tmp_path, fake, forgejo)
+    h = make_harness(request.param, tmp_path, fake, forgejo_fake=forgejo)
     yield h
     h.close()
 

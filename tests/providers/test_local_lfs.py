@@ -1,5 +1,5 @@
 """A local forge's LFS store reads and writes only regular files it reaches without a
-symbolic link (``providers/local/lfs.py``); what it refuses, it names."""
+symbolic link (``providers/lfs_files.py``); what it refuses, it names."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from reposync.errors import LfsObjectNotAFile
 from reposync.providers.base import LfsOperation, LfsTransfer
-from reposync.providers.local.lfs import LocalLfsStore
+from reposync.providers.lfs_files import LocalLfsStore
 from tests.gitrepo import init_bare
 from tests.lfsrepo import object_path, pointer_of, store
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO, ClassVar
 
@@ -33,7 +33,6 @@ from reposync.errors import (
     ProviderError,
     RepositoryMismatch,
     RepositoryNotFound,
-    UsageError,
     WikiDisabled,
     WriteRefused,
 )
@@ -54,14 +53,18 @@ from reposync.providers.base import (
     LfsStore,
     LfsTransfer,
     ObjectWriter,
+    OwnedRepository,
+    OwnerLister,
+    OwnerSpec,
     Provider,
     ProviderEnvironment,
+    RepositoryCreator,
     ShadowMaterializer,
     TargetWrite,
     VisibilityReporter,
     WikiRemoteSource,
 )
-from reposync.providers.forgejo import locators
+from reposync.providers.forgejo import locators, owners
 from reposync.providers.forgejo.accounts import People
 from reposync.providers.forgejo.client import ForgejoClient
 from reposync.providers.forgejo.listings import SnapshotStore
@@ -69,7 +72,7 @@ from reposync.providers.forgejo.locators import Location
 from reposync.providers.forgejo.reads import Inventory, Reader
 from reposync.providers.forgejo.writes.batch import ForgejoWriter
 from reposync.providers.forgejo.writes.markers import marker_finder
-from reposync.providers.lfs_batch import LfsBatchClient
+from reposync.providers.lfs_batch import BatchRequest, LfsBatchStore
 from reposync.sync.canonical import (
     DEFAULT_BRANCH_IDENTITY,
     CanonicalObject,
@@ -105,7 +108,8 @@ class ForgejoProvider(
     # stores no hashes), NestedCreator (a line comment added alone stays in the review it
     # names), StandbyMarker (no guard the sync could set), LockRecoverer (no ref locks a
     # sync leaves), AncestryChecker (not built), ChangeHooks, WebhookSource (not built
-    # yet: deliveries are read in a later change).
+    # yet: deliveries are read in a later change). Owners are listed and their
+    # repositories created (OwnerLister, RepositoryCreator: ``owners``).
     ObjectWriter,
     AbsenceProver,
     AssetSource,
@@ -116,6 +120,8 @@ class ForgejoProvider(
     DefaultBranchWriter,
     LfsStore,
     ShadowMaterializer,
+    OwnerLister,
+    RepositoryCreator,
 ):
     name = "forgejo"
     #: How what reposync writes on the instance names the forge.
@@ -138,7 +144,7 @@ class ForgejoProvider(
         self._data = data
         self._repo = str(data.get("full_name") or opened.location.full_name)
         self.people = people
-        self._lfs_store: LfsBatchClient | None = None
+        self._lfs_store: LfsBatchStore | None = None
 
     # -- locators ---------------------------------------------------------------------
 
@@ -148,8 +154,12 @@ class ForgejoProvider(
 
     @classmethod
     def _opened(cls, spec: EndpointSpec, env: ProviderEnvironment | None) -> _Opened:
+        return cls._reach(locators.parse(spec.locator, cls.name), env)
+
+    @classmethod
+    def _reach(cls, location: Location, env: ProviderEnvironment | None) -> _Opened:
+        """A client of the instance ``location`` names, with its token."""
         env = env or ProviderEnvironment(settings=Settings.from_env())
-        location = locators.parse(spec.locator, cls.name)
         instance = locators.instance_of(location, env.settings, cls.name)
         session = env.http_session() if env.http_session else requests.Session()
         client = ForgejoClient(
@@ -176,27 +186,47 @@ class ForgejoProvider(
     def create(cls, spec: EndpointSpec, env: ProviderEnvironment | None = None) -> None:
         """A new private, empty repository (a standby's), under the token's own account or
         an organization it may create repositories in."""
-        opened = cls._opened(spec, env)
-        client, location = opened.client, opened.location
+        location = locators.parse(spec.locator, cls.name)
+        owner = OwnerSpec(cls.name, f"{location.instance}/{location.owner}")
+        cls.create_repository(owner, location.name, "private", None, env)
+
+    # -- owners -----------------------------------------------------------------------
+
+    @classmethod
+    def normalize_owner(cls, location: str) -> str:
+        return owners.normalize_owner(location, cls.name)
+
+    @classmethod
+    def repository_locator(cls, owner: str, name: str) -> str:
+        return owners.repository_locator(owner, name, cls.name)
+
+    @classmethod
+    def _owner_client(cls, owner: OwnerSpec, env: ProviderEnvironment | None) -> ForgejoClient:
+        instance, login = owners.split_owner(owner.locator, cls.name)
+        return cls._reach(Location(instance, login, "repository"), env).client
+
+    @classmethod
+    def list_repositories(
+        cls, owner: OwnerSpec, env: ProviderEnvironment | None = None
+    ) -> list[OwnedRepository]:
+        client = cls._owner_client(owner, env)
         try:
-            me = client.get("/user")
-            body = {"name": location.name, "private": True, "auto_init": False}
-            if str(me.get("login", "")).casefold() == location.owner.casefold():
-                client.write("POST", "/user/repos", json_body=body)
-                return
-            try:
-                client.get(f"/orgs/{location.owner}")
-            except ObjectNotFound:
-                raise UsageError(
-                    f"{cls.name}:{location.locator} does not exist, and {location.owner} is "
-                    f"neither the token's account nor an organization; create it on "
-                    f"{cls.forge} first"
-                ) from None
-            client.write("POST", f"/orgs/{location.owner}/repos", json_body=body)
-        except WriteRefused as refused:
-            raise PermissionDenied(
-                f"{cls.forge} refused to create {location.locator}: {refused.message}"
-            ) from refused
+            return owners.list_repositories(client, owner)
+        finally:
+            client.session.close()
+
+    @classmethod
+    def create_repository(
+        cls,
+        owner: OwnerSpec,
+        name: str,
+        visibility: str,
+        description: str | None,
+        env: ProviderEnvironment | None = None,
+    ) -> OwnedRepository:
+        client = cls._owner_client(owner, env)
+        try:
+            return owners.create_repository(client, owner, name, visibility, description)
         finally:
             client.session.close()
 
@@ -406,15 +436,18 @@ class ForgejoProvider(
         self.stats.writes += 1
         self._lfs().upload(transfer, content)
 
-    def _lfs(self) -> LfsBatchClient:
+    def _lfs(self) -> LfsBatchStore:
+        """The instance's Batch endpoint. A 404 there, from a repository the token has
+        opened, is an instance that serves no LFS (``[server] LFS_START_SERVER`` off):
+        the refs needing objects stay out, the others move."""
         if self._lfs_store is None:
-            self._lfs_store = LfsBatchClient(
+            self._lfs_store = LfsBatchStore(
                 self.client.session,
-                f"{self.instance.url}/{self._repo}.git",
-                self._basic,
+                _TokenAccess(f"{self.instance.url}/{self._repo}.git/info/lfs", self._basic),
+                name=self.forge,
                 timeout=self._settings.http_timeout,
                 clock=self.client.clock,
-                forge=self.forge,
+                missing_means="not_served",
             )
         return self._lfs_store
 
@@ -536,6 +569,23 @@ class ForgejoProvider(
             if name.startswith("refs/") and not name.endswith("^{}"):
                 refs.append((name, oid))
         return refs
+
+
+class _TokenAccess:
+    """The instance's token as HTTP Basic, Git's way (``LfsAccess``)."""
+
+    def __init__(self, endpoint: str, authorization: Callable[[], str]) -> None:
+        self.endpoint = endpoint
+        self._authorization = authorization
+
+    def request(self, operation: LfsOperation) -> BatchRequest:
+        return BatchRequest(self.endpoint, {"Authorization": self._authorization()})
+
+    def refused(self, request: BatchRequest) -> bool:
+        return False  # the token is the only credential there is
+
+    def accepted(self, request: BatchRequest) -> None:
+        pass
 
 
 class GiteaProvider(ForgejoProvider):

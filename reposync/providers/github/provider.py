@@ -47,8 +47,12 @@ from reposync.providers.base import (
     LfsTransfer,
     NestedCreator,
     ObjectWriter,
+    OwnedRepository,
+    OwnerLister,
+    OwnerSpec,
     Provider,
     ProviderEnvironment,
+    RepositoryCreator,
     ShadowMaterializer,
     TargetWrite,
     VisibilityReporter,
@@ -56,6 +60,7 @@ from reposync.providers.base import (
     WebhookSource,
     WikiRemoteSource,
 )
+from reposync.providers.github import owners
 from reposync.providers.github.auth import installation_of, token_source
 from reposync.providers.github.client import EtagCache, GitHubClient
 from reposync.providers.github.lfs import GitHubLfs
@@ -126,6 +131,9 @@ class GitHubProvider(
     LfsStore,
     ShadowMaterializer,
     WebhookSource,
+    # Organizations and users list and create repositories (providers/github/owners.py).
+    OwnerLister,
+    RepositoryCreator,
 ):
     name = "github"
     #: github.com does not publish its limit; pushes of thousands of refs are reported to
@@ -183,6 +191,41 @@ class GitHubProvider(
             f"github:{spec.locator} does not exist; create the repository on GitHub first "
             "(reposync does not create GitHub repositories)"
         )
+
+    # -- owners (organizations and users) ----------------------------------------------
+
+    @classmethod
+    def normalize_owner(cls, location: str) -> str:
+        return owners.normalize_owner(location)
+
+    @classmethod
+    def repository_locator(cls, owner: str, name: str) -> str:
+        return cls.normalize_locator(f"{owner}/{name}")
+
+    @classmethod
+    def list_repositories(
+        cls, owner: OwnerSpec, env: ProviderEnvironment | None = None
+    ) -> list[OwnedRepository]:
+        client, _ = _client(env, owner.connection_id)
+        try:
+            return owners.list_repositories(client, owner)
+        finally:
+            client.session.close()
+
+    @classmethod
+    def create_repository(
+        cls,
+        owner: OwnerSpec,
+        name: str,
+        visibility: str,
+        description: str | None,
+        env: ProviderEnvironment | None = None,
+    ) -> OwnedRepository:
+        client, _ = _client(env, owner.connection_id)
+        try:
+            return owners.create_repository(client, owner, name, visibility, description)
+        finally:
+            client.session.close()
 
     @classmethod
     def open(cls, spec: EndpointSpec, env: ProviderEnvironment | None = None) -> GitHubProvider:

@@ -8,6 +8,11 @@ in ``/srv/app.wiki.git``, as GitHub keeps ``app.wiki.git`` beside ``app.git``), 
 on the first wiki write; every other object type (labels, issues, pull requests, reviews,
 releases and their assets, ...) lives in a ``LocalForge`` beside the Git data
 (``<git_dir>/reposync/``), created only once something is written there.
+
+A directory of bare repositories is an owner (``owners.py``): listed and added to by a
+whole-owner binding. Why ~640 lines: the provider class is the one place each
+capability's local answer is found; what is more than a few lines lives in the sibling
+modules it calls.
 """
 
 from __future__ import annotations
@@ -48,18 +53,23 @@ from reposync.providers.base import (
     LfsTransfer,
     LockRecoverer,
     ObjectWriter,
+    OwnedRepository,
+    OwnerLister,
+    OwnerSpec,
     Provider,
     ProviderEnvironment,
+    RepositoryCreator,
     ShadowMaterializer,
     StandbyMarker,
     TargetWrite,
     VisibilityReporter,
     WikiRemoteSource,
 )
-from reposync.providers.local import hooks, standby
+from reposync.providers.lfs_files import LocalLfsStore
+from reposync.providers.local import hooks, owners, standby
 from reposync.providers.local.forge import LocalForge
-from reposync.providers.local.lfs import LocalLfsStore
 from reposync.providers.local.objects import FORGE_TYPES
+from reposync.providers.local.owners import ID_CONFIG_KEY
 from reposync.sync.canonical import (
     BRANCH_PREFIX,
     DEFAULT_BRANCH_IDENTITY,
@@ -80,7 +90,6 @@ from reposync.sync.canonical import (
 from reposync.sync.lfs import LfsPointer
 from reposync.sync.vocabulary import ObjectType
 
-ID_CONFIG_KEY = "reposync.repositoryid"
 #: What Git itself keeps beside the forge objects: refs, and HEAD as the default branch.
 _GIT_TYPES = frozenset({ObjectType.GIT_REF, ObjectType.WIKI_REF, ObjectType.DEFAULT_BRANCH})
 
@@ -105,6 +114,9 @@ class LocalProvider(
     AncestryChecker,
     LfsStore,
     ChangeHooks,
+    # A directory of bare repositories is an owner (providers/local/owners.py).
+    OwnerLister,
+    RepositoryCreator,
 ):
     name = "local"
     #: A push into a repository on this machine has no limit of its own.
@@ -158,6 +170,39 @@ class LocalProvider(
     def create(cls, spec: EndpointSpec, env: ProviderEnvironment | None = None) -> None:
         repo = pygit2.init_repository(spec.locator, bare=True)
         _ensure_repository_id(repo)
+
+    # -- owners (a directory of bare repositories) ---------------------------------------
+
+    @classmethod
+    def normalize_owner(cls, location: str) -> str:
+        location = location.strip()
+        if not location:
+            raise InvalidLocator("a local owner is a directory, for example local:/srv/forge")
+        return os.path.abspath(os.path.expanduser(location))
+
+    @classmethod
+    def repository_locator(cls, owner: str, name: str) -> str:
+        return owners.repository_path(owner, name)
+
+    @classmethod
+    def list_repositories(
+        cls, owner: OwnerSpec, env: ProviderEnvironment | None = None
+    ) -> list[OwnedRepository]:
+        return owners.list_repositories(owner)
+
+    @classmethod
+    def create_repository(
+        cls,
+        owner: OwnerSpec,
+        name: str,
+        visibility: str,
+        description: str | None,
+        env: ProviderEnvironment | None = None,
+    ) -> OwnedRepository:
+        """Every local repository is private, whatever ``visibility`` allows."""
+        path = owners.new_repository_path(owner, name)
+        cls.create(EndpointSpec(cls.name, path), env)
+        return owners.created(path, name, description)
 
     @classmethod
     def open(cls, spec: EndpointSpec, env: ProviderEnvironment | None = None) -> LocalProvider:

@@ -36,7 +36,7 @@ from reposync.service.context import ServiceContext
 from reposync.service.lookups import active_run, get_binding
 from reposync.service.pipeline.execution import StageExecution
 from reposync.service.pipeline.leases import Lease
-from reposync.service.pipeline.stages.inventory import SYNCED_TYPES
+from reposync.service.pipeline.stages.inventory import SYNCED_TYPES, held, held_types
 from reposync.service.pipeline.stages.link_states import has_links, load_links
 from reposync.service.pipeline.stages.planning import planned_items
 from reposync.service.pipeline.stages.visibility import (
@@ -121,6 +121,8 @@ def propose(
         target.check_access(write=False)
         blockers = _visibility(ex, reported_visibility(source), reported_visibility(target))
         listing = source.inventory_index(SYNCED_TYPES)
+        holds = held_types(target)
+        held(listing, holds)
         digest = DigestBuilder()
         entries = []
         for entry in listing.entries:
@@ -134,7 +136,9 @@ def propose(
             mode = PlanMode.EMPTY_TARGET
         else:
             mode = PlanMode.BASELINE
-            target_entries = list(target.inventory_index(SYNCED_TYPES).entries)
+            target_listing = target.inventory_index(SYNCED_TYPES)
+            held(target_listing, holds, count=False)
+            target_entries = list(target_listing.entries)
         links = {} if mode is PlanMode.EMPTY_TARGET else load_links(ex)
         candidates = select_candidates(mode, entries, links)
         items, unchanged = planned_items(ex, mode, candidates.candidates, lambda: target_entries)

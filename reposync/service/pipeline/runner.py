@@ -24,6 +24,7 @@ from reposync.git.transport import guarded
 from reposync.lifecycle import Stage
 from reposync.logs import log_context
 from reposync.models import Run
+from reposync.service.budgets import claiming
 from reposync.service.context import ServiceContext, Step
 from reposync.service.lookups import get_binding
 from reposync.service.pipeline.execution import StageExecution
@@ -87,7 +88,10 @@ def _execute_step(ctx: ServiceContext, step: Step, owner: str | None) -> Step | 
         log.info("step %s refused: %s", step, claimed.reason)
         return None
     lease, run = claimed
-    with log_context(binding_id=run.binding_id, stage=run.stage, generation=lease.generation):
+    with (
+        log_context(binding_id=run.binding_id, stage=run.stage, generation=lease.generation),
+        claiming(f"binding:{run.binding_id}"),  # its writes take the Binding's fair share
+    ):
         return _execute_claimed(ctx, lease, run)
 
 

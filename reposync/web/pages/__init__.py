@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from flask import Flask
 
-from reposync.web.pages import runs, views  # noqa: F401  (their routes, on the blueprint)
+from reposync.web.pages import owners, runs, views  # noqa: F401  (their routes, on the blueprint)
 from reposync.web.pages.common import blueprint
 
 
 def register(app: Flask) -> None:
     """Serve the page's routes (``/``, ``/signin``, ``/bindings/<id>``, ``/runs/<id>``,
-    ``/activity``) and its static files under ``/ui/static``."""
+    ``/activity``, ``/owners``) and its static files under ``/ui/static``."""
     app.register_blueprint(blueprint)

@@ -39,6 +39,7 @@ _COLUMNS = (
     "sync_enabled",
     "ref_conflict_policy",
     "schedule_cron",
+    "schedule_offset",
     "next_run_at",
     "full_audit_interval",
     "last_full_apply_at",
@@ -78,6 +79,13 @@ class BindingSchema(Schema):
     sync_enabled = fields.Boolean(required=True)
     ref_conflict_policy = fields.String(required=True)
     schedule_cron = fields.String(allow_none=True)
+    schedule_offset = fields.Integer(
+        required=True,
+        metadata={
+            "description": "seconds each slot of the cron is moved by (an owner binding "
+            "spreads its Bindings' slots)"
+        },
+    )
     next_run_at = fields.DateTime(allow_none=True)
     full_audit_interval = fields.Integer(required=True, metadata={"description": "seconds"})
     last_full_apply_at = fields.DateTime(allow_none=True)

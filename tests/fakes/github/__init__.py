@@ -17,7 +17,9 @@ Where things are:
   there the hosts also answer by name, api.github.test, uploads.github.test and
   github.test, on one port used as an HTTP proxy, so that clients follow GitHub's links
   from host to host as they would on github.com (hosts.py).
-* ``fake.state`` (State): repositories and everything in them, users, tokens, apps.
+* ``fake.state`` (State): repositories and everything in them, users (organizations and
+  their members: ``add_member``, who may create the organization's repositories), tokens,
+  apps.
 * ``fake.limiter`` (RateLimiter): primary quotas and ``limiter.secondary`` (SecondaryLimits).
 * ``fake.faults`` (Faults): latency, 5xx, commit-then-drop, timeout.
 * ``fake.lfs`` (LfsServer): the Git LFS Batch API and transfers on the web host, its

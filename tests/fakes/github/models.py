@@ -16,6 +16,8 @@ class User:
     type: str = "User"  # "User", "Organization" or "Bot"
     name: str | None = None
     app_slug: str | None = None  # set for an app's bot account
+    #: An organization's members (logins): they may create its repositories.
+    members: set[str] = field(default_factory=set)
 
     @property
     def node_prefix(self) -> str:

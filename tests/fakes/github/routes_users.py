@@ -4,16 +4,27 @@ What a client reads before it opens a repository: who it is (``GET /user``: the
 account's own, private view), someone's profile or an organization's, and the
 repositories of each. A caller sees public repositories and those its token reaches
 (auth.reaches: owner or collaborator, within a fine-grained token's repositories, within
-a classic token's scopes); organization membership is not modelled.
+a classic token's scopes).
+
+Creating a repository (``POST /user/repos``, ``POST /orgs/{org}/repos``), as GitHub's
+"Create a repository ..." pages describe it: a person creates their own (an
+installation acts for no one: 403), an organization's members create the
+organization's (``State.add_member``; organization roles are not modelled), and so does
+an installation on the organization with ``administration: write``; a member who
+creates one becomes its collaborator (GitHub makes them its admin). A classic token
+needs ``repo`` for a private repository, ``public_repo`` or ``repo`` for a public one;
+a read-only fine-grained token creates nothing. A name taken on the account (whatever
+its case) is 422; characters GitHub does not keep in names become ``-``.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
 from tests.fakes.github import auth, lookups, render, render_accounts
-from tests.fakes.github.errors import ApiError, not_found, validation_failed
+from tests.fakes.github.errors import ApiError, not_accessible, not_found, validation_failed
 from tests.fakes.github.models import Repo, User
 from tests.fakes.github.routes_meta import permissions_of
 from tests.fakes.github.routing import Ctx, Reply, Route
@@ -175,6 +186,77 @@ def list_for_org(ctx: Ctx) -> Reply:
     return _page(ctx, _sorted(ctx, found, "created"))
 
 
+#: Runs of characters GitHub does not keep in a repository's name (it writes ``-``).
+_UNKEPT = re.compile(r"[^A-Za-z0-9._-]+")
+NO_ORG_ADMIN = "You need admin access to the organization before adding a repository to it."
+
+
+def create_for_authenticated(ctx: Ctx) -> Reply:
+    """``POST /user/repos``: a repository of the token's own user."""
+    return _create(ctx, _person(ctx))
+
+
+def create_in_org(ctx: Ctx) -> Reply:
+    """``POST /orgs/{org}/repos``: by a member, or an installation on the organization
+    that may administer its repositories."""
+    org = _account(ctx, ctx.params["org"])
+    if org.type != "Organization":
+        raise not_found()
+    token = ctx.token
+    assert token is not None
+    inst = token.installation
+    if inst is not None:
+        if inst.account.login != org.login or token.permissions.get("administration") != "write":
+            raise not_accessible(token.kind)
+    elif token.user.login not in org.members:
+        raise ApiError(403, NO_ORG_ADMIN)
+    return _create(ctx, org)
+
+
+def _create(ctx: Ctx, owner: User) -> Reply:
+    token = ctx.token
+    assert token is not None
+    body = ctx.json()
+    visibility = body.get("visibility")
+    private = visibility == "private" if visibility else bool(body.get("private", False))
+    if token.scopes is not None and not (
+        "repo" in token.scopes or (not private and "public_repo" in token.scopes)
+    ):
+        raise not_accessible(token.kind)
+    if token.scopes is None and token.installation is None and not token.write:
+        raise not_accessible(token.kind)
+    name = _UNKEPT.sub("-", str(body["name"]))
+    member = token.installation is None and owner.type == "Organization"
+    if ctx.state.find_repo(owner.login, name)[0] is not None:
+        raise ApiError(
+            422,
+            "Repository creation failed.",
+            errors=[
+                {
+                    "resource": "Repository",
+                    "code": "custom",
+                    "field": "name",
+                    "message": "name already exists on this account",
+                }
+            ],
+        )
+    repo = ctx.state.create_repo(
+        f"{owner.login}/{name}",
+        private=private,
+        description=body.get("description"),
+        auto_init=bool(body.get("auto_init", False)),
+        has_wiki=bool(body.get("has_wiki", True)),
+        # A member who creates an organization's repository administers it (GitHub makes
+        # the creator an admin); the organization's base permission is not modelled.
+        collaborators=[token.user.login] if member else [],
+    )
+    inst = token.installation
+    if inst is not None and inst.repository_selection == "selected":
+        inst.repository_ids.add(repo.id)  # what an installation creates, it reaches
+    rendered = render.full_repository(ctx.urls, repo, permissions=permissions_of(ctx, repo))
+    return Reply(201, rendered, {"location": ctx.urls.repo_api(repo)})
+
+
 ROUTES = [
     Route("GET", "/user", get_authenticated, auth="user", scopes=()),
     Route("GET", "/user/repos", list_mine, auth="user", scopes=("repo",)),
@@ -182,4 +264,24 @@ ROUTES = [
     Route("GET", "/users/{username}/repos", list_for_user, auth="public", scopes=()),
     Route("GET", "/orgs/{org}", get_org, auth="public", scopes=()),
     Route("GET", "/orgs/{org}/repos", list_for_org, auth="public", scopes=()),
+    Route(
+        "POST",
+        "/user/repos",
+        create_for_authenticated,
+        auth="user",
+        write=True,
+        content=True,
+        resource="Repository",
+        scopes=("public_repo", "repo"),
+    ),
+    Route(
+        "POST",
+        "/orgs/{org}/repos",
+        create_in_org,
+        auth="token",
+        write=True,
+        content=True,
+        resource="Repository",
+        scopes=("public_repo", "repo"),
+    ),
 ]

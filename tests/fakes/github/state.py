@@ -109,6 +109,14 @@ class State:
                 self.users[login.casefold()] = found
             return found
 
+    def add_member(self, org: str, login: str) -> User:
+        """Make ``login`` a member of the organization ``org`` (both created on first use):
+        a member may create the organization's repositories."""
+        with self.lock:
+            organization = self.user(org, type="Organization")
+            organization.members.add(self.user(login).login)
+            return organization
+
     # -- repositories -------------------------------------------------------------------
 
     def create_repo(

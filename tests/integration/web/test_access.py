@@ -19,7 +19,8 @@ from tests.integration.web.conftest import assert_problem, bearer, url
 @dataclass(frozen=True)
 class Endpoint:
     method: str
-    path: str  # {binding}, {run}, {watch}, {subscription} and {delivery} are filled in
+    #: {binding}, {run}, {watch}, {subscription}, {delivery} and {owner} are filled in
+    path: str
     body: dict[str, Any] | None = None
     #: "read": anyone who can see it; "grant": admin or a grant; "admin": admin only;
     #: "repository": admin or a grant on the repository named in the body; "owner": its
@@ -89,6 +90,13 @@ ENDPOINTS = [
     Endpoint("GET", "/github/installations"),
     Endpoint("GET", "/github/repositories"),
     Endpoint("DELETE", "/github/account"),
+    # Whole owners (issue 24): every repository of two owners, past any grant: admin only.
+    Endpoint("GET", "/owner-bindings", None, "admin"),
+    Endpoint("POST", "/owner-bindings", {"source": "local:/none", "target": "local:/n"}, "admin"),
+    Endpoint("GET", "/owner-bindings/{owner}", None, "admin"),
+    Endpoint("DELETE", "/owner-bindings/{owner}", None, "admin"),
+    Endpoint("GET", "/owner-bindings/{owner}/members", None, "admin"),
+    Endpoint("POST", "/owner-bindings/{owner}/passes", {"dry_run": True}, "admin"),
 ]
 WITH_ID = [e for e in ENDPOINTS if "{" in e.path]
 WITH_TOKEN = [e for e in ENDPOINTS if e.access != "state"]
@@ -105,8 +113,8 @@ def call(
     subscription: Any = None,
     delivery: Any = None,
 ):
-    # Users and tokens take the Binding's id slot, watches, subscriptions and deliveries
-    # too unless they are given: unknown and malformed ids alike.
+    # Users, tokens and owner bindings take the Binding's id slot, watches, subscriptions
+    # and deliveries too unless they are given: unknown and malformed ids alike.
     path = url(
         endpoint.path.format(
             binding=binding,
@@ -116,6 +124,7 @@ def call(
             watch=binding if watch is None else watch,
             subscription=binding if subscription is None else subscription,
             delivery=binding if delivery is None else delivery,
+            owner=binding,
         )
     )
     return client.open(
@@ -148,7 +157,8 @@ def test_the_table_covers_every_documented_operation(client):
             .replace("{token}", "{token_id}")
             .replace("{watch}", "{watch_id}")
             .replace("{subscription}", "{subscription_id}")
-            .replace("{delivery}", "{delivery_id}"),
+            .replace("{delivery}", "{delivery_id}")
+            .replace("{owner}", "{owner_binding_id}"),
         )
         for e in ENDPOINTS
     }

@@ -79,6 +79,12 @@ OPERATION_IDS = {
     ("GET", "/github/installations"): "list_github_installations",
     ("GET", "/github/repositories"): "list_github_repositories",
     ("DELETE", "/github/account"): "disconnect_github_account",
+    ("GET", "/owner-bindings"): "list_owner_bindings",
+    ("POST", "/owner-bindings"): "create_owner_binding",
+    ("GET", "/owner-bindings/{owner_binding_id}"): "get_owner_binding",
+    ("DELETE", "/owner-bindings/{owner_binding_id}"): "delete_owner_binding",
+    ("GET", "/owner-bindings/{owner_binding_id}/members"): "list_owner_binding_members",
+    ("POST", "/owner-bindings/{owner_binding_id}/passes"): "create_owner_binding_pass",
 }
 
 

@@ -58,3 +58,24 @@ def test_the_tick_purges_expired_sessions_and_throttle_windows(ctx, monkeypatch)
     with ctx.db.session() as session:
         assert session.execute(select(ApiToken)).first() is None
         assert session.execute(select(AuthFailure)).first() is None
+
+
+def test_the_tick_reaches_owner_bindings_even_when_scheduling_fails(ctx, monkeypatch):
+    """Issue 24: owner bindings' part of the tick (sync switches, due passes) runs after a
+    failed schedule part too, and the parts after it run whatever it did."""
+    reached: list[str] = []
+
+    def broken(_ctx) -> None:
+        raise RuntimeError("a schedule failed")
+
+    def owners_tick(_ctx) -> list[int]:
+        reached.append("owners")
+        raise RuntimeError("an owner binding failed")
+
+    monkeypatch.setattr(recovery, "context", lambda: ctx)
+    monkeypatch.setattr(recovery.schedules, "tick", broken)
+    monkeypatch.setattr(recovery.owners, "tick", owners_tick)
+    monkeypatch.setattr(recovery, "redispatch_stalled", lambda _ctx: reached.append("stalled"))
+    with pytest.raises(RuntimeError, match="a schedule failed"):
+        recovery.tick()
+    assert reached == ["owners", "stalled"]

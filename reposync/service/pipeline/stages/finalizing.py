@@ -38,7 +38,7 @@ from reposync.sync.report import (
     final_status,
     item_problems,
 )
-from reposync.sync.vocabulary import Action, ItemState, Representation
+from reposync.sync.vocabulary import Action, ItemState, ObjectType, Representation
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ def finish(
     branch = default_branch_report(ex) if plan_complete else None
     counters, per_type, planned = build_counters(rows, planning)
     problems = item_problems(rows)
-    problems.extend(_unsupported_problems(unsupported))
+    problems.extend(_unsupported_problems(unsupported, ex.spec("target").display))
     problems.extend(_rejected_problems(rejected))
     if error is not None:
         problems.insert(0, _error_problem(error))
@@ -348,7 +348,38 @@ def build_report(
     }
 
 
-def _unsupported_problems(unsupported: dict[str, int]) -> list[Problem]:
+#: ``Run.unsupported`` keys that are object types (``inventory.held``), not ref namespaces.
+_TYPE_NAMES = frozenset(t.value for t in ObjectType)
+
+
+def _unsupported_problems(unsupported: dict[str, int], target: str) -> list[Problem]:
+    types = {key: count for key, count in unsupported.items() if key in _TYPE_NAMES}
+    namespaces = {key: count for key, count in unsupported.items() if key not in _TYPE_NAMES}
+    return [*_unheld_problems(types, target), *_namespace_problems(namespaces)]
+
+
+def _unheld_problems(types: dict[str, int], target: str) -> list[Problem]:
+    """Objects of types the target cannot hold (``inventory.held_types``): a plain Git
+    remote's missing issues, labels, releases, wiki, default branch."""
+    return [
+        Problem(
+            error_code="unsupported_object_type",
+            problem_type=NOTICE_TYPES["data_gap"],
+            category="data_gap",
+            message=f"{count} {object_type} object(s) of the source are not synced: the "
+            f"target {target} cannot hold them",
+            suggested_action="nothing to do if the target is meant to mirror the Git data "
+            "only; otherwise bind the source to a forge that holds them",
+            retryable=False,
+            count=count,
+            object_type=object_type,
+            examples=[object_type],
+        )
+        for object_type, count in sorted(types.items())
+    ]
+
+
+def _namespace_problems(unsupported: dict[str, int]) -> list[Problem]:
     return [
         Problem(
             error_code="unsupported_ref_namespace",

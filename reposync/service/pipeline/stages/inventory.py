@@ -15,7 +15,15 @@ from sqlalchemy import delete
 from reposync.lifecycle import AuditMode, Stage
 from reposync.models import InventoryEntry
 from reposync.models.db import executemany, fetch
-from reposync.providers.base import EmptyChecker, InventoryListing
+from reposync.providers.base import (
+    DefaultBranchWriter,
+    EmptyChecker,
+    GitRemoteSource,
+    InventoryListing,
+    ObjectWriter,
+    Provider,
+    WikiRemoteSource,
+)
 from reposync.service.pipeline.execution import StageExecution
 from reposync.service.pipeline.stages.link_states import has_links, load_links
 from reposync.sync.canonical import DigestBuilder, IndexEntry
@@ -29,12 +37,50 @@ SYNCED_TYPES: tuple[ObjectType, ...] = tuple(ObjectType)
 CHUNK = 5000
 
 
+def held_types(target: Provider) -> frozenset[ObjectType]:
+    """The object types ``target`` can hold, by the capabilities it declares: Git refs
+    need ``GitRemoteSource``, wiki refs ``WikiRemoteSource``, the default branch
+    ``DefaultBranchWriter``, every other type ``ObjectWriter`` (a plain Git remote holds
+    refs only). The source's objects of the other types are never planned: ``held``
+    counts them in the Run's ``unsupported``, by type, so none is dropped unsaid."""
+    held = set(SYNCED_TYPES)
+    needs = {
+        ObjectType.GIT_REF: GitRemoteSource,
+        ObjectType.WIKI_REF: WikiRemoteSource,
+        ObjectType.DEFAULT_BRANCH: DefaultBranchWriter,
+    }
+    for object_type in SYNCED_TYPES:
+        if not isinstance(target, needs.get(object_type, ObjectWriter)):
+            held.discard(object_type)
+    return frozenset(held)
+
+
+def held(listing: InventoryListing, types: frozenset[ObjectType], *, count: bool = True) -> None:
+    """Keep only ``types`` in ``listing``'s entries; with ``count``, each left-out object
+    is counted in ``listing.unsupported`` under its type's name (``issue``), beside the
+    ref namespaces (``refs/notes``), as the entries stream past."""
+    if types.issuperset(SYNCED_TYPES):
+        return
+    entries = listing.entries
+
+    def kept() -> Iterator[IndexEntry]:
+        for entry in entries:
+            if entry.object_type in types:
+                yield entry
+            elif count:
+                key = entry.object_type.value
+                listing.unsupported[key] = listing.unsupported.get(key, 0) + 1
+
+    listing.entries = kept()
+
+
 def inventory_source(ex: StageExecution) -> Stage:
     """Index the source. For a checkpoint only what may need work is kept: the entries
     whose links do not vouch for them and the links whose source object is gone."""
     if ex.cancel_requested():
         return ex.advance_now(Stage.FINALIZING, "cancel requested")
     listing = ex.source().inventory_index(SYNCED_TYPES)
+    held(listing, held_types(ex.target()))
     checkpoint = ex.run.audit_mode == AuditMode.CHECKPOINT.value and has_links(ex)
     if not checkpoint:
         counts, digest = store_snapshot(ex, "source", listing.entries)
@@ -92,6 +138,7 @@ def inventory_target(ex: StageExecution) -> Stage:
         else:
             mode = PlanMode.BASELINE
             listing = target.inventory_index(SYNCED_TYPES)
+            held(listing, held_types(target), count=False)
             _, values["target_digest"] = store_snapshot(ex, "target", listing.entries)
     return ex.advance_now(Stage.PLANNING, f"plan mode {mode.value}", plan_mode=mode.value, **values)
 

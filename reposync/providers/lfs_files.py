@@ -1,4 +1,5 @@
-"""A local forge's LFS objects, exactly where git-lfs keeps them.
+"""LFS objects in a repository on this machine, exactly where git-lfs keeps them: a local
+forge's store, and a ``git:file://`` remote's (shared by both providers, so it is neither's).
 
 ``<git dir>/lfs/objects/<oid[0:2]>/<oid[2:4]>/<oid>`` is the layout of git-lfs's own
 local store (``git lfs push`` to a ``file://`` remote writes there too), so a local
