@@ -14,6 +14,7 @@ from reposync.sync.batching import (
     BatchLimits,
     assign_batches,
     newest_tips_first,
+    numbers_in_order,
 )
 from reposync.sync.planner import ACTION_ORDER, PlannedItem, Reason
 from reposync.sync.vocabulary import Action, ObjectType, Phase
@@ -315,3 +316,46 @@ def test_newest_first_is_a_permutation_that_sorts_each_ref_run(stamps):
     assert sorted(i.object_key for i in ordered) == sorted(i.object_key for i in items)
     got = [times[i.source_revision or ""] for i in ordered]
     assert got == sorted(got, reverse=True)
+
+
+def _numbered(object_type: ObjectType, number: int, action: Action = Action.CREATE) -> PlannedItem:
+    return replace(
+        item(f"#{number}", action, phase=Phase.PRIMARY, object_type=object_type),
+        order_key=f"{number:012d}",
+    )
+
+
+def test_issue_and_pull_request_creates_interleave_by_number_and_nothing_else_moves():
+    """For a target that must create them together, issue and pull request creates run in
+    number order; their updates, other types and phases keep their places, and batches
+    still hold one type each (a stretch of one type is one batch)."""
+    issues = [_numbered(ObjectType.ISSUE, n) for n in (1, 3, 4, 7)]
+    pulls = [_numbered(ObjectType.PULL_REQUEST, n) for n in (2, 5, 6)]
+    update = _numbered(ObjectType.ISSUE, 9, Action.UPDATE)
+    release = replace(item("v1", phase=Phase.PRIMARY), object_type=ObjectType.RELEASE)
+    label = item("bug", phase=Phase.TAXONOMY, object_type=StandIn.LABEL)
+    items = sorted([label, update, *issues, *pulls, release], key=lambda i: i.sort_key)
+
+    ordered = numbers_in_order(items)
+
+    assert sorted(ordered, key=id) == sorted(items, key=id)
+    assert [i.object_key for i in ordered] == [
+        "bug",
+        "#9",
+        "#1",
+        "#2",
+        "#3",
+        "#4",
+        "#5",
+        "#6",
+        "#7",
+        "v1",
+    ]
+    batches = [
+        (str(i.object_type), batch)
+        for i, batch in assign_batches(ordered, BatchLimits())
+        if i.object_type in (ObjectType.ISSUE, ObjectType.PULL_REQUEST)
+        and i.action is Action.CREATE
+    ]
+    runs = [t for n, (t, b) in enumerate(batches) if n == 0 or b != batches[n - 1][1]]
+    assert runs == ["issue", "pull_request", "issue", "pull_request", "issue"]
