@@ -1,11 +1,12 @@
 """A local forge of a chosen size with every kind of object, for scale tests and benchmarks.
 
-``populate(path, objects)`` makes about ``objects`` forge objects in shares a busy
+``populate(path, objects)`` makes at least ``objects`` forge objects in shares a busy
 project has: issues and pull requests interleaved in one number sequence (every fifth
-number a pull request on a branch of its own), comments on both, a review per pull
-request with line comments and a reply, review requests, labels, milestones, releases
-with an asset. Git data is made first (``tests.gitrepo.generate``); objects are made in
-bulk through the local forge's authoring API.
+number a pull request on a branch of its own), a review per pull request with a line
+comment and a reply, a review request each, labels, milestones, a release with an
+asset, and comments on every issue and pull request making up the rest. Git data is
+made first (``tests.gitrepo.generate``); objects are made in bulk through the local
+forge's authoring API.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class Population:
 
 
 def populate(path: Path, objects: int) -> Population:
-    """A local forge at ``path`` with about ``objects`` forge objects (at least ~60)."""
+    """A local forge at ``path`` with at least ``objects`` forge objects (~60 at least)."""
     numbers = max(objects * 3 // 10, 5)
     pulls = [n for n in range(1, numbers + 1) if n % PULL_EVERY == 0]
     generate(path, commits=max(len(pulls), 2) + 1, branches=len(pulls), tags=1)
@@ -91,19 +92,6 @@ def populate(path: Path, objects: int) -> Population:
                 )
             )
         made(ObjectType.PULL_REQUEST, pull_ids)
-        budget = max(objects - counts.total(), 0)
-        per_parent = max(budget * 45 // 100 // max(len(issues) + len(pull_ids), 1), 1)
-        for kind, parent in [("issue", i) for i in issues] + [
-            ("pull_request", p) for p in pull_ids
-        ]:
-            rows = [
-                {"body": f"comment {c}", "author": f"user{c % 9}", "created_at": WHEN}
-                for c in range(per_parent)
-            ]
-            made(
-                ObjectType.ISSUE_COMMENT,
-                forge.create_many("issue_comment", rows, parent=(kind, parent)),
-            )
         for pull in pull_ids:
             review = forge.add_review(
                 pull,
@@ -135,6 +123,22 @@ def populate(path: Path, objects: int) -> Population:
             )
             made(ObjectType.REVIEW_COMMENT, [first, reply])
             made(ObjectType.REVIEW_REQUEST, [forge.request_review(pull, "dave")])
+        # Comments make up the rest (the release and its asset come last).
+        parents = len(issues) + len(pull_ids)
+        budget = max(objects - counts.total() - 2, parents)
+        every_parent = [("issue", i) for i in issues] + [("pull_request", p) for p in pull_ids]
+        for index, (kind, parent) in enumerate(every_parent):
+            share = budget // parents + (1 if index < budget % parents else 0)
+            rows = [
+                {"body": f"comment {c}", "author": f"user{c % 9}", "created_at": WHEN}
+                for c in range(share)
+            ]
+            if not rows:
+                continue
+            made(
+                ObjectType.ISSUE_COMMENT,
+                forge.create_many("issue_comment", rows, parent=(kind, parent)),
+            )
         tag = next(n for n in every if n.startswith("refs/tags/")).removeprefix("refs/tags/")
         release = forge.create_release(tag, author="ann", name="First", created_at=WHEN)
         made(ObjectType.RELEASE, [release])
