@@ -37,8 +37,9 @@ What a Forgejo provider reuses as is, and what it parametrizes (read against
 * ``reviews``: placements, vessels and notes as is, with ``forge="Forgejo"``; the
   provider passes as ``notes`` only the states it cannot give (a review authored
   through ``Sudo`` as the mapped reviewer can approve natively). Forgejo's review
-  comments take no ``in_reply_to``: a reply is no ``reply_to_root`` there, and needs a
-  placement of its own (a ``Representation`` to add) rather than this one.
+  comments take no ``in_reply_to``: a reply is no ``reply_to_root`` there; it is
+  posted at its comment's line (``Representation.REPLY_BY_LINE``, placed by the Forgejo
+  provider's ``writes/reviews.py``).
 
 Reactions have no shared rule yet (GitHub's are archive-only); Forgejo can write them
 as the mapped account through ``Sudo``, and a reaction has no body for a header. What
