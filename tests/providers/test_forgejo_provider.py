@@ -1,0 +1,75 @@
+"""The Forgejo provider's own rules: where a missing standby is created, how git gets the
+token (never in a URL, only for the instance), and when a side is not writable."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from reposync.errors import PermissionDenied
+from reposync.providers.base import EndpointSpec
+from reposync.providers.forgejo import ForgejoProvider
+from tests.forgejo_env import forgejo_environment, forgejo_settings, locator
+
+
+@pytest.fixture
+def env(forgejo_fake, tmp_path):
+    token = forgejo_fake.add_token("acme")
+    return forgejo_environment(forgejo_settings(forgejo_fake, tmp_path, token), forgejo_fake), token
+
+
+def test_a_missing_standby_is_created_private_and_empty_under_the_token_s_account(
+    forgejo_fake, env
+):
+    """``create`` makes the token's own repository, private; another user's is refused."""
+    environment, _ = env
+    spec = EndpointSpec("forgejo", locator(forgejo_fake, "acme/standby"))
+    assert not ForgejoProvider.exists(spec, environment)
+    ForgejoProvider.create(spec, environment)
+    repo = forgejo_fake.state.repo("acme/standby")
+    assert (repo.private, repo.empty) == (True, True)
+    forgejo_fake.state.user("someone")
+    with pytest.raises(PermissionDenied, match="someone"):
+        ForgejoProvider.create(
+            EndpointSpec("forgejo", locator(forgejo_fake, "someone/app")), environment
+        )
+    assert forgejo_fake.state.find_repo("someone", "app") is None
+
+
+def test_git_gets_the_token_in_its_environment_for_the_instance_only(forgejo_fake, env):
+    """The clone URL holds no credential; the header is configured for the instance's URL
+    alone, so git sends it nowhere else."""
+    environment, token = env
+    forgejo_fake.state.create_repo("acme/app")
+    provider = ForgejoProvider.open(
+        EndpointSpec("forgejo", locator(forgejo_fake, "acme/app")), environment
+    )
+    try:
+        for remote in (provider.git_remote(write=True), provider.wiki_remote(write=True)):
+            assert token not in remote.url
+            assert "@" not in remote.url.split("://", 1)[1]
+            assert remote.env["GIT_CONFIG_KEY_0"] == f"http.{forgejo_fake.root_url}/.extraHeader"
+            encoded = remote.env["GIT_CONFIG_VALUE_0"].removeprefix("Authorization: Basic ")
+            assert base64.b64decode(encoded).decode().endswith(f":{token}")
+    finally:
+        provider.close()
+
+
+@pytest.mark.parametrize("how", ["read-only", "archived"])
+def test_a_side_the_token_cannot_write_is_refused_as_a_target(forgejo_fake, env, how):
+    """A repository the token may only read, or one Forgejo keeps archived, is no target."""
+    environment, _ = env
+    if how == "read-only":
+        forgejo_fake.state.create_repo("other/app")  # public: readable, not writable
+        spec = EndpointSpec("forgejo", locator(forgejo_fake, "other/app"))
+    else:
+        forgejo_fake.state.create_repo("acme/old").archived = True
+        spec = EndpointSpec("forgejo", locator(forgejo_fake, "acme/old"))
+    provider = ForgejoProvider.open(spec, environment)
+    try:
+        provider.check_access(write=False)
+        with pytest.raises(PermissionDenied):
+            provider.check_access(write=True)
+    finally:
+        provider.close()
