@@ -30,14 +30,12 @@ from reposync.config import Settings
 from reposync.errors import (
     ObjectNotFound,
     PermissionDenied,
-    ProviderError,
     RepositoryMismatch,
     RepositoryNotFound,
     WikiDisabled,
     WriteRefused,
 )
 from reposync.forge_instances import ForgejoInstance
-from reposync.git.transport import run_git
 from reposync.providers.base import (
     AbsenceProver,
     ApplyResult,
@@ -70,6 +68,7 @@ from reposync.providers.forgejo.client import ForgejoClient
 from reposync.providers.forgejo.listings import SnapshotStore
 from reposync.providers.forgejo.locators import Location
 from reposync.providers.forgejo.reads import Inventory, Reader
+from reposync.providers.forgejo.refs import branches_and_tags, ls_remote
 from reposync.providers.forgejo.writes.batch import ForgejoWriter
 from reposync.providers.forgejo.writes.markers import marker_finder
 from reposync.providers.lfs_batch import BatchRequest, LfsBatchStore
@@ -88,8 +87,6 @@ from reposync.sync.canonical import (
 )
 from reposync.sync.lfs import LfsPointer
 from reposync.sync.vocabulary import ObjectType
-
-_PULL_HEAD = "refs/pull/"
 
 
 @dataclass(frozen=True, slots=True)
@@ -478,31 +475,10 @@ class ForgejoProvider(
     ) -> dict[str, str]:
         """Branches and tags, plus shadow branches of open pull requests whose head is on
         no branch (Forgejo keeps it in ``refs/pull/N/head``, which a mirror fetches)."""
-        supported, pull_heads = self._branches_and_tags(listing, remote)
+        supported, pull_heads = branches_and_tags(listing, remote)
         if self.derive_shadows:
             supported.update(self._shadows(inventory, supported, pull_heads))
         return supported
-
-    @staticmethod
-    def _branches_and_tags(
-        listing: InventoryListing, remote: list[tuple[str, str]]
-    ) -> tuple[dict[str, str], set[str]]:
-        """The refs reposync syncs, and the commits of ``refs/pull/N/head``."""
-        supported: dict[str, str] = {}
-        pull_heads: set[str] = set()
-        for name, oid in remote:
-            problem = ref_name_problem(name)
-            if problem is not None:
-                listing.reject(problem, printable_ref_name(name))
-                continue
-            if is_supported_ref(name):
-                supported[name] = oid
-                continue
-            namespace = ref_namespace(name)
-            listing.unsupported[namespace] = listing.unsupported.get(namespace, 0) + 1
-            if name.startswith(_PULL_HEAD) and name.endswith("/head"):
-                pull_heads.add(oid)
-        return supported, pull_heads
 
     @staticmethod
     def _shadows(
@@ -517,7 +493,7 @@ class ForgejoProvider(
         (``ShadowMaterializer``) at their commits, which the repository holds already
         (``refs/pull/N/head``): nothing is pushed. A branch made meanwhile (409) counts
         as made."""
-        refs, pull_heads = self._branches_and_tags(InventoryListing([]), self._remote_refs())
+        refs, pull_heads = branches_and_tags(InventoryListing([]), self._remote_refs())
         derived = self._shadows(self._inventory(), refs, pull_heads)
         created: dict[str, str] = {}
         for name, oid in sorted(derived.items()):
@@ -552,23 +528,7 @@ class ForgejoProvider(
     def _remote_refs(
         self, remote: GitRemote | None = None, *, missing_ok: bool = False
     ) -> list[tuple[str, str]]:
-        remote = remote or self.git_remote(write=False)
-        result = run_git(["git", "ls-remote", remote.url], env=remote.env, check=False)
-        if result.returncode != 0:
-            text = result.stderr.lower()
-            missing = "not found" in text or "404" in text
-            if missing and missing_ok:
-                return []
-            if missing or "403" in text or "401" in text:
-                raise PermissionDenied(f"git cannot read {self._repo}: {result.stderr.strip()}")
-            run_git(["git", "ls-remote", remote.url], env=remote.env)  # raises the error
-            raise ProviderError(f"git ls-remote {self._repo} failed")  # pragma: no cover
-        refs = []
-        for line in result.stdout.splitlines():
-            oid, _, name = line.partition("\t")
-            if name.startswith("refs/") and not name.endswith("^{}"):
-                refs.append((name, oid))
-        return refs
+        return ls_remote(remote or self.git_remote(write=False), self._repo, missing_ok=missing_ok)
 
 
 class _TokenAccess:
