@@ -171,7 +171,7 @@ def test_the_default_branch_is_head_while_it_names_a_branch_that_exists(harness,
 
 
 def test_a_default_branch_is_written_exactly_where_declared(harness, tmp_path):
-    """With DefaultBranchWriter: a missing branch is refused and changes nothing, an
+    """With DefaultBranchWriter: a missing branch is refused (``not_found``) and changes nothing, an
     existing one is set and reads back. Without: the provider offers no way to set it."""
     provider = harness.target(empty=False)
     if not isinstance(provider, DefaultBranchWriter):
@@ -181,8 +181,9 @@ def test_a_default_branch_is_written_exactly_where_declared(harness, tmp_path):
     source = generate(tmp_path / "dev.git", commits=1, branches=0, tags=0)
     push(provider, source, "refs/heads/main:refs/heads/dev")
     before = listed(provider, T.DEFAULT_BRANCH)
-    with pytest.raises(WriteRefused):
+    with pytest.raises(WriteRefused) as refused:
         provider.set_default_branch("never-pushed")
+    assert refused.value.refusal == "not_found"  # the contract's word, on every forge
     assert listed(provider, T.DEFAULT_BRANCH) == before
     provider.set_default_branch("dev")
     assert listed(provider, T.DEFAULT_BRANCH) == {DEFAULT_BRANCH_IDENTITY: "dev"}

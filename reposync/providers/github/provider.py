@@ -459,16 +459,21 @@ class GitHubProvider(
     def set_default_branch(self, branch: str) -> None:
         """PATCH the repository's ``default_branch`` (``DefaultBranchWriter``).
 
-        GitHub answers 422 for a branch that does not exist (``WriteRefused``); it needs
-        administration rights (an App: "Administration: write"). Not content creation:
-        no write budget is spent.
+        GitHub answers 422 for a branch that does not exist: the contract's refusal
+        ``not_found``, as every provider says it. It needs administration rights (an App:
+        "Administration: write"). Not content creation: no write budget is spent.
         """
-        self.client.write(
-            "PATCH",
-            f"/repos/{self._repo}",
-            json_body={"default_branch": branch},
-            creates_content=False,
-        )
+        try:
+            self.client.write(
+                "PATCH",
+                f"/repos/{self._repo}",
+                json_body={"default_branch": branch},
+                creates_content=False,
+            )
+        except WriteRefused as refused:
+            if refused.status == 422:
+                raise WriteRefused(refused.message, refusal="not_found") from None
+            raise
         self.stats.writes += 1
 
     # -- git ----------------------------------------------------------------------------
