@@ -11,15 +11,19 @@ in-house Forgejo at once.
 Two sources, both read once when the settings are made and checked whole there:
 
 * ``REPOSYNC_FORGEJO_INSTANCES``: JSON, ``{"<name>": {"url": ..., "token": ...,
-  "accounts": {...}}, ...}`` (the deployment's environment, like ``REPOSYNC_GITHUB_TOKEN``);
+  "accounts": {...}, "webhook_secret": ...}, ...}`` (the deployment's environment, like
+  ``REPOSYNC_GITHUB_TOKEN``);
 * ``REPOSYNC_FORGEJO_INSTANCES_FILE``: the same as TOML, one table per instance, in a
   file only its owner may read (refused otherwise, as the hooks' settings file is).
 
 ``accounts`` maps a source login to the instance's account of the same person. When the
 token is a site administrator's, what that person wrote on the source is written as
 their account on the instance (Forgejo's ``Sudo``); anyone else's stays attributed in a
-header. Tokens live in the settings only: never in the database, a Git URL, argv or a
-log line (``repr`` leaves them out).
+header. ``webhook_secret`` is the secret of the instance's hooks that deliver to
+reposync (``/webhooks/forgejo``, ``/webhooks/gitea``): each instance has its own, and a
+delivery is taken only when signed with the secret of the instance its repository is
+on. Tokens and secrets live in the settings only: never in the database, a Git URL,
+argv or a log line (``repr`` leaves them out).
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ NAME = re.compile(
 )
 #: What an account map may name: Forgejo's user names (and GitHub's, a local forge's).
 LOGIN = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
-_KEYS = frozenset({"url", "token", "accounts"})
+_KEYS = frozenset({"url", "token", "accounts", "webhook_secret"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +61,8 @@ class ForgejoInstance:
     token: str = field(repr=False)
     #: Source login -> the instance's login of the same person.
     accounts: Mapping[str, str] = field(default_factory=dict)
+    #: The secret its webhooks sign deliveries with ("" : none configured, refused).
+    webhook_secret: str = field(default="", repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "accounts", dict(self.accounts))
@@ -122,7 +128,12 @@ def _instance(name: str, entry: Any, where: str) -> ForgejoInstance:
             f"{where}: {canonical!r}'s accounts map two source logins to one account; "
             "reads could not tell whose an object is"
         )
-    return ForgejoInstance(canonical, url, token.strip(), dict(accounts))
+    secret = entry.get("webhook_secret", "")
+    if not isinstance(secret, str) or (secret and not secret.strip()):
+        raise ConfigurationError(
+            f"{where}: {canonical!r}'s webhook_secret must be the text its hooks are given"
+        )
+    return ForgejoInstance(canonical, url, token.strip(), dict(accounts), secret)
 
 
 def parse_instances(data: Any, where: str) -> tuple[ForgejoInstance, ...]:

@@ -1,9 +1,15 @@
-"""What every forge's webhook reader shares: HMAC signatures, JSON and form bodies.
+"""What every forge's webhook reader shares: HMAC signatures, JSON and form bodies, and
+the tolerant reading of a payload.
 
 Forges differ in their header names and payloads, much less in how a delivery is
 carried: GitHub and Forgejo/Gitea both sign the body with HMAC-SHA256 in hex, send JSON,
 and can send it as a form's ``payload=`` field instead. A reader (``base.WebhookReader``)
 takes these from here, so the signature check is written (and made constant-time) once.
+
+Each reader checks a payload against a JSON Schema of its own, of only the properties it
+reads (``read_object``: any other property may be anything, or absent), and refuses one
+that lacks them or holds them out of range with the same words (``checked``: 422
+``webhook_payload_invalid`` naming the JSON path), whichever forge sent it.
 """
 
 from __future__ import annotations
@@ -15,7 +21,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qs
 
-from reposync.errors import WebhookMalformed
+from jsonschema.exceptions import ValidationError, best_match
+from jsonschema.protocols import Validator
+
+from reposync.errors import WebhookMalformed, WebhookPayloadInvalid
 
 JSON = "application/json"
 FORM = "application/x-www-form-urlencoded"
@@ -67,3 +76,41 @@ def json_body(body: bytes) -> Any:
         raise WebhookMalformed("the delivery body is JSON nested too deeply") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise WebhookMalformed(f"the delivery body is not JSON: {exc}") from None
+
+
+def read_object(required: dict[str, Any], optional: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The schema of an object of which a reader reads these properties (``required``:
+    they must be there); any other property is left alone."""
+    return {
+        "type": "object",
+        "required": list(required),
+        "properties": {**required, **(optional or {})},
+    }
+
+
+def checked(validator: Validator, event: str, payload: Any) -> dict[str, Any]:
+    """``payload`` once it holds what the reader reads of ``event`` (``validator``: the
+    reader's schema of it); ``WebhookPayloadInvalid`` naming the first path that does not."""
+    error = best_match(validator.iter_errors(payload))
+    if error is not None:
+        raise WebhookPayloadInvalid(f"the {event} delivery {problem(error)}")
+    assert isinstance(payload, dict)
+    return payload
+
+
+def problem(error: ValidationError) -> str:
+    """What is wrong at the error's path, in words that name the path and never echo more
+    than a few hundred characters of what the sender wrote."""
+    where = error.json_path
+    if error.validator == "required":
+        required: list[str] = list(error.validator_value)  # type: ignore[arg-type]
+        present: dict[str, Any] = error.instance  # type: ignore[assignment]
+        missing = [name for name in required if name not in present]
+        return f"lacks {where}.{missing[0]}, which reposync reads"
+    if error.validator in ("minimum", "maximum"):
+        return f"has {where} out of range: {error.message}"
+    if error.validator == "format":
+        cause = error.cause if error.cause is not None else error.message
+        return f"has {where} that is no date-time reposync can read: {cause}"
+    message = error.message if len(error.message) <= 200 else error.message[:197] + "..."
+    return f"has {where} that reposync cannot read: {message}"

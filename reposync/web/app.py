@@ -147,12 +147,13 @@ def create_app(
         API_SPEC_OPTIONS={
             "info": {
                 "description": "Operate reposync: Bindings, Runs and their progress; "
-                "webhooks out (docs/webhooks.md); webhooks in (POST /webhooks/github)."
+                "webhooks out (docs/webhooks.md); webhooks in (POST /webhooks/github, "
+                "/webhooks/forgejo, /webhooks/gitea)."
             },
             "components": {
                 "securitySchemes": {
                     "bearerAuth": {"type": "http", "scheme": "bearer"},
-                    "githubSignature": webhooks.SIGNATURE_SCHEME,
+                    **webhooks.SECURITY_SCHEMES,
                 }
             },
             "security": [{"bearerAuth": []}],

@@ -1,7 +1,8 @@
 """``/webhooks/<forge>``: a forge tells reposync that a repository changed.
 
 No API token: the delivery's signature authenticates it (GitHub's
-``X-Hub-Signature-256``). Every forge's route is the same view (``receive``), which only
+``X-Hub-Signature-256``, Forgejo's ``X-Forgejo-Signature``, Gitea's
+``X-Gitea-Signature``). Every forge's route is the same view (``receive``), which only
 reads the body (streamed, capped at 25 MB, GitHub's own cap and more than any forge
 sends) and hands the headers and bytes to ``service.intake``: the forge's reader checks
 the signature and reads the payload; deduplication and the Runs are the service's.
@@ -32,46 +33,86 @@ blueprint = Blueprint("webhooks", __name__, description="Forges reporting their 
 
 #: Bytes read from the request at a time.
 CHUNK = 64 * 1024
-#: GitHub's security scheme in the OpenAPI document (registered by ``create_app``; the
-#: header is its reader's, ``GitHubWebhookReader.signature_headers``: a test holds them
-#: equal, so building the document imports no provider).
+#: Each forge's security scheme in the OpenAPI document (registered by ``create_app``;
+#: the header is its reader's ``signature_headers``: a test holds them equal, so
+#: building the document imports no provider).
 SIGNATURE_SCHEME = {
     "type": "apiKey",
     "in": "header",
     "name": "X-Hub-Signature-256",
     "description": "sha256=<hex HMAC-SHA256 of the raw body with the hook's secret>",
 }
-_HEADERS = [
-    {
-        "in": "header",
-        "name": "X-GitHub-Event",
-        "required": True,
-        "schema": {"type": "string", "maxLength": 64},
-        "description": "the event (push, issues, ...)",
-    },
-    {
-        "in": "header",
-        "name": "X-GitHub-Delivery",
-        "required": True,
-        "schema": {"type": "string", "maxLength": 100},
-        "description": "the delivery's id; a redelivery keeps it (deduplicated)",
-    },
-]
-_BODY = {
-    "required": True,
-    "content": {
-        "application/json": {"schema": {"type": "object"}},
-        "application/x-www-form-urlencoded": {
-            "schema": {
-                "type": "object",
-                "properties": {"payload": {"type": "string"}},
-                "required": ["payload"],
-            }
-        },
-    },
-    "description": "the event's payload, as GitHub's webhook schema describes it (a hook "
-    "whose content type is form sends it as the payload= field)",
+FORGEJO_SIGNATURE_SCHEME = {
+    "type": "apiKey",
+    "in": "header",
+    "name": "X-Forgejo-Signature",
+    "description": "<hex HMAC-SHA256 of the raw body with the webhook_secret of the "
+    "instance the repository is on> (no prefix)",
 }
+GITEA_SIGNATURE_SCHEME = FORGEJO_SIGNATURE_SCHEME | {
+    "name": "X-Gitea-Signature",
+}
+SECURITY_SCHEMES = {
+    "githubSignature": SIGNATURE_SCHEME,
+    "forgejoSignature": FORGEJO_SIGNATURE_SCHEME,
+    "giteaSignature": GITEA_SIGNATURE_SCHEME,
+}
+
+
+def _headers(prefix: str, event: str, with_type: bool = False) -> list[dict[str, Any]]:
+    """The event and delivery headers of a forge's deliveries, as parameters."""
+    found = [
+        {
+            "in": "header",
+            "name": f"{prefix}-Event",
+            "required": True,
+            "schema": {"type": "string", "maxLength": 64},
+            "description": f"the event ({event})",
+        },
+        {
+            "in": "header",
+            "name": f"{prefix}-Delivery",
+            "required": True,
+            "schema": {"type": "string", "maxLength": 100},
+            "description": "the delivery's id; a redelivery keeps it (deduplicated)",
+        },
+    ]
+    if with_type:
+        found.insert(
+            1,
+            {
+                "in": "header",
+                "name": f"{prefix}-Event-Type",
+                "required": False,
+                "schema": {"type": "string", "maxLength": 64},
+                "description": "the finer event type (issue_label, pull_request_comment, "
+                "...), read first where reposync knows it",
+            },
+        )
+    return found
+
+
+def _body(as_sent: str) -> dict[str, Any]:
+    return {
+        "required": True,
+        "content": {
+            "application/json": {"schema": {"type": "object"}},
+            "application/x-www-form-urlencoded": {
+                "schema": {
+                    "type": "object",
+                    "properties": {"payload": {"type": "string"}},
+                    "required": ["payload"],
+                }
+            },
+        },
+        "description": f"the event's payload, {as_sent} (a hook whose content type is "
+        "form sends it as the payload= field)",
+    }
+
+
+_HEADERS = _headers("X-GitHub", "push, issues, ...")
+_BODY = _body("as GitHub's webhook schema describes it")
+_FORGEJO_EVENTS = "push, issues, pull_request, pull_request_approved, ..."
 
 
 def receive(provider: str) -> tuple[dict[str, Any], int]:
@@ -123,8 +164,7 @@ def _capped_body() -> bytes:
 # -- one route per forge, each the same view with the forge's own description ------------
 # A forge's route: its path, an operationId ``receive_<provider>_webhook`` (pinned in
 # tests/integration/web/test_openapi.py), its headers and signature scheme documented,
-# and ``return receive("<provider>")``. The Forgejo provider adds ``/webhooks/forgejo``
-# and ``/webhooks/gitea`` here, one route each.
+# and ``return receive("<provider>")``.
 
 
 @blueprint.route("/webhooks/github")
@@ -145,6 +185,52 @@ class GitHubWebhookView(MethodView):
         that does not match GitHub's schema, 503 when no webhook secret is configured.
         """
         return receive("github")
+
+
+@blueprint.route("/webhooks/forgejo")
+class ForgejoWebhookView(MethodView):
+    @blueprint.doc(operationId="receive_forgejo_webhook")
+    @blueprint.doc(
+        security=[{"forgejoSignature": []}],
+        parameters=_headers("X-Forgejo", _FORGEJO_EVENTS, with_type=True),
+        requestBody=_body("as Forgejo sends it"),
+    )
+    @blueprint.response(202, WebhookReceiptSchema)
+    @blueprint.alt_response(200, schema=WebhookReceiptSchema, description="A redelivery")
+    @documents(blueprint, 400, 401, 413, 422, 503)
+    def post(self) -> Any:
+        """Receive a Forgejo webhook delivery (authenticated by its signature, not a token).
+
+        The instance is the one the repository's html_url is on; the signature must be
+        made with that instance's webhook_secret. 202 when recorded (a Run is requested
+        where the repository, ``<id>@<instance>``, is a Binding's authority), 200 for a
+        redelivery, 401 for a bad or missing signature or one made with another
+        instance's secret (nothing is recorded), 413 beyond 25 MB, 422 for a payload
+        without what reposync reads, 503 when no instance has a webhook_secret.
+        """
+        return receive("forgejo")
+
+
+@blueprint.route("/webhooks/gitea")
+class GiteaWebhookView(MethodView):
+    @blueprint.doc(operationId="receive_gitea_webhook")
+    @blueprint.doc(
+        security=[{"giteaSignature": []}],
+        parameters=_headers("X-Gitea", _FORGEJO_EVENTS, with_type=True),
+        requestBody=_body("as Gitea sends it"),
+    )
+    @blueprint.response(202, WebhookReceiptSchema)
+    @blueprint.alt_response(200, schema=WebhookReceiptSchema, description="A redelivery")
+    @documents(blueprint, 400, 401, 413, 422, 503)
+    def post(self) -> Any:
+        """Receive a Gitea webhook delivery (authenticated by its signature, not a token).
+
+        As ``/webhooks/forgejo``, with Gitea's headers (``X-Gitea-*``), for Bindings made
+        with ``gitea:`` locators: 202 recorded, 200 a redelivery, 401 a bad signature or
+        another instance's secret, 413 beyond 25 MB, 422 a payload without what reposync
+        reads, 503 when no instance has a webhook_secret.
+        """
+        return receive("gitea")
 
 
 def _receipt(receipt: Receipt) -> dict[str, Any]:

@@ -60,6 +60,8 @@ from reposync.providers.base import (
     ShadowMaterializer,
     TargetWrite,
     VisibilityReporter,
+    WebhookReader,
+    WebhookSource,
     WikiRemoteSource,
 )
 from reposync.providers.forgejo import locators, owners
@@ -69,6 +71,7 @@ from reposync.providers.forgejo.listings import SnapshotStore
 from reposync.providers.forgejo.locators import Location
 from reposync.providers.forgejo.reads import Inventory, Reader
 from reposync.providers.forgejo.refs import branches_and_tags, ls_remote
+from reposync.providers.forgejo.webhooks import ForgejoWebhookReader
 from reposync.providers.forgejo.writes.batch import ForgejoWriter
 from reposync.providers.forgejo.writes.markers import marker_finder
 from reposync.providers.lfs_batch import BatchRequest, LfsBatchStore
@@ -104,9 +107,9 @@ class ForgejoProvider(
     # The capabilities it has (providers.base.CAPABILITIES). Not IndexReader (Forgejo
     # stores no hashes), NestedCreator (a line comment added alone stays in the review it
     # names), StandbyMarker (no guard the sync could set), LockRecoverer (no ref locks a
-    # sync leaves), AncestryChecker (not built), ChangeHooks, WebhookSource (not built
-    # yet: deliveries are read in a later change). Owners are listed and their
-    # repositories created (OwnerLister, RepositoryCreator: ``owners``).
+    # sync leaves), AncestryChecker (not built), ChangeHooks (its hooks are webhooks:
+    # WebhookSource, ``webhooks``). Owners are listed and their repositories created
+    # (OwnerLister, RepositoryCreator: ``owners``).
     ObjectWriter,
     AbsenceProver,
     AssetSource,
@@ -119,6 +122,7 @@ class ForgejoProvider(
     ShadowMaterializer,
     OwnerLister,
     RepositoryCreator,
+    WebhookSource,
 ):
     name = "forgejo"
     #: How what reposync writes on the instance names the forge.
@@ -186,6 +190,13 @@ class ForgejoProvider(
         location = locators.parse(spec.locator, cls.name)
         owner = OwnerSpec(cls.name, f"{location.instance}/{location.owner}")
         cls.create_repository(owner, location.name, "private", None, env)
+
+    # -- webhooks ---------------------------------------------------------------------
+
+    @classmethod
+    def webhook_reader(cls, settings: Settings) -> WebhookReader:
+        """Deliveries of the configured instances' hooks, at ``/webhooks/<name>``."""
+        return ForgejoWebhookReader(settings, cls.name, cls.forge)
 
     # -- owners -----------------------------------------------------------------------
 

@@ -24,9 +24,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from jsonschema import Draft202012Validator, FormatChecker
-from jsonschema.exceptions import ValidationError, best_match
 
 from reposync.errors import WebhookPayloadInvalid
+from reposync.providers import webhooks
 
 #: GitHub's ids are 64-bit and positive.
 MAX_ID = 2**63 - 1
@@ -41,15 +41,8 @@ TIME_FORMAT = "reposync-time"
 _OBJECT_ID = "^([0-9a-f]{40}|[0-9a-f]{64})$"
 
 
-def _object(required: dict[str, Any], optional: dict[str, Any] | None = None) -> dict[str, Any]:
-    """An object with these properties read (``required``: must be there); any other
-    property is left alone."""
-    return {
-        "type": "object",
-        "required": list(required),
-        "properties": {**required, **(optional or {})},
-    }
-
+#: An object of which these properties are read (the readers' shared helper).
+_object = webhooks.read_object
 
 ID: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": MAX_ID}
 #: ``pushed_at`` is an epoch in push events and a date-time elsewhere; null before a push.
@@ -154,30 +147,10 @@ def _validator(event: str) -> Draft202012Validator:
 def read(event: str, payload: object) -> dict[str, Any]:
     """``payload`` once it holds what reposync reads of ``event`` (a key of ``SCHEMAS``);
     ``WebhookPayloadInvalid`` naming the first path that does not."""
-    error = best_match(_validator(event).iter_errors(payload))
-    if error is not None:
-        raise WebhookPayloadInvalid(f"the {event} delivery {_problem(error)}")
-    assert isinstance(payload, dict)
-    return payload
+    return webhooks.checked(_validator(event), event, payload)
 
 
 def refuse(event: str, path: str, why: str) -> WebhookPayloadInvalid:
     """The refusal of a value the schema admits but reposync cannot use (a renamed
     repository's name outside GitHub's grammar)."""
     return WebhookPayloadInvalid(f"the {event} delivery's {path} {why}")
-
-
-def _problem(error: ValidationError) -> str:
-    where = error.json_path
-    if error.validator == "required":
-        required: list[str] = list(error.validator_value)  # type: ignore[arg-type]
-        present: dict[str, Any] = error.instance  # type: ignore[assignment]
-        missing = [name for name in required if name not in present]
-        return f"lacks {where}.{missing[0]}, which reposync reads"
-    if error.validator in ("minimum", "maximum"):
-        return f"has {where} out of range: {error.message}"
-    if error.validator == "format":
-        cause = error.cause if error.cause is not None else error.message
-        return f"has {where} that is no date-time reposync can read: {cause}"
-    message = error.message if len(error.message) <= 200 else error.message[:197] + "..."
-    return f"has {where} that reposync cannot read: {message}"

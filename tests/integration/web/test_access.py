@@ -26,7 +26,8 @@ class Endpoint:
     #: "repository": admin or a grant on the repository named in the body; "owner": its
     #: owner or an admin; "state": no token, a valid one-time state (Connect GitHub);
     #: "connection": admin, or a member naming on each side a connection Connect GitHub
-    #: granted them (403 naming none, 404 naming one not theirs).
+    #: granted them (403 naming none, 404 naming one not theirs); "signature": no token,
+    #: the delivery's signature (a forge's webhook, test_webhooks.py and its siblings).
     access: str = "read"
     query: dict[str, str] | None = None
 
@@ -97,9 +98,13 @@ ENDPOINTS = [
     Endpoint("DELETE", "/owner-bindings/{owner}", None, "admin"),
     Endpoint("GET", "/owner-bindings/{owner}/members", None, "admin"),
     Endpoint("POST", "/owner-bindings/{owner}/passes", {"dry_run": True}, "admin"),
+    # Webhooks in: a forge's delivery, authenticated by its signature alone ("signature").
+    Endpoint("POST", "/webhooks/github", {"zen": "hi"}, "signature"),
+    Endpoint("POST", "/webhooks/forgejo", {"ref": "refs/heads/main"}, "signature"),
+    Endpoint("POST", "/webhooks/gitea", {"ref": "refs/heads/main"}, "signature"),
 ]
 WITH_ID = [e for e in ENDPOINTS if "{" in e.path]
-WITH_TOKEN = [e for e in ENDPOINTS if e.access != "state"]
+WITH_TOKEN = [e for e in ENDPOINTS if e.access not in ("state", "signature")]
 ADMIN_ONLY = [e for e in ENDPOINTS if e.access == "admin"]
 
 
@@ -137,16 +142,14 @@ def call(
 
 
 def test_the_table_covers_every_documented_operation(client):
-    """The access table lists each operation of the OpenAPI document that takes a token
-    (not /health, nor a webhook: its signature authenticates it, test_webhooks.py)."""
+    """The access table lists each operation of the OpenAPI document (not /health, which
+    takes nothing), the webhooks with the signature that stands in for a token."""
     document = client.get(url("/openapi.json")).json
     documented = {
         (method.upper(), path.removeprefix(API_PREFIX))
         for path, operations in document["paths"].items()
         for method, operation in operations.items()
-        if method != "parameters"
-        and not path.endswith("/health")
-        and operation.get("security") != [{"githubSignature": []}]
+        if method != "parameters" and not path.endswith("/health")
     }
     listed = {
         (
@@ -313,6 +316,17 @@ def test_a_state_endpoint_refuses_an_unknown_state_with_or_without_a_token(
         response = call(client, endpoint, headers)
         assert response.status_code in (400, 503), response.get_data(as_text=True)
         assert response.json["code"] in ("github_state_invalid", "github_connect_unconfigured")
+
+
+@pytest.mark.parametrize("endpoint", [e for e in ENDPOINTS if e.access == "signature"], ids=str)
+def test_a_webhook_takes_its_signature_never_a_token(client, tokens, endpoint):
+    """A forge's delivery is authenticated by its signature alone: unsigned, it is 401
+    webhook_signature_invalid (503 where the forge has no secret configured) with or
+    without an admin's bearer token."""
+    for headers in ({}, bearer(tokens.admin)):
+        response = call(client, endpoint, headers)
+        assert response.status_code in (401, 503), response.get_data(as_text=True)
+        assert response.json["code"] in ("webhook_signature_invalid", "webhooks_not_configured")
 
 
 @pytest.mark.parametrize("path", ["/github/installations", "/github/repositories"])

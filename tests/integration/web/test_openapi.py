@@ -73,6 +73,8 @@ OPERATION_IDS = {
         "/subscriptions/{subscription_id}/deliveries/{delivery_id}/redeliver",
     ): "redeliver_subscription_delivery",
     ("POST", "/webhooks/github"): "receive_github_webhook",
+    ("POST", "/webhooks/forgejo"): "receive_forgejo_webhook",
+    ("POST", "/webhooks/gitea"): "receive_gitea_webhook",
     ("POST", "/github/authorize/start"): "start_github_authorization",
     ("POST", "/github/install/start"): "start_github_installation",
     ("GET", "/github/install/callback"): "complete_github_connection",
@@ -109,23 +111,30 @@ def test_the_document_is_valid_openapi_at_a_stable_url(client):
 
 def test_every_operation_has_a_summary_and_needs_a_token_but_health(client):
     """Docstrings became summaries; bearer auth is required everywhere but /health and
-    the webhooks (their signature authenticates them) and Connect GitHub's callback (GitHub
+    the webhooks (each forge's signature authenticates them) and Connect GitHub's callback (GitHub
     redirects a browser there: its state authenticates it)."""
     document = client.get(url("/openapi.json")).json
     schemes = document["components"]["securitySchemes"]
     assert schemes["bearerAuth"]["scheme"] == "bearer"
-    assert schemes["githubSignature"] == {
-        "type": "apiKey",
-        "in": "header",
-        "name": "X-Hub-Signature-256",
-        "description": schemes["githubSignature"]["description"],
+    signed_by = {
+        "github": "X-Hub-Signature-256",
+        "forgejo": "X-Forgejo-Signature",
+        "gitea": "X-Gitea-Signature",
     }
+    for forge, header in signed_by.items():
+        assert schemes[f"{forge}Signature"] == {
+            "type": "apiKey",
+            "in": "header",
+            "name": header,
+            "description": schemes[f"{forge}Signature"]["description"],
+        }
     for path, method, operation in operations(document):
         assert operation.get("summary"), (method, path)
         if path.endswith(("/health", "/github/install/callback")):
             assert operation["security"] == []
         elif "/webhooks/" in path:
-            assert operation["security"] == [{"githubSignature": []}]
+            forge = path.rsplit("/", 1)[1]
+            assert operation["security"] == [{f"{forge}Signature": []}]
             assert "401" in operation["responses"], (method, path)
         else:
             assert "security" not in operation  # the document-wide bearerAuth applies
