@@ -21,71 +21,14 @@ from reposync.errors import WebhookPayloadInvalid
 from reposync.providers.github import events as github_events
 from reposync.providers.github import payloads as github_payloads
 from reposync.providers.notifications import Notification, Outcome
+from tests.payload_paths import JSON_VALUES, read_paths, read_tree, remove, required_paths
 from tests.webhook_examples import Example, examples, objects, sets, with_unknown_properties
 
 EXAMPLES = examples()
-JSON_VALUES = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**70), max_value=2**70)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=20),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
-    ),
-    max_leaves=8,
-)
 
 
 def read(example: Example, payload: Any) -> Notification:
     return github_events.notification(example.event, "d-1", json.dumps(payload).encode())
-
-
-def read_tree(schema: dict[str, Any], value: Any) -> Any:
-    """``value`` pruned to the properties ``schema`` reads (recursively)."""
-    if isinstance(value, dict):
-        properties = schema.get("properties", {})
-        return {k: read_tree(properties[k], value[k]) for k in properties if k in value}
-    if isinstance(value, list) and "items" in schema:
-        return [read_tree(schema["items"], v) for v in value]
-    return value
-
-
-def read_paths(schema: dict[str, Any], value: Any, path: str = "$") -> set[str]:
-    """The JSON paths of ``value`` that ``schema`` reads."""
-    paths = {path}
-    if isinstance(value, dict):
-        for key, child in schema.get("properties", {}).items():
-            if key in value:
-                paths |= read_paths(child, value[key], f"{path}.{key}")
-    elif isinstance(value, list) and "items" in schema:
-        for index, item in enumerate(value):
-            paths |= read_paths(schema["items"], item, f"{path}[{index}]")
-    return paths
-
-
-def required_paths(schema: dict[str, Any], value: Any, path: str = "$") -> list[str]:
-    """The paths of ``value`` that ``schema`` requires."""
-    found = []
-    if isinstance(value, dict):
-        for key, child in schema.get("properties", {}).items():
-            if key in value:
-                if key in schema.get("required", ()):
-                    found.append(f"{path}.{key}")
-                found.extend(required_paths(child, value[key], f"{path}.{key}"))
-    elif isinstance(value, list) and "items" in schema:
-        for index, item in enumerate(value):
-            found.extend(required_paths(schema["items"], item, f"{path}[{index}]"))
-    return found
-
-
-def remove(payload: dict[str, Any], path: str) -> None:
-    """Delete the property at ``path`` (``$.a.b`` or ``$.a[0].b``)."""
-    parts = path[2:].replace("[", ".[").split(".")
-    node: Any = payload
-    for part in parts[:-1]:
-        node = node[int(part[1:-1])] if part.startswith("[") else node[part]
-    del node[parts[-1]]
 
 
 def test_the_corpus_has_the_sets_the_issue_names():

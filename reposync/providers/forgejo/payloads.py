@@ -50,6 +50,8 @@ OBJECT_ID: dict[str, Any] = {"type": "string", "pattern": _OBJECT_ID}
 REF: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": MAX_REF}
 ACTION: dict[str, Any] = {"type": "string", "maxLength": 64}
 REPOSITORY = read_object({"id": ID, "full_name": FULL_NAME, "html_url": HTML_URL})
+#: What names the instance a delivery's repository is on (read before the rest).
+ADDRESS = read_object({"full_name": FULL_NAME, "html_url": HTML_URL})
 
 
 def _content(extra: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -67,7 +69,17 @@ SCHEMAS: dict[str, dict[str, Any]] = {
 
 @functools.cache
 def _validator(shape: str) -> Draft202012Validator:
-    return Draft202012Validator(SCHEMAS[shape])
+    return Draft202012Validator(ADDRESS if shape == "address" else SCHEMAS[shape])
+
+
+def address(payload: object) -> tuple[str, str] | None:
+    """The ``html_url`` and ``full_name`` of the repository a payload names, when it names
+    one in range (else None: the reading of the event refuses it, or ignores it)."""
+    repository = payload.get("repository") if isinstance(payload, dict) else None
+    if not _validator("address").is_valid(repository):
+        return None
+    assert isinstance(repository, dict)
+    return repository["html_url"], repository["full_name"]
 
 
 def read(shape: str, event: str, payload: object) -> dict[str, Any]:

@@ -40,7 +40,7 @@ from reposync.errors import (
 from reposync.forge_instances import ForgejoInstance
 from reposync.providers import webhooks
 from reposync.providers.base import WebhookReader
-from reposync.providers.forgejo import events
+from reposync.providers.forgejo import events, payloads
 from reposync.providers.notifications import Delivery, Notification
 
 #: Where the instances and their secrets are configured (named in refusals).
@@ -144,7 +144,7 @@ class ForgejoWebhookReader(WebhookReader):
                 f"{self.headers.signature} does not match the body with any instance's "
                 f"webhook_secret ({SETTINGS})"
             )
-        named = _repository(_payload(headers, body))
+        named = payloads.address(_payload(headers, body))
         if named is None:  # nothing it names is acted on (ignored, or refused 422)
             return
         if self._signer(headers, body, *named) is None:
@@ -200,18 +200,6 @@ class ForgejoWebhookReader(WebhookReader):
             if secret and webhooks.signed_by_one((secret,), body, given):
                 return instance
         return None
-
-
-def _repository(payload: Any) -> tuple[str, str] | None:
-    """The ``html_url`` and ``full_name`` a payload names its repository by, when it does
-    (whether they are in range is the tolerant reader's to say)."""
-    repository = payload.get("repository") if isinstance(payload, dict) else None
-    if not isinstance(repository, dict):
-        return None
-    html_url, full_name = repository.get("html_url"), repository.get("full_name")
-    if isinstance(html_url, str) and isinstance(full_name, str):
-        return html_url, full_name
-    return None
 
 
 def _payload(headers: Mapping[str, str], body: bytes) -> Any:
