@@ -4,11 +4,16 @@ structure: each object with its parent's anchor (an issue's number, a release's 
 review's content), a reply with what it answers. The only differences allowed are the
 documented representations, and the report's ``data_gaps`` count exactly those.
 
+Issue 24: A -> Forgejo test server -> GitHub test server -> B, the same comparison with the
+data gaps of every hop counted (each forge represents what it cannot hold; the next reads
+the representation back as the object), and a full audit of each hop planning nothing.
+
 Issue 23: after any handoff, a full audit in the new direction plans nothing. Random
 sources (pull requests on a branch, from a deleted branch, from a fork's, on a commit
 the repository lacks; open, closed, merged; reviewed or not; issues, labels, a release)
 are handed local -> local and back, and local -> GitHub and back, with a pull request
-opened from a fork on GitHub between the two.
+opened from a fork on GitHub between the two; and GitHub -> Forgejo handed to Forgejo and
+back.
 
 Prints the per-type table (equal / represented / lost) with ``pytest -s``.
 """
@@ -18,23 +23,30 @@ from __future__ import annotations
 import itertools
 import subprocess
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
-from reposync.providers.base import EndpointSpec
+from reposync.models.db import Database
+from reposync.providers.base import EndpointSpec, ProviderEnvironment
 from reposync.providers.local import LocalProvider
 from reposync.service.bindings import SyncRequest, bind
+from reposync.service.budgets import DatabaseWriteBudget
 from reposync.service.context import ServiceContext
 from reposync.service.embedded import sync
 from reposync.service.handoff import WRITE_ACTIONS, handoff
 from reposync.sync.vocabulary import ObjectType
-from tests.github_env import embedded_world
+from tests.fakes.contract import RecordingValidator, attach
+from tests.forgejo_env import instance as forgejo_instance
+from tests.forgejo_env import locator as forgejo_locator
+from tests.github_env import embedded_world, github_settings
 from tests.gitrepo import commit_on, delete_refs, generate, refs
 from tests.integration.test_forge_sync import WHEN, forge, populate
 from tests.integration.test_issue_release_fidelity import family_forge
@@ -184,6 +196,89 @@ def test_a_to_github_to_b_loses_nothing_and_counts_every_representation(tmp_path
     assert audit.report["planned_actions"] == {}, audit.report["planned_actions"]
 
 
+@pytest.fixture
+def forges(tmp_path: Path, github_fake, forgejo_fake):
+    """An embedded context that reaches both test servers, every exchange checked against
+    each one's own description."""
+    with two_forges(github_fake, forgejo_fake, tmp_path) as ctx:
+        yield ctx, github_fake, forgejo_fake
+
+
+@contextmanager
+def two_forges(github: Any, forgejo: Any, tmp_path: Path) -> Iterator[ServiceContext]:
+    db = Database(f"sqlite:///{tmp_path / 'reposync.db'}")
+    db.upgrade()
+    settings = github_settings(
+        github,
+        tmp_path / "data",
+        github.add_token("acme"),
+        forgejo_instances=(forgejo_instance(forgejo, forgejo.add_token("acme")),),
+    )
+    recorder = RecordingValidator(github.contract)
+
+    def session() -> requests.Session:
+        checked = requests.Session()
+        attach(checked, recorder)  # GitHub's requests (others are not its REST URLs)
+        attach(checked, forgejo.client_recorder)  # and Forgejo's
+        return checked
+
+    environment = ProviderEnvironment(
+        settings=settings, budget=DatabaseWriteBudget(db), http_session=session
+    )
+    try:
+        yield ServiceContext(settings=settings, db=db, environment=environment)
+    finally:
+        db.dispose()
+    assert recorder.violations == []
+
+
+def add_gaps(*reports: dict[str, Any]) -> dict[str, Any]:
+    """The data gaps of several Runs, summed per kind and type: a chain of forges
+    represents at each hop what the next cannot hold."""
+    total: dict[str, Counter[str]] = {}
+    for report in reports:
+        for kind, per_type in report["data_gaps"].items():
+            if isinstance(per_type, dict):
+                total.setdefault(kind, Counter()).update(per_type)
+    return {kind: dict(counts) for kind, counts in total.items()}
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_a_to_forgejo_to_github_to_b_loses_nothing_and_counts_every_representation(
+    tmp_path, forges, name
+):
+    """local -> Forgejo -> GitHub -> local: every object comes back equal to the source's
+    (reactions archived), what either forge could not hold counted in the hops' data_gaps,
+    and a full audit of each hop plans nothing afterwards."""
+    ctx, github, forgejo = forges
+    repo = f"acme/{name.replace('_', '-')}"
+    forgejo.state.create_repo(repo, private=True)
+    github.state.create_repo(repo, private=True)
+    a = tmp_path / "a.git"
+    FAMILIES[name](a)
+    with_main_head(a)
+    on_forgejo = f"forgejo:{forgejo_locator(forgejo, repo)}"
+    hops = [(f"local:{a}", on_forgejo), (on_forgejo, f"github:{repo}")]
+    b = tmp_path / "b.git"
+    hops.append((f"github:{repo}", f"local:{b}"))
+
+    runs = [sync(ctx, SyncRequest(source, target)) for source, target in hops]
+
+    for run in runs:
+        assert run.status == "completed", run.report["problems"]
+    gaps = add_gaps(*(run.report for run in runs))
+    rows = compare(anchors(a), anchors(b), gaps)
+    table = render(f"{name}: A -> Forgejo -> GitHub -> B", rows)
+    print(table)
+    assert all(lost == 0 for *_, lost in rows), table
+    archived = sum(n - eq for t, n, eq, _, _ in rows if ObjectType(t) in ARCHIVED)
+    assert archived == sum((gaps.get("archive_only") or {}).values()), table
+    assert all(eq == n for t, n, eq, _, _ in rows if ObjectType(t) not in ARCHIVED), table
+    for source, target in hops[:2]:
+        audit = sync(ctx, SyncRequest(source, target, full_audit=True))
+        assert audit.report["planned_actions"] == {}, (source, target, audit.report)
+
+
 @pytest.mark.parametrize("name", sorted(FAMILIES))
 def test_a_to_b_and_a_handoff_back_keeps_everything(tmp_path, ctx, name):
     a = tmp_path / "a.git"
@@ -229,9 +324,9 @@ sources = st.fixed_dictionaries(
     }
 )
 #: Random examples per target, after one with every kind of head: a GitHub example takes
-#: ~12 s (eight Runs against the test server), a local one ~2 s; the model-based test
-#: hands random local histories over too.
-EXAMPLES = {"local": 5, "github": 2}
+#: ~12 s (eight Runs against the test server), a local one ~2 s, a GitHub <-> Forgejo one
+#: ~4 s; the model-based test hands random local histories over too.
+EXAMPLES = {"local": 5, "github": 2, "forgejo": 1}
 EVERY_HEAD = {
     "pulls": [(head, "open", True) for head in HEADS] + [("deleted_branch", "closed", False)],
     "issues": ["open"],
@@ -375,3 +470,28 @@ def test_after_a_github_handoff_and_back_a_full_audit_plans_nothing(tmp_path, wo
     """local -> GitHub and back (a fork's pull request opened on GitHub in between):
     after each handoff a full-audit dry run the new way plans no write."""
     _handoffs("github", tmp_path, world, recipe)
+
+
+@settings(_handoff_settings, max_examples=EXAMPLES["forgejo"])
+@example(recipe=EVERY_HEAD)
+@given(recipe=sources)
+def test_after_a_github_forgejo_handoff_and_back_a_full_audit_plans_nothing(
+    tmp_path, forges, recipe
+):
+    """GitHub -> Forgejo, handed to Forgejo and back: after each handoff a full-audit
+    dry run the new way plans no write (neither forge can be frozen: the operator's word
+    that writes stopped stands in)."""
+    ctx, github, forgejo = forges
+    n = next(_examples)
+    a = tmp_path / f"a-{n}.git"
+    random_source(a, recipe)
+    repo = f"acme/handed-{n}"
+    github.state.create_repo(repo, private=True)
+    forgejo.state.create_repo(repo, private=True)
+    on_github, on_forgejo = f"github:{repo}", f"forgejo:{forgejo_locator(forgejo, repo)}"
+    for source, target in ((f"local:{a}", on_github), (on_github, on_forgejo)):
+        run = sync(ctx, SyncRequest(source, target))
+        assert run.status == "completed", run.report["problems"]
+
+    hand_over(ctx, on_github, on_forgejo, writes_stopped=True)
+    hand_over(ctx, on_forgejo, on_github, writes_stopped=True)
