@@ -1,8 +1,9 @@
-"""Benchmark: from a change on GitHub to the standby, driven by webhooks (issue 14).
+"""Benchmark: from a change on a forge to the standby, driven by webhooks (issues 14, 24).
 
 The distributed mode for real: ``reposync api`` (gunicorn), two ``celery worker``s (one
 with beat), PostgreSQL and Redis, started from this machine's binaries as the tests do;
-the GitHub test server is the authority, a local bare repository the standby. After a
+the GitHub test server (``--forge github``, the default) or the Forgejo test server
+(``--forge forgejo``) is the authority, a local bare repository the standby. After a
 full Run, sync is enabled with no schedule, so only webhooks move the standby.
 
 * 50 pushes (``git push`` over HTTP to the test server), one after the other: the time
@@ -14,20 +15,23 @@ Each change is made with the Binding at rest (no Run active or owed), so each is
 from cold: the debounce window plus a whole checkpoint Run. (A change made while the
 previous Run still finishes rides on that Run's end and is faster.)
 
-Deliveries (``deliverer()``, the one place that chooses): by default the GitHub test
-server's own Hookshot sends them (the repository's hook points at the API), so the time
-includes its delivery; ``--self-signed`` has the bench build GitHub's payload from the
-schema, sign it and post it the moment the change landed instead. Prints p50/p95 (goal:
-p50 <= 5 s, p95 <= 10 s) with the debounce window (REPOSYNC_WEBHOOK_DEBOUNCE_SECONDS,
-default 2 s) included.
+Deliveries (``deliverer()``, the one place that chooses): by default the test server's
+own hooks send them (the repository's hook points at the API: GitHub's Hookshot, or
+Forgejo's hook of type ``forgejo`` signed with the instance's ``webhook_secret``), so
+the time includes its delivery; ``--self-signed`` (GitHub only) has the bench build
+GitHub's payload from the schema, sign it and post it the moment the change landed
+instead. Prints p50/p95 (goal: p50 <= 5 s, p95 <= 10 s) with the debounce window
+(REPOSYNC_WEBHOOK_DEBOUNCE_SECONDS, default 2 s) included.
 
     python bench/webhook_latency.py
+    python bench/webhook_latency.py --forge forgejo
     python bench/webhook_latency.py --pushes 20 --edits 10 --debounce 1 --self-signed
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import statistics
@@ -35,6 +39,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,14 +57,17 @@ from reposync.service.context import ServiceContext  # noqa: E402
 from reposync.service.runs import enqueue_run  # noqa: E402
 from reposync.sync.vocabulary import ObjectType  # noqa: E402
 from tests import webhooks  # noqa: E402
+from tests.fakes.forgejo import ForgejoFake  # noqa: E402
 from tests.fakes.github import GitHubFake  # noqa: E402
+from tests.forgejo_env import instance as forgejo_instance  # noqa: E402
+from tests.forgejo_env import locator as forgejo_locator  # noqa: E402
 from tests.gitrepo import refs  # noqa: E402
 from tests.servers import PostgresServer, RedisServer, free_port  # noqa: E402
 from tests.workers import start_api, start_worker, wait_for, worker_environment  # noqa: E402
 
 REPO = "bench/app"
 SECRET = "bench webhook secret"
-WEBHOOK_PATH = "/api/ext/v1/sync/webhooks/github"
+WEBHOOK_PATH = "/api/ext/v1/sync/webhooks/{forge}"
 
 
 class SelfSigned:
@@ -105,11 +114,120 @@ class ByTestServer:
         return None
 
 
-def deliverer(
-    fake: GitHubFake, url: str, repository_id: int, *, self_signed: bool
-) -> SelfSigned | ByTestServer:
+class ByForgejoTestServer:
+    """The Forgejo test server's own hook delivers (type ``forgejo``, JSON, signed with
+    the instance's ``webhook_secret``): a push over smart HTTP and a REST edit are
+    delivered as Forgejo does. Forgejo sends no ping: the first push's delivery is
+    checked instead."""
+
+    name = "the Forgejo test server's own hook"
+
+    def __init__(self, fake: ForgejoFake, url: str) -> None:
+        self.fake = fake
+        fake.add_webhook(REPO, url, SECRET, events=["push", "issue_comment"])
+
+    def pushed(self, ref: str, before: str, after: str) -> None:
+        return None
+
+    def comment_edited(self, comment: dict[str, Any], issue_number: int) -> None:
+        return None
+
+    def check(self) -> None:
+        refused = [d for d in self.fake.webhook_deliveries if d.status_code not in (200, 202)]
+        if refused:
+            raise RuntimeError(f"the API answered a delivery {refused[0].status_code}")
+
+
+Deliverer = SelfSigned | ByTestServer | ByForgejoTestServer
+
+
+def deliverer(authority: Authority, url: str, *, self_signed: bool) -> Deliverer:
     """How changes reach the API as webhooks: the one place that chooses."""
-    return SelfSigned(url, repository_id) if self_signed else ByTestServer(fake, url)
+    if isinstance(authority.fake, ForgejoFake):
+        if self_signed:
+            raise SystemExit("--self-signed builds GitHub's deliveries: use it with --forge github")
+        return ByForgejoTestServer(authority.fake, url)
+    if self_signed:
+        return SelfSigned(url, authority.repository_id)
+    return ByTestServer(authority.fake, url)
+
+
+@dataclass
+class Authority:
+    """The forge under test, as the bench uses it: its settings for reposync, the
+    repository's locator, a Git remote to push to, and its comment's REST edit."""
+
+    fake: Any
+    repository_id: int
+    env: dict[str, str]
+    locator: str
+    remote: str
+    comment_url: str
+    comment_id: int
+    issue_number: int
+    session: Any
+
+
+@contextlib.contextmanager
+def github_authority() -> Iterator[Authority]:
+    with GitHubFake(validate_responses=False, validate_requests=False) as fake:
+        repo = fake.state.create_repo(REPO, private=True, auto_init=True)
+        token = fake.add_token("bench")
+        issue = fake.state.add_issue(REPO, "Latency", body="measured")
+        comment = fake.state.add_comment(REPO, issue.number, "version 0")
+        env = {
+            "REPOSYNC_GITHUB_API_URL": fake.api_url,
+            "REPOSYNC_GITHUB_UPLOADS_URL": fake.uploads_url,
+            "REPOSYNC_GITHUB_GIT_URL": fake.git_url,
+            "REPOSYNC_GITHUB_TOKEN": token,
+            "REPOSYNC_GITHUB_WRITE_INTERVAL": "0",
+            "REPOSYNC_GITHUB_WEBHOOK_SECRET": SECRET,
+        }
+        session = fake.session(token)
+        yield Authority(
+            fake,
+            repo.id,
+            env,
+            f"github:{REPO}",
+            fake.git_remote(REPO, token),
+            f"{fake.api_url}/repos/{REPO}/issues/comments/{comment.id}",
+            comment.id,
+            issue.number,
+            session,
+        )
+        session.close()
+
+
+@contextlib.contextmanager
+def forgejo_authority() -> Iterator[Authority]:
+    with ForgejoFake(validate_responses=False, validate_requests=False) as fake:
+        repo = fake.state.create_repo(REPO, private=True, auto_init=True)
+        token = fake.add_token("bench")
+        issue = fake.state.create_issue(REPO, "Latency", author="bench", body="measured")
+        comment = fake.state.create_comment(REPO, issue.index, "version 0", author="bench")
+        configured = forgejo_instance(fake, token)
+        instances = {
+            configured.name: {"url": configured.url, "token": token, "webhook_secret": SECRET}
+        }
+        session = fake.session(token)
+        yield Authority(
+            fake,
+            repo.id,
+            {"REPOSYNC_FORGEJO_INSTANCES": json.dumps(instances)},
+            f"forgejo:{forgejo_locator(fake, REPO)}",
+            fake.git_remote(REPO, token),
+            f"{fake.api_url}/repos/{REPO}/issues/comments/{comment.id}",
+            comment.id,
+            issue.index,
+            session,
+        )
+        session.close()
+
+
+AUTHORITIES: dict[str, Callable[[], contextlib.AbstractContextManager[Authority]]] = {
+    "github": github_authority,
+    "forgejo": forgejo_authority,
+}
 
 
 def summary(seconds: list[float]) -> tuple[float, float]:
@@ -125,13 +243,14 @@ def git(*args: str, cwd: Path) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--forge", choices=sorted(AUTHORITIES), default="github")
     parser.add_argument("--pushes", type=int, default=50)
     parser.add_argument("--edits", type=int, default=20)
     parser.add_argument("--debounce", type=float, default=2.0, help="seconds (the default)")
     parser.add_argument(
         "--self-signed",
         action="store_true",
-        help="post the deliveries from the bench instead of the test server's Hookshot",
+        help="post GitHub's deliveries from the bench instead of the test server's Hookshot",
     )
     args = parser.parse_args()
 
@@ -143,21 +262,12 @@ def main() -> int:
         database_url = postgres.database_url("bench")
         db = Database(database_url)
         db.upgrade()
-        with GitHubFake(validate_responses=False, validate_requests=False) as fake:
-            repo = fake.state.create_repo(REPO, private=True, auto_init=True)
-            token = fake.add_token("bench")
-            issue = fake.state.add_issue(REPO, "Latency", body="measured")
-            comment = fake.state.add_comment(REPO, issue.number, "version 0")
+        with AUTHORITIES[args.forge]() as authority:
             env = worker_environment(
                 database_url,
                 redis_server.url + "/0",
                 work / "data",
-                REPOSYNC_GITHUB_API_URL=fake.api_url,
-                REPOSYNC_GITHUB_UPLOADS_URL=fake.uploads_url,
-                REPOSYNC_GITHUB_GIT_URL=fake.git_url,
-                REPOSYNC_GITHUB_TOKEN=token,
-                REPOSYNC_GITHUB_WRITE_INTERVAL="0",
-                REPOSYNC_GITHUB_WEBHOOK_SECRET=SECRET,
+                **authority.env,
                 REPOSYNC_WEBHOOK_DEBOUNCE_SECONDS=str(args.debounce),
                 # Production timings, not the tests' shrunk ones (a 3 s lease and a 1 s
                 # tick would flatter nothing here, but they are not what runs).
@@ -174,7 +284,7 @@ def main() -> int:
             sender.conf.task_default_queue = "reposync"
             ctx = ServiceContext(settings=settings, db=db, dispatcher=CeleryDispatcher(sender))
             standby = work / "standby.git"
-            binding = bind(ctx, SyncRequest(f"github:{REPO}", f"local:{standby}"))
+            binding = bind(ctx, SyncRequest(authority.locator, f"local:{standby}"))
             processes.append(start_worker(env, work, "w1", beat=True))
             processes.append(start_worker(env, work, "w2"))
             port = free_port()
@@ -182,17 +292,13 @@ def main() -> int:
             full = enqueue_run(ctx, binding.id, audit_mode=AuditMode.FULL)
             wait_for(lambda: _status(ctx, full.id) == "completed", 300, "the full Run")
             update_binding(ctx, binding.id, sync_enabled=True)
+            path = WEBHOOK_PATH.format(forge=args.forge)
             send = deliverer(
-                fake,
-                f"http://127.0.0.1:{port}{WEBHOOK_PATH}",
-                repo.id,
-                self_signed=args.self_signed,
+                authority, f"http://127.0.0.1:{port}{path}", self_signed=args.self_signed
             )
 
             clone = work / "clone"
-            subprocess.run(
-                ["git", "clone", "-q", fake.git_remote(REPO, token), str(clone)], check=True
-            )
+            subprocess.run(["git", "clone", "-q", authority.remote, str(clone)], check=True)
             push_seconds = []
             for n in range(args.pushes):
                 (clone / "change.txt").write_text(f"change {n}\n")
@@ -213,19 +319,16 @@ def main() -> int:
                 print(f"push {n + 1}/{args.pushes}: {push_seconds[-1]:.2f} s", flush=True)
                 _settle(ctx, binding.id)
 
-            api = fake.session(token)
             standby_forge = LocalForge(standby)
             edit_seconds = []
             for n in range(args.edits):
                 text = f"version {n + 1}"
-                response = api.patch(
-                    f"{fake.api_url}/repos/{REPO}/issues/comments/{comment.id}",
-                    json={"body": text},
-                    timeout=30,
+                response = authority.session.patch(
+                    authority.comment_url, json={"body": text}, timeout=30
                 )
                 response.raise_for_status()
                 landed = time.perf_counter()
-                send.comment_edited(response.json(), issue.number)
+                send.comment_edited(response.json(), authority.issue_number)
                 wait_for(
                     lambda text=text: _has_comment(standby_forge, text),
                     120,
@@ -236,12 +339,13 @@ def main() -> int:
                 print(f"edit {n + 1}/{args.edits}: {edit_seconds[-1]:.2f} s", flush=True)
                 _settle(ctx, binding.id)
             standby_forge.close()
-            api.close()
+            if isinstance(send, ByForgejoTestServer):
+                send.check()
 
         print()
         print(
             f"deliveries: {send.name}; debounce {args.debounce:g} s; 2 workers, beat, "
-            "gunicorn API, PostgreSQL, Redis; GitHub test server -> local standby"
+            f"gunicorn API, PostgreSQL, Redis; {args.forge} test server -> local standby"
         )
         for label, seconds in (
             ("push -> standby ref", push_seconds),
