@@ -1,4 +1,5 @@
-"""IncomingWebhook: one notification received from a forge (a GitHub webhook, a local hook).
+"""IncomingWebhook: one notification received from a forge (a GitHub or Forgejo webhook, a
+local hook).
 
 Its unique key (provider, delivery id) is what makes a redelivery change nothing: the
 row is inserted in the same transaction as the delivery's effects, so a second copy,
@@ -21,7 +22,12 @@ class IncomingWebhook(Base):
     __tablename__ = "incoming_webhooks"
     __table_args__ = (
         UniqueConstraint("provider", "delivery_id", name="uq_incoming_webhooks_delivery"),
-        # Out-of-order renames and visibility changes compare with the newest recorded one.
+        # A late rename or visibility change looks for a newer record of the same repository
+        # that set the same thing (``intake._superseded``: provider and repository id, then
+        # the time and the hint it recorded); the index's leading columns serve it. Its
+        # trailing event and action are left from a lookup by the forge's event names,
+        # which the hints replaced: unused, kept until a migration has another reason
+        # to rebuild the index.
         Index(
             "ix_incoming_webhooks_repository",
             "provider",
@@ -34,7 +40,8 @@ class IncomingWebhook(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     provider: Mapped[str] = mapped_column(String(32))
-    #: ``X-GitHub-Delivery`` (unchanged by a redelivery); a local hook makes up its own.
+    #: ``X-GitHub-Delivery``, ``X-Forgejo-Delivery`` (unchanged by a redelivery); a local
+    #: hook makes up its own.
     delivery_id: Mapped[str] = mapped_column(String(100))
     event: Mapped[str] = mapped_column(String(64))
     action: Mapped[str | None] = mapped_column(String(64))

@@ -67,6 +67,8 @@ def test_instances_from_the_environment_are_named_as_locators_name_them():
             {"git.example.com": {"token": TOKEN, "accounts": {"a": "same", "b": "SAME"}}},
             "two source logins to one account",
         ),
+        ({"git.example.com": {"token": TOKEN, "webhook_secret": 7}}, "webhook_secret must be"),
+        ({"git.example.com": {"token": TOKEN, "webhook_secret": "  "}}, "webhook_secret must be"),
     ],
 )
 def test_a_wrong_instance_is_refused_when_the_settings_are_made(instances, words):
@@ -111,12 +113,19 @@ def test_a_file_others_may_read_is_refused(tmp_path):
         Settings(forgejo_instances_file=path)
 
 
-def test_tokens_are_never_shown():
-    """Neither the instance's nor the settings' repr holds a token."""
-    instance = ForgejoInstance("git.example.com", "https://git.example.com", TOKEN)
-    settings = Settings(forgejo_instances=(instance,))
-    assert TOKEN not in repr(instance)
-    assert TOKEN not in repr(settings)
+def test_tokens_and_webhook_secrets_are_never_shown():
+    """Neither the instance's nor the settings' repr holds a token or a webhook secret;
+    the secret is each instance's own, as configured."""
+    secret = "hook secret of git.example.com"
+    raw = {
+        "git.example.com": {"token": TOKEN, "webhook_secret": secret},
+        "b.example": {"token": TOKEN},
+    }
+    settings = Settings.from_env(env(raw))
+    assert [i.webhook_secret for i in settings.forgejo_instances] == [secret, ""]
+    for shown in (repr(settings.forgejo_instances[0]), repr(settings)):
+        assert TOKEN not in shown
+        assert secret not in shown
 
 
 @pytest.mark.parametrize(
