@@ -59,7 +59,7 @@ def test_unknown_provider_prefix(capsys, tmp_path, data_dir, source):
         status,
         err,
         "unknown provider 'nope'",
-        "known providers: git, github, local",
+        "known providers: forgejo, git, gitea, github, local",
         "[invalid_locator]",
     )
     assert nothing_written(data_dir, target)
