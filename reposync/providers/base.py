@@ -659,9 +659,10 @@ class LfsBackend(Protocol):
         """``LfsStore.lfs_upload``'s upload."""
 
 
-class LfsThroughBackend(LfsStore):
-    """``LfsStore`` by way of the one store its provider names (``lfs_backend``), every
-    provider counting an object read or stored as the others do."""
+class LfsThroughBackend:
+    """``LfsStore``'s methods by way of the one store its provider names
+    (``lfs_backend``), every provider counting an object read or stored as the others do.
+    A mixin, not a capability: a provider names it before ``LfsStore`` among its bases."""
 
     stats: ProviderStats
 

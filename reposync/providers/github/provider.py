@@ -41,6 +41,7 @@ from reposync.providers.base import (
     GitRemote,
     GitRemoteSource,
     InventoryListing,
+    LfsStore,
     LfsThroughBackend,
     NestedCreator,
     ObjectWriter,
@@ -121,6 +122,7 @@ class GitHubProvider(
     WikiRemoteSource,
     DefaultBranchWriter,
     LfsThroughBackend,
+    LfsStore,
     ShadowMaterializer,
     WebhookSource,
     # Organizations and users list and create repositories (providers/github/owners.py).

@@ -54,6 +54,7 @@ from reposync.providers.base import (
     GitRemote,
     GitRemoteSource,
     InventoryListing,
+    LfsStore,
     LfsThroughBackend,
     Provider,
     ProviderEnvironment,
@@ -121,7 +122,7 @@ class Listing:
     head: str | None = None
 
 
-class GitRemoteProvider(Provider, GitRemoteSource, EmptyChecker, LfsThroughBackend):
+class GitRemoteProvider(Provider, GitRemoteSource, EmptyChecker, LfsThroughBackend, LfsStore):
     name = "git"
     #: A plain server states no limit of its own (``GIT_BATCH_MAX_ITEMS`` still applies).
     max_ref_updates_per_push = None

@@ -48,6 +48,7 @@ from reposync.providers.base import (
     GitRemoteSource,
     IndexReader,
     InventoryListing,
+    LfsStore,
     LfsThroughBackend,
     LockRecoverer,
     ObjectWriter,
@@ -109,6 +110,7 @@ class LocalProvider(
     DefaultBranchWriter,
     AncestryChecker,
     LfsThroughBackend,
+    LfsStore,
     ChangeHooks,
     # A directory of bare repositories is an owner (providers/local/owners.py).
     OwnerLister,
