@@ -645,6 +645,45 @@ class LfsStore(Protocol):
         ``ProviderUnavailable``/``ResultUnknown`` when the store could not be reached."""
 
 
+class LfsBackend(Protocol):
+    """An LFS object store one repository's ``LfsStore`` methods go to (a Batch API
+    endpoint, a git-lfs directory on this machine)."""
+
+    def batch(self, operation: LfsOperation, pointers: Sequence[LfsPointer]) -> list[LfsTransfer]:
+        """``LfsStore.lfs_batch``'s answer."""
+
+    def download(self, transfer: LfsTransfer) -> BinaryIO:
+        """``LfsStore.lfs_download``'s stream."""
+
+    def upload(self, transfer: LfsTransfer, content: BinaryIO) -> None:
+        """``LfsStore.lfs_upload``'s upload."""
+
+
+class LfsThroughBackend:
+    """``LfsStore``'s methods by way of the one store its provider names
+    (``lfs_backend``), every provider counting an object read or stored as the others do.
+    A mixin, not a capability: a provider names it before ``LfsStore`` among its bases."""
+
+    stats: ProviderStats
+
+    @abstractmethod
+    def lfs_backend(self) -> LfsBackend:
+        """The repository's store (made on first use by a provider that may never need it)."""
+
+    def lfs_batch(
+        self, operation: LfsOperation, pointers: Sequence[LfsPointer]
+    ) -> list[LfsTransfer]:
+        return self.lfs_backend().batch(operation, pointers)
+
+    def lfs_download(self, transfer: LfsTransfer) -> BinaryIO:
+        self.stats.object_reads += 1
+        return self.lfs_backend().download(transfer)
+
+    def lfs_upload(self, transfer: LfsTransfer, content: BinaryIO) -> None:
+        self.lfs_backend().upload(transfer, content)
+        self.stats.writes += 1
+
+
 #: Objects per Batch API request: git-lfs's own default (``lfs.transfer.batchSize``).
 LFS_BATCH_SIZE = 100
 

@@ -541,7 +541,7 @@ class ForgejoHarness(Harness):
         many_comments=160,
         clears_due_dates=False,
         # Reviews take their comments one by one (no NestedCreator); no stored hashes,
-        # standby guard, ref locks, ancestry proof or hooks; webhooks come later.
+        # standby guard, ref locks, ancestry proof or hooks: its webhooks report changes.
         capabilities=frozenset(
             {
                 ObjectWriter,
@@ -556,6 +556,7 @@ class ForgejoHarness(Harness):
                 ShadowMaterializer,
                 OwnerLister,
                 RepositoryCreator,
+                WebhookSource,
             }
         ),
     )

@@ -20,12 +20,17 @@ What a Forgejo provider reuses as is, and what it parametrizes (read against
   for writes by the token's account. A write authored as the source author's mapped
   account through ``Sudo`` passes its own ``fields`` (the times still: the API sets
   none); the header's visible line names ``author`` from the header, so such a write
-  keeps it there or passes ``compose``'s ``headline``.
+  keeps it there or passes ``attributed_body``'s ``headline``. ``BatchReferences`` and
+  ``parent_number``: a batch's paths and what its references name, as is.
 * ``numbers``: ``NumberAllocator`` as is; Forgejo implements ``NumberSpace``
   (``GET /issues?state=all&sort=latest&limit=1``, a close without ``state_reason``,
   which Forgejo does not keep). Forgejo cannot turn a placeholder into a pull request
   (its ``POST /pulls`` takes no issue), so a pull request synced after its
   placeholder is carried in it; deleting an issue does not free its number.
+* ``batch`` (``ForgeWriter``: the loop over a batch's writes, deferral, refusals, the
+  changed-since-planned check, the look-up after a lost response): as is; each forge
+  gives its hooks (``current``, ``find_created``, ``finish_create``,
+  ``representation``) and which errors refuse a write (Forgejo's 404 of a write is one).
 * ``markers``: ``MarkerFinder`` and ``find_created`` as is; Forgejo implements
   ``MarkerSearch`` and ``NaturalKeys``. It lists repository comments without a sort
   (``since`` narrows them), reviews per pull request and review comments only per

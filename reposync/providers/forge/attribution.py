@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from reposync.errors import WriteRefused
 from reposync.providers.base import TargetWrite
 from reposync.providers.forge.bodies import Parsed, compose
 from reposync.sync.vocabulary import ObjectType
@@ -49,9 +50,11 @@ def attributed_body(
     source_label: str | None,
     extra: Mapping[str, Any] | None = None,
     note: str | None = None,
+    headline: str | None = None,
 ) -> str:
     """The write's body with a header of its payload's ``fields`` (and ``extra``, which
-    wins) and its marker; ``note`` is said in the header's visible line."""
+    wins) and its marker; ``note`` is said in the header's visible line, which
+    ``headline`` replaces (a body written as its author's own account)."""
     payload = write.payload or {}
     attribution = {key: payload.get(key) for key in fields}
     attribution.update(extra or {})
@@ -60,8 +63,42 @@ def attributed_body(
         marker=write.marker,
         attribution=attribution or None,
         source_label=source_label,
+        headline=headline,
         note=note,
     )
+
+
+class BatchReferences:
+    """What every forge's per-batch context says alike: its repository's API paths and
+    the targets a write's references name (from the links, or created earlier in this
+    batch)."""
+
+    def __init__(self, repo: str) -> None:
+        self.repo = repo  # "owner/name"
+        #: Marker -> identity of what this batch created (references within a batch).
+        self.created: dict[str, str] = {}
+
+    def path(self, suffix: str) -> str:
+        return f"/repos/{self.repo}{suffix}"
+
+    def ref(self, write: TargetWrite, name: str) -> str | None:
+        """A reference's target identity: from the links, or created earlier in this batch."""
+        ref = write.refs.get(name)
+        if ref is None:
+            return None
+        return ref.identity or self.created.get(ref.marker)
+
+    def parent(self, write: TargetWrite) -> str | None:
+        return self.ref(write, "parent")
+
+
+def parent_number(ref_identity: str | None, forge: str) -> int:
+    """The issue number a reference names; ``dependency_missing`` while it names nothing."""
+    if ref_identity is None or not ref_identity.isdigit():
+        raise WriteRefused(
+            f"the parent is not on {forge} yet", refusal="dependency_missing", status=422
+        )
+    return int(ref_identity)
 
 
 def header_value(parsed: Parsed, key: str, default: Any) -> Any:

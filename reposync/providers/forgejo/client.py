@@ -23,14 +23,12 @@
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any, BinaryIO, cast
-from urllib.parse import urlsplit
 
 import requests
 
@@ -48,6 +46,7 @@ from reposync.errors import (
 )
 from reposync.forge_instances import ForgejoInstance
 from reposync.providers.base import Clock
+from reposync.providers.http import links, origin, send_once, url_path
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +54,6 @@ log = logging.getLogger(__name__)
 DEFAULT_LIMIT = 50
 #: A page no listing reaches: its answer is empty, its ``X-Total-Count`` the listing's.
 PAST_THE_END = 1_000_000_000
-_LINK = re.compile(r'<([^>]+)>;\s*rel="([a-z]+)"')
 _LIMITS: dict[str, int] = {}
 _LIMITS_LOCK = threading.Lock()
 
@@ -108,7 +106,7 @@ class ForgejoClient:
     ) -> None:
         self.instance = instance
         self.api_url = instance.api_url
-        self.origin = _origin(instance.url)
+        self.origin = origin(instance.url)
         self.session = session
         self.clock = clock
         self.timeout = timeout
@@ -177,7 +175,7 @@ class ForgejoClient:
             items = body if isinstance(body, list) else []
             self.stats.objects += len(items)
             total = response.headers.get("x-total-count", "")
-            next_url = _links(response.headers.get("link", "")).get("next")
+            next_url = links(response.headers.get("link", "")).get("next")
             yield Page(items, int(total) if total.isdigit() else None, next_url, _date(response))
             if not items:
                 return  # an empty page ends a listing whatever its links say
@@ -192,11 +190,11 @@ class ForgejoClient:
             )
         except (requests.Timeout, requests.ConnectionError) as exc:
             raise ProviderUnavailable(
-                f"{self.forge} did not answer GET {_path(url)}: {type(exc).__name__}"
+                f"{self.forge} did not answer GET {url_path(url)}: {type(exc).__name__}"
             ) from exc
         self.stats.requests += 1
         if response.status_code == 404:
-            raise ObjectNotFound(f"{_path(url)} does not exist on {self.forge}")
+            raise ObjectNotFound(f"{url_path(url)} does not exist on {self.forge}")
         self._raise_for(response, "GET", url)
         response.raw.decode_content = True
         return cast(BinaryIO, response.raw)
@@ -220,17 +218,17 @@ class ForgejoClient:
         request_headers = self._headers(sudo)
         request_headers.update(headers or {})
         try:
-            response = self.session.request(
+            response = send_once(
+                self.session,
                 method,
                 url,
-                json=json_body,
+                path=path,
+                timeout=self.timeout,
+                json_body=json_body,
                 data=data,
                 params=params,
                 headers=request_headers,
-                timeout=self.timeout,
             )
-        except (requests.Timeout, requests.ConnectionError) as exc:
-            raise ResultUnknown(f"{method} {path}: no response ({type(exc).__name__})") from exc
         finally:
             self.stats.requests += 1
             self.stats.writes += 1
@@ -252,9 +250,9 @@ class ForgejoClient:
 
     def check_origin(self, url: str) -> None:
         """Credentials go only to the instance's own origin."""
-        if _origin(url) != self.origin:
+        if origin(url) != self.origin:
             raise UntrustedOrigin(
-                f"{self.forge} named {_origin(url)}, which is not {self.instance.name} "
+                f"{self.forge} named {origin(url)}, which is not {self.instance.name} "
                 f"({self.origin}); reposync does not send it the token"
             )
 
@@ -282,7 +280,7 @@ class ForgejoClient:
             except (requests.Timeout, requests.ConnectionError) as exc:
                 if attempt == 3:
                     raise ProviderUnavailable(
-                        f"{self.forge} did not answer GET {_path(url)}: {type(exc).__name__}"
+                        f"{self.forge} did not answer GET {url_path(url)}: {type(exc).__name__}"
                     ) from exc
             else:
                 self.stats.requests += 1
@@ -298,7 +296,7 @@ class ForgejoClient:
         status = response.status_code
         if status < 400:
             return
-        forge, where = self.forge, f"{method} {_path(url)}"
+        forge, where = self.forge, f"{method} {url_path(url)}"
         message = _message(response)
         if status == 429:
             raise RateLimited(
@@ -313,7 +311,7 @@ class ForgejoClient:
             raise QuotaExceeded(f"{forge} refused {where} as too large: {message}")
         if method == "GET":
             if status == 404:
-                raise ObjectNotFound(f"{_path(url)} does not exist on {forge}")
+                raise ObjectNotFound(f"{url_path(url)} does not exist on {forge}")
             if status == 409:
                 raise Conflict(f"{forge} refused {where}: {message}")
             if status < 500:
@@ -329,16 +327,6 @@ class ForgejoClient:
         retry_after = response.headers.get("retry-after", "")
         seconds = int(retry_after) if retry_after.isdigit() else 60
         return self.clock.now() + timedelta(seconds=seconds)
-
-
-def _origin(url: str) -> str:
-    parts = urlsplit(url)
-    port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
-    return f"{parts.scheme}://{(parts.hostname or '').lower()}:{port}"
-
-
-def _links(header: str) -> dict[str, str]:
-    return {rel: url for url, rel in _LINK.findall(header)}
 
 
 def _date(response: requests.Response) -> datetime | None:
@@ -363,7 +351,3 @@ def _message(response: requests.Response) -> str:
             message = f"{message} ({'; '.join(str(e) for e in errors)})".strip()
         return message
     return str(body)[:200]
-
-
-def _path(url: str) -> str:
-    return re.sub(r"^https?://[^/]+", "", url).split("?")[0]

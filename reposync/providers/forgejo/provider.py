@@ -49,7 +49,7 @@ from reposync.providers.base import (
     InventoryListing,
     LfsOperation,
     LfsStore,
-    LfsTransfer,
+    LfsThroughBackend,
     ObjectWriter,
     OwnedRepository,
     OwnerLister,
@@ -70,25 +70,19 @@ from reposync.providers.forgejo.client import ForgejoClient
 from reposync.providers.forgejo.listings import SnapshotStore
 from reposync.providers.forgejo.locators import Location
 from reposync.providers.forgejo.reads import Inventory, Reader
-from reposync.providers.forgejo.refs import branches_and_tags, ls_remote
 from reposync.providers.forgejo.webhooks import ForgejoWebhookReader
 from reposync.providers.forgejo.writes.batch import ForgejoWriter
 from reposync.providers.forgejo.writes.markers import marker_finder
 from reposync.providers.lfs_batch import BatchRequest, LfsBatchStore
+from reposync.providers.refs import branches_and_tags, ls_remote, pull_shadows, split_refs
 from reposync.sync.canonical import (
     DEFAULT_BRANCH_IDENTITY,
     CanonicalObject,
     IndexEntry,
     default_branch,
     git_ref,
-    is_supported_ref,
-    printable_ref_name,
-    ref_name_problem,
-    ref_namespace,
-    shadow_refs,
     wiki_ref,
 )
-from reposync.sync.lfs import LfsPointer
 from reposync.sync.vocabulary import ObjectType
 
 
@@ -118,6 +112,7 @@ class ForgejoProvider(
     GitRemoteSource,
     WikiRemoteSource,
     DefaultBranchWriter,
+    LfsThroughBackend,
     LfsStore,
     ShadowMaterializer,
     OwnerLister,
@@ -431,20 +426,7 @@ class ForgejoProvider(
 
     # -- LFS --------------------------------------------------------------------------------
 
-    def lfs_batch(
-        self, operation: LfsOperation, pointers: Sequence[LfsPointer]
-    ) -> list[LfsTransfer]:
-        return self._lfs().batch(operation, pointers)
-
-    def lfs_download(self, transfer: LfsTransfer) -> BinaryIO:
-        self.stats.object_reads += 1
-        return self._lfs().download(transfer)
-
-    def lfs_upload(self, transfer: LfsTransfer, content: BinaryIO) -> None:
-        self.stats.writes += 1
-        self._lfs().upload(transfer, content)
-
-    def _lfs(self) -> LfsBatchStore:
+    def lfs_backend(self) -> LfsBatchStore:
         """The instance's Batch endpoint. A 404 there, from a repository the token has
         opened, is an instance that serves no LFS (``[server] LFS_START_SERVER`` off):
         the refs needing objects stay out, the others move."""
@@ -488,16 +470,8 @@ class ForgejoProvider(
         no branch (Forgejo keeps it in ``refs/pull/N/head``, which a mirror fetches)."""
         supported, pull_heads = branches_and_tags(listing, remote)
         if self.derive_shadows:
-            supported.update(self._shadows(inventory, supported, pull_heads))
+            supported.update(pull_shadows(inventory.open_pull_heads, supported, pull_heads))
         return supported
-
-    @staticmethod
-    def _shadows(
-        inventory: Inventory, refs: dict[str, str], pull_heads: set[str]
-    ) -> dict[str, str]:
-        if not pull_heads:  # no pull request ever: no listing
-            return {}
-        return shadow_refs(inventory.open_pull_heads(), refs, pull_heads.__contains__)
 
     def materialize_shadows(self) -> dict[str, str]:
         """The derived shadow branches, created through the REST API
@@ -505,7 +479,7 @@ class ForgejoProvider(
         (``refs/pull/N/head``): nothing is pushed. A branch made meanwhile (409) counts
         as made."""
         refs, pull_heads = branches_and_tags(InventoryListing([]), self._remote_refs())
-        derived = self._shadows(self._inventory(), refs, pull_heads)
+        derived = pull_shadows(self._inventory().open_pull_heads, refs, pull_heads)
         created: dict[str, str] = {}
         for name, oid in sorted(derived.items()):
             body = {"new_branch_name": name.removeprefix("refs/heads/"), "old_ref_name": oid}
@@ -524,22 +498,21 @@ class ForgejoProvider(
         repository yet (Forgejo answers "not found" until its first page)."""
         if not self.has_wiki:
             return {}
-        refs: dict[str, str] = {}
-        for name, oid in self._remote_refs(self.wiki_remote(write=False), missing_ok=True):
-            problem = ref_name_problem(name)
-            if problem is not None:
-                listing.reject(problem, "wiki " + printable_ref_name(name))
-            elif is_supported_ref(name):
-                refs[name] = oid
-            else:
-                namespace = "wiki:" + ref_namespace(name)
-                listing.unsupported[namespace] = listing.unsupported.get(namespace, 0) + 1
-        return refs
+        remote = self._remote_refs(self.wiki_remote(write=False), missing_ok=True)
+        return split_refs(remote, listing, wiki=True)[0]
 
     def _remote_refs(
         self, remote: GitRemote | None = None, *, missing_ok: bool = False
     ) -> list[tuple[str, str]]:
-        return ls_remote(remote or self.git_remote(write=False), self._repo, missing_ok=missing_ok)
+        """Refs as git lists them; Forgejo's git says 404 for a repository it hides or
+        has not made yet (a wiki), and 401 for a token it does not take."""
+        return ls_remote(
+            remote or self.git_remote(write=False),
+            self._repo,
+            missing_ok=missing_ok,
+            missing=("not found", "404"),
+            denied=("403", "401"),
+        )
 
 
 class _TokenAccess:

@@ -14,14 +14,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import requests
 
@@ -40,6 +38,7 @@ from reposync.errors import (
 from reposync.files import private_dir, write_private
 from reposync.providers.base import Clock, WriteBudget
 from reposync.providers.github.auth import TokenSource
+from reposync.providers.http import links, origin, send_once, url_path
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +46,6 @@ API_VERSION = "2022-11-28"
 PER_PAGE = 100
 #: Pacing waits up to this long in place; a longer wait defers the Run instead.
 MAX_PACE_WAIT = timedelta(seconds=90)
-_LINK = re.compile(r'<([^>]+)>;\s*rel="([a-z]+)"')
 
 
 @dataclass(slots=True)
@@ -111,7 +109,7 @@ class GitHubClient:
         self.api_url = api_url.rstrip("/")
         #: The only hosts that get the token (API, uploads, Git): a URL a response names
         #: (``Link: next``, an asset's download URL) elsewhere is refused, never followed.
-        self.trusted_origins = frozenset(_origin(url) for url in (api_url, *trusted_urls))
+        self.trusted_origins = frozenset(origin(url) for url in (api_url, *trusted_urls))
         self.tokens = tokens
         self.clock = clock
         self.timeout = timeout
@@ -138,7 +136,7 @@ class GitHubClient:
             body, headers = self._get(url, query)
             items = body if isinstance(body, list) else body.get(key, [])
             yield from items
-            url = _links(headers.get("link", "")).get("next")
+            url = links(headers.get("link", "")).get("next")
             query = None  # the next URL carries every parameter
 
     def _get(self, url: str, params: Mapping[str, Any] | None) -> tuple[Any, Mapping[str, str]]:
@@ -182,17 +180,17 @@ class GitHubClient:
         request_headers = self._headers(self.tokens.token())
         request_headers.update(headers or {})
         try:
-            response = self.session.request(
+            response = send_once(
+                self.session,
                 method,
                 url,
-                json=json_body,
+                path=path,
+                timeout=self.timeout,
+                json_body=json_body,
                 data=data,
                 params=params,
                 headers=request_headers,
-                timeout=self.timeout,
             )
-        except (requests.Timeout, requests.ConnectionError) as exc:
-            raise ResultUnknown(f"{method} {path}: no response ({type(exc).__name__})") from exc
         finally:
             self.stats.requests += 1
             self.stats.writes += 1
@@ -246,9 +244,9 @@ class GitHubClient:
 
     def check_origin(self, url: str) -> None:
         """Credentials go only to the configured GitHub hosts."""
-        if _origin(url) not in self.trusted_origins:
+        if origin(url) not in self.trusted_origins:
             raise UntrustedOrigin(
-                f"GitHub named {_origin(url)}, which is none of the configured GitHub hosts "
+                f"GitHub named {origin(url)}, which is none of the configured GitHub hosts "
                 f"({', '.join(sorted(self.trusted_origins))}); reposync does not send it "
                 "the credentials"
             )
@@ -297,13 +295,13 @@ class GitHubClient:
         if status == 401:
             raise PermissionDenied(f"GitHub refused the credentials: {message}")
         if status == 403:
-            raise PermissionDenied(f"GitHub refused {method} {_path(url)}: {message}")
+            raise PermissionDenied(f"GitHub refused {method} {url_path(url)}: {message}")
         if status == 404 and method == "GET":
-            raise ObjectNotFound(f"{_path(url)} does not exist on GitHub")
+            raise ObjectNotFound(f"{url_path(url)} does not exist on GitHub")
         if status == 409:
-            raise Conflict(f"GitHub refused {method} {_path(url)}: {message}")
+            raise Conflict(f"GitHub refused {method} {url_path(url)}: {message}")
         if status == 413:
-            raise QuotaExceeded(f"GitHub refused {_path(url)} as too large: {message}")
+            raise QuotaExceeded(f"GitHub refused {url_path(url)} as too large: {message}")
         if 400 <= status < 500:
             code = (
                 "conflict"
@@ -311,11 +309,11 @@ class GitHubClient:
                 else ("not_found" if status == 404 else "invalid")
             )
             raise WriteRefused(
-                f"GitHub refused {method} {_path(url)} ({status}): {message}",
+                f"GitHub refused {method} {url_path(url)} ({status}): {message}",
                 refusal=code,
                 status=status,
             )
-        raise ProviderUnavailable(f"GitHub answered {status} to {method} {_path(url)}")
+        raise ProviderUnavailable(f"GitHub answered {status} to {method} {url_path(url)}")
 
     def _retry_at(self, response: requests.Response) -> datetime:
         now = self.clock.now()
@@ -327,16 +325,6 @@ class GitHubClient:
             if reset.isdigit():
                 return datetime.fromtimestamp(int(reset), tz=UTC)
         return now + timedelta(minutes=1)  # GitHub: wait at least one minute
-
-
-def _origin(url: str) -> str:
-    parts = urlsplit(url)
-    port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
-    return f"{parts.scheme}://{(parts.hostname or '').lower()}:{port}"
-
-
-def _links(header: str) -> dict[str, str]:
-    return {rel: url for url, rel in _LINK.findall(header)}
 
 
 def _message(response: requests.Response) -> str:
@@ -361,7 +349,3 @@ def _already_exists(response: requests.Response) -> bool:
     except (ValueError, AttributeError):
         return False
     return any(isinstance(e, dict) and e.get("code") == "already_exists" for e in errors)
-
-
-def _path(url: str) -> str:
-    return re.sub(r"^https?://[^/]+", "", url).split("?")[0]

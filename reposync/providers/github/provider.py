@@ -30,7 +30,6 @@ from reposync.errors import (
     WikiDisabled,
     WriteRefused,
 )
-from reposync.git.transport import run_git
 from reposync.providers.base import (
     AbsenceProver,
     ApplyResult,
@@ -42,9 +41,8 @@ from reposync.providers.base import (
     GitRemote,
     GitRemoteSource,
     InventoryListing,
-    LfsOperation,
     LfsStore,
-    LfsTransfer,
+    LfsThroughBackend,
     NestedCreator,
     ObjectWriter,
     OwnedRepository,
@@ -67,20 +65,15 @@ from reposync.providers.github.lfs import GitHubLfs
 from reposync.providers.github.reads import Inventory, read_many
 from reposync.providers.github.writes.batch import GitHubWriter
 from reposync.providers.github.writes.markers import marker_finder
+from reposync.providers.refs import branches_and_tags, ls_remote, pull_shadows, split_refs
 from reposync.sync.canonical import (
     DEFAULT_BRANCH_IDENTITY,
     CanonicalObject,
     IndexEntry,
     default_branch,
     git_ref,
-    is_supported_ref,
-    printable_ref_name,
-    ref_name_problem,
-    ref_namespace,
-    shadow_refs,
     wiki_ref,
 )
-from reposync.sync.lfs import LfsPointer
 from reposync.sync.vocabulary import ObjectType, Representation
 
 #: GitHub's grammar of ``owner/name``: an owner of 1-39 letters, digits and hyphens
@@ -128,6 +121,7 @@ class GitHubProvider(
     GitRemoteSource,
     WikiRemoteSource,
     DefaultBranchWriter,
+    LfsThroughBackend,
     LfsStore,
     ShadowMaterializer,
     WebhookSource,
@@ -417,20 +411,7 @@ class GitHubProvider(
 
     # -- LFS --------------------------------------------------------------------------------
 
-    def lfs_batch(
-        self, operation: LfsOperation, pointers: Sequence[LfsPointer]
-    ) -> list[LfsTransfer]:
-        return self._lfs().batch(operation, pointers)
-
-    def lfs_download(self, transfer: LfsTransfer) -> BinaryIO:
-        self.stats.object_reads += 1
-        return self._lfs().download(transfer)
-
-    def lfs_upload(self, transfer: LfsTransfer, content: BinaryIO) -> None:
-        self.stats.writes += 1
-        self._lfs().upload(transfer, content)
-
-    def _lfs(self) -> GitHubLfs:
+    def lfs_backend(self) -> GitHubLfs:
         if self._lfs_store is None:
             self._lfs_store = GitHubLfs(
                 self.client.session,
@@ -485,44 +466,18 @@ class GitHubProvider(
         fetches); refs outside branches and tags are counted in ``listing.unsupported``,
         names reposync cannot sync in ``listing.rejected``.
         """
-        supported, pull_heads = self._branches_and_tags(listing)
+        supported, pull_heads = branches_and_tags(listing, self._remote_refs())
         if self.derive_shadows:
-            supported.update(self._shadows(inventory, supported, pull_heads))
+            supported.update(pull_shadows(inventory.open_pull_heads, supported, pull_heads))
         return supported
-
-    def _branches_and_tags(self, listing: InventoryListing) -> tuple[dict[str, str], set[str]]:
-        """The refs reposync syncs, and the commits of ``refs/pull/N/head``."""
-        supported: dict[str, str] = {}
-        pull_heads: set[str] = set()
-        for name, oid in self._remote_refs():
-            problem = ref_name_problem(name)
-            if problem is not None:
-                listing.reject(problem, printable_ref_name(name))
-                continue
-            if is_supported_ref(name):
-                supported[name] = oid
-                continue
-            namespace = ref_namespace(name)
-            listing.unsupported[namespace] = listing.unsupported.get(namespace, 0) + 1
-            if _PULL_HEAD.fullmatch(name):
-                pull_heads.add(oid)
-        return supported, pull_heads
-
-    @staticmethod
-    def _shadows(
-        inventory: Inventory, refs: dict[str, str], pull_heads: set[str]
-    ) -> dict[str, str]:
-        if not pull_heads:  # no pull request ever: no listing
-            return {}
-        return shadow_refs(inventory.open_pull_heads(), refs, pull_heads.__contains__)
 
     def materialize_shadows(self) -> dict[str, str]:
         """The derived shadow branches, created through the REST API
         (``ShadowMaterializer``): their commits are in the repository already (its
         ``refs/pull/N/head``), so nothing is pushed. A branch made meanwhile (422
         "Reference already exists") counts as made."""
-        refs, pull_heads = self._branches_and_tags(InventoryListing([]))
-        derived = self._shadows(Inventory(self.client, self._repo), refs, pull_heads)
+        refs, pull_heads = branches_and_tags(InventoryListing([]), self._remote_refs())
+        derived = pull_shadows(Inventory(self.client, self._repo).open_pull_heads, refs, pull_heads)
         created: dict[str, str] = {}
         for name, oid in sorted(derived.items()):
             try:
@@ -542,39 +497,13 @@ class GitHubProvider(
         repository yet (GitHub answers "Repository not found" until its first page)."""
         if not self.has_wiki:
             return {}
-        refs: dict[str, str] = {}
-        for name, oid in self._remote_refs(self.wiki_remote(write=False), missing_ok=True):
-            problem = ref_name_problem(name)
-            if problem is not None:
-                listing.reject(problem, "wiki " + printable_ref_name(name))
-            elif is_supported_ref(name):
-                refs[name] = oid
-            else:
-                namespace = "wiki:" + ref_namespace(name)
-                listing.unsupported[namespace] = listing.unsupported.get(namespace, 0) + 1
-        return refs
+        remote = self._remote_refs(self.wiki_remote(write=False), missing_ok=True)
+        return split_refs(remote, listing, wiki=True)[0]
 
     def _remote_refs(
         self, remote: GitRemote | None = None, *, missing_ok: bool = False
     ) -> list[tuple[str, str]]:
-        remote = remote or self.git_remote(write=False)
-        result = run_git(["git", "ls-remote", remote.url], env=remote.env, check=False)
-        if result.returncode != 0:
-            missing = "not found" in result.stderr.lower()
-            if missing and missing_ok:
-                return []
-            if missing or "403" in result.stderr:
-                raise PermissionDenied(f"git cannot read {self._repo}: {result.stderr.strip()}")
-            run_git(["git", "ls-remote", remote.url], env=remote.env)  # raises the error
-        refs = []
-        for line in result.stdout.splitlines():
-            oid, _, name = line.partition("\t")
-            if name.startswith("refs/") and not name.endswith("^{}"):
-                refs.append((name, oid))
-        return refs
-
-
-_PULL_HEAD = re.compile(r"refs/pull/[0-9]+/head")
+        return ls_remote(remote or self.git_remote(write=False), self._repo, missing_ok=missing_ok)
 
 
 def mirror_path(data_dir: Path, binding_id: int) -> Path:

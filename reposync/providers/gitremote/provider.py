@@ -32,7 +32,6 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
 
 import requests
 
@@ -55,9 +54,8 @@ from reposync.providers.base import (
     GitRemote,
     GitRemoteSource,
     InventoryListing,
-    LfsOperation,
     LfsStore,
-    LfsTransfer,
+    LfsThroughBackend,
     Provider,
     ProviderEnvironment,
 )
@@ -65,6 +63,7 @@ from reposync.providers.gitremote import urls
 from reposync.providers.gitremote.lfs import HelperAccess, SshAccess
 from reposync.providers.lfs_batch import LfsBatchStore
 from reposync.providers.lfs_files import LocalLfsStore
+from reposync.providers.refs import split_refs
 from reposync.sync.canonical import (
     BRANCH_PREFIX,
     DEFAULT_BRANCH_IDENTITY,
@@ -72,12 +71,8 @@ from reposync.sync.canonical import (
     IndexEntry,
     default_branch,
     git_ref,
-    is_supported_ref,
-    printable_ref_name,
     ref_name_problem,
-    ref_namespace,
 )
-from reposync.sync.lfs import LfsPointer
 from reposync.sync.vocabulary import ObjectType
 
 #: The process's own SSH configuration, handed to git for this provider's remotes only:
@@ -127,7 +122,7 @@ class Listing:
     head: str | None = None
 
 
-class GitRemoteProvider(Provider, GitRemoteSource, EmptyChecker, LfsStore):
+class GitRemoteProvider(Provider, GitRemoteSource, EmptyChecker, LfsThroughBackend, LfsStore):
     name = "git"
     #: A plain server states no limit of its own (``GIT_BATCH_MAX_ITEMS`` still applies).
     max_ref_updates_per_push = None
@@ -268,20 +263,7 @@ class GitRemoteProvider(Provider, GitRemoteSource, EmptyChecker, LfsStore):
             return GitRemote(url=str(git_dir), objects_dir=str(git_dir / "objects"))
         return GitRemote(url=self.remote.url, env=dict(self._env))
 
-    def lfs_batch(
-        self, operation: LfsOperation, pointers: Sequence[LfsPointer]
-    ) -> list[LfsTransfer]:
-        return self._lfs().batch(operation, pointers)
-
-    def lfs_download(self, transfer: LfsTransfer) -> BinaryIO:
-        self.stats.object_reads += 1
-        return self._lfs().download(transfer)
-
-    def lfs_upload(self, transfer: LfsTransfer, content: BinaryIO) -> None:
-        self._lfs().upload(transfer, content)
-        self.stats.writes += 1
-
-    def _lfs(self) -> LfsBatchStore | LocalLfsStore:
+    def lfs_backend(self) -> LfsBatchStore | LocalLfsStore:
         """The store git-lfs would use for this remote (``lfs.py``)."""
         if self._lfs_store is not None:
             return self._lfs_store
@@ -331,17 +313,7 @@ class GitRemoteProvider(Provider, GitRemoteSource, EmptyChecker, LfsStore):
     def _supported(self, listed: Listing, listing: InventoryListing) -> dict[str, str]:
         """Branches and tags; other namespaces counted in ``listing.unsupported``, names
         reposync cannot sync in ``listing.rejected``."""
-        supported: dict[str, str] = {}
-        for name, oid in listed.refs:
-            problem = ref_name_problem(name)
-            if problem is not None:
-                listing.reject(problem, printable_ref_name(name))
-            elif is_supported_ref(name):
-                supported[name] = oid
-            else:
-                namespace = ref_namespace(name)
-                listing.unsupported[namespace] = listing.unsupported.get(namespace, 0) + 1
-        return supported
+        return split_refs(listed.refs, listing)[0]
 
     def _probe_push(self) -> None:
         remote = self.git_remote(write=True)

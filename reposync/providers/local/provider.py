@@ -48,9 +48,8 @@ from reposync.providers.base import (
     GitRemoteSource,
     IndexReader,
     InventoryListing,
-    LfsOperation,
     LfsStore,
-    LfsTransfer,
+    LfsThroughBackend,
     LockRecoverer,
     ObjectWriter,
     OwnedRepository,
@@ -70,6 +69,7 @@ from reposync.providers.local import hooks, owners, standby
 from reposync.providers.local.forge import LocalForge
 from reposync.providers.local.objects import FORGE_TYPES
 from reposync.providers.local.owners import ID_CONFIG_KEY
+from reposync.providers.refs import split_refs
 from reposync.sync.canonical import (
     BRANCH_PREFIX,
     DEFAULT_BRANCH_IDENTITY,
@@ -80,14 +80,11 @@ from reposync.sync.canonical import (
     git_ref_hash,
     is_shadow_ref,
     is_supported_ref,
-    printable_ref_name,
     ref_name_problem,
-    ref_namespace,
     ref_object_key,
     shadow_refs,
     wiki_ref,
 )
-from reposync.sync.lfs import LfsPointer
 from reposync.sync.vocabulary import ObjectType
 
 #: What Git itself keeps beside the forge objects: refs, and HEAD as the default branch.
@@ -112,6 +109,7 @@ class LocalProvider(
     WikiRemoteSource,
     DefaultBranchWriter,
     AncestryChecker,
+    LfsThroughBackend,
     LfsStore,
     ChangeHooks,
     # A directory of bare repositories is an owner (providers/local/owners.py).
@@ -279,16 +277,7 @@ class LocalProvider(
                 yield from self._forge.reader.index([object_type])
 
     def _ref_entries(self, listing: InventoryListing) -> list[IndexEntry]:
-        supported: dict[str, str] = {}
-        for name, object_id in self._refs():
-            problem = ref_name_problem(name)
-            if problem is not None:
-                listing.reject(problem, printable_ref_name(name))
-            elif not is_supported_ref(name):
-                namespace = ref_namespace(name)
-                listing.unsupported[namespace] = listing.unsupported.get(namespace, 0) + 1
-            else:
-                supported[name] = object_id
+        supported, _ = split_refs(self._refs(), listing)
         supported.update(self._shadows(supported))
         entries = [
             IndexEntry(ObjectType.GIT_REF, name, ref_object_key(name), name, oid, git_ref_hash(oid))
@@ -304,16 +293,8 @@ class LocalProvider(
         wiki = self._wiki()
         if wiki is None:
             return []
-        entries = []
-        for name, object_id in _refs_of(wiki):
-            problem = ref_name_problem(name)
-            if problem is not None:
-                listing.reject(problem, "wiki " + printable_ref_name(name))
-            elif not is_supported_ref(name):
-                namespace = "wiki:" + ref_namespace(name)
-                listing.unsupported[namespace] = listing.unsupported.get(namespace, 0) + 1
-            else:
-                entries.append(wiki_ref(name, object_id).index_entry())
+        refs, _ = split_refs(_refs_of(wiki), listing, wiki=True)
+        entries = [wiki_ref(name, object_id).index_entry() for name, object_id in refs.items()]
         entries.sort(key=lambda e: e.identity)
         return entries
 
@@ -526,18 +507,8 @@ class LocalProvider(
     def visibility(self) -> str:
         return "private"
 
-    def lfs_batch(
-        self, operation: LfsOperation, pointers: Sequence[LfsPointer]
-    ) -> list[LfsTransfer]:
-        return self._lfs.batch(operation, pointers)
-
-    def lfs_download(self, transfer: LfsTransfer) -> BinaryIO:
-        self.stats.object_reads += 1
-        return self._lfs.download(transfer)
-
-    def lfs_upload(self, transfer: LfsTransfer, content: BinaryIO) -> None:
-        self._lfs.upload(transfer, content)
-        self.stats.writes += 1
+    def lfs_backend(self) -> LocalLfsStore:
+        return self._lfs
 
     def remove_stale_locks(self, older_than: float) -> list[str]:
         """Ref locks a killed ``receive-pack`` left in this repository or its wiki

@@ -1,26 +1,16 @@
-"""One batch of writes to one Forgejo repository, each sent to its family's handler.
-
-The batch turns what Forgejo answered into results: a rate limit (a proxy's: Forgejo has
-none of its own) defers this write and the rest of the batch; a refusal is this write's
-alone; a lost response is looked for at once (``markers.find_created``) and finished, or
-reported ``UNKNOWN``, never re-sent. Anything uncertain or refused makes the number
-allocator count afresh (``forge.numbers``).
+"""One batch of writes to one Forgejo repository, each sent to its family's handler
+(``forge.batch`` turns the answers into results; a rate limit is a proxy's: Forgejo has
+none of its own). A create found after a lost response is finished as its later
+requests would have: a placeholder taken over gets its labels and state.
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
-from reposync.errors import (
-    Conflict,
-    ContentUnavailable,
-    ObjectNotFound,
-    RateLimited,
-    ResultUnknown,
-    WriteRefused,
-)
-from reposync.providers.base import ApplyResult, ItemError, TargetWrite, WriteStatus
+from reposync.errors import ObjectNotFound, WriteRefused
+from reposync.providers.base import TargetWrite
+from reposync.providers.forge.batch import ForgeWriter
 from reposync.providers.forgejo.accounts import People
 from reposync.providers.forgejo.client import ForgejoClient
 from reposync.providers.forgejo.writes import (
@@ -34,9 +24,8 @@ from reposync.providers.forgejo.writes import (
 from reposync.providers.forgejo.writes.carriers import kind
 from reposync.providers.forgejo.writes.context import Handlers, WriteContext
 from reposync.providers.forgejo.writes.markers import find_created
-from reposync.sync.vocabulary import Action, ObjectType, Representation
-
-log = logging.getLogger(__name__)
+from reposync.sync.canonical import CanonicalObject
+from reposync.sync.vocabulary import ObjectType, Representation
 
 #: Every (action, type) Forgejo can write; any other pair is refused ``unsupported``.
 HANDLERS: Handlers = {
@@ -49,8 +38,11 @@ HANDLERS: Handlers = {
 }
 
 
-class ForgejoWriter:
+class ForgejoWriter(ForgeWriter[WriteContext]):
     """Applies one batch of writes for one repository (keeps per-batch caches)."""
+
+    #: A write Forgejo answers 404 for names what it hangs on (a missing issue, label).
+    refusals = (WriteRefused, ObjectNotFound)
 
     def __init__(
         self,
@@ -60,95 +52,18 @@ class ForgejoWriter:
         source_label: Callable[[TargetWrite], str | None],
         forge: str,
     ) -> None:
-        self.ctx = WriteContext(client, repo, people, source_label, forge)
+        super().__init__(WriteContext(client, repo, people, source_label, forge), forge, HANDLERS)
 
-    def apply(self, writes: Sequence[TargetWrite]) -> list[ApplyResult]:
-        results: list[ApplyResult] = []
-        for index, write in enumerate(writes):
-            try:
-                results.append(self._one(write))
-            except RateLimited as limited:
-                # Nothing of this write was sent: it and the rest wait for retry_at.
-                results.extend(
-                    ApplyResult(
-                        w.item_id,
-                        WriteStatus.DEFERRED,
-                        error=ItemError.of(limited),
-                        retry_at=limited.retry_at,
-                    )
-                    for w in writes[index:]
-                )
-                break
-            except ContentUnavailable as unreadable:  # the source's bytes: this write only
-                results.append(
-                    ApplyResult(write.item_id, WriteStatus.REFUSED, error=ItemError.of(unreadable))
-                )
-            except ResultUnknown as unknown:
-                self.ctx.numbers.forget()
-                results.append(self._recover(write, unknown))
-            except (WriteRefused, ObjectNotFound) as refused:
-                self.ctx.numbers.forget()  # a create of several requests may have stopped
-                code = refused.refusal if isinstance(refused, WriteRefused) else "not_found"
-                if code == "not_found" and write.action is Action.CREATE:
-                    code = "dependency_missing"  # a create 404s only on what it hangs on
-                results.append(
-                    ApplyResult(
-                        write.item_id, WriteStatus.REFUSED, error=ItemError(code, refused.message)
-                    )
-                )
-        return results
+    def current(self, write: TargetWrite) -> CanonicalObject | None:
+        return self.ctx.reader.one(write.object_type, write.target_identity or "")
 
-    def _one(self, write: TargetWrite) -> ApplyResult:
-        handler = HANDLERS.get((write.action, write.object_type))
-        forge = self.ctx.forge
-        if handler is None:
-            return ApplyResult(
-                write.item_id,
-                WriteStatus.REFUSED,
-                error=ItemError(
-                    "unsupported",
-                    f"{forge} cannot {write.action.value} a {write.object_type.value}",
-                ),
-            )
-        if write.action is not Action.CREATE and write.expected_hash is not None:
-            current = self.ctx.reader.one(write.object_type, write.target_identity or "")
-            if current is not None and current.content_hash != write.expected_hash:
-                return ApplyResult(
-                    write.item_id,
-                    WriteStatus.REFUSED,
-                    error=ItemError(
-                        Conflict.code,
-                        f"{write.object_type.value} {write.target_identity} changed on "
-                        f"{forge} since it was planned",
-                    ),
-                )
-        identity, representation = handler(self.ctx, write)
-        if write.action is Action.CREATE:
-            self.ctx.created[write.marker] = identity
-        return ApplyResult(
-            write.item_id, WriteStatus.OK, target_identity=identity, representation=representation
-        )
-
-    def _recover(self, write: TargetWrite, unknown: ResultUnknown) -> ApplyResult:
-        """A lost response: find what was created (marker, natural key) and finish it, or
-        say unknown."""
-        if write.action is Action.CREATE:
-            try:
-                found = find_created(self.ctx, write)
-                if found is not None:
-                    self._finish_create(write, found)
-            except Exception:  # the look-up failing must not hide the unknown write
-                log.exception("looking for %s after a lost response failed", write.marker)
-                found = None
-            if found is not None:
-                self.ctx.created[write.marker] = found
-                return ApplyResult(
-                    write.item_id,
-                    WriteStatus.OK,
-                    target_identity=found,
-                    representation=self._representation(write, found),
-                )
-        return ApplyResult(write.item_id, WriteStatus.UNKNOWN, error=ItemError.of(unknown))
+    def find_created(self, write: TargetWrite) -> str | None:
+        """The create found, and finished as its later requests would have: a failure
+        finishing it leaves the write unknown, for the next look-up to finish."""
+        found = find_created(self.ctx, write)
+        if found is not None:
+            self._finish_create(write, found)
+        return found
 
     def _finish_create(self, write: TargetWrite, identity: str) -> None:
         """What a create's later requests would have done (all idempotent): a placeholder
@@ -163,7 +78,7 @@ class ForgejoWriter:
                     "PATCH", ctx.path(f"/issues/{identity}"), json_body={"state": wanted}
                 )
 
-    def _representation(self, write: TargetWrite, identity: str) -> Representation | None:
+    def representation(self, write: TargetWrite, identity: str) -> Representation | None:
         """How a create found after a lost response exists (its handler would have said
         so had the answer arrived)."""
         payload = write.payload or {}

@@ -11,7 +11,12 @@ from typing import Any, TypeVar
 
 from reposync.errors import PermissionDenied, WriteRefused
 from reposync.providers.base import TargetWrite
-from reposync.providers.forge.bodies import compose
+from reposync.providers.forge.attribution import (
+    ATTRIBUTED_FIELDS,
+    BatchReferences,
+    attributed_body,
+    parent_number,
+)
 from reposync.providers.forge.numbers import NumberAllocator
 from reposync.providers.forgejo.accounts import People
 from reposync.providers.forgejo.client import ForgejoClient
@@ -25,27 +30,12 @@ R = TypeVar("R")
 #: Fields Forgejo's API cannot set, per type: they travel in the attributed header
 #: (``forge.attribution``'s list, with a pull request's draft: Forgejo's API sets none).
 HEADER_FIELDS: dict[ObjectType, tuple[str, ...]] = {
-    ObjectType.ISSUE: ("author", "created_at", "closed_at", "assignees", "state_reason"),
-    ObjectType.ISSUE_COMMENT: ("author", "created_at"),
-    ObjectType.PULL_REQUEST: (
-        "author",
-        "created_at",
-        "closed_at",
-        "assignees",
-        "base_sha",
-        "head_ref",
-        "head_sha",
-        "merged",
-        "merged_at",
-        "draft",
-    ),
-    ObjectType.REVIEW: ("state", "commit_id", "author", "submitted_at"),
-    ObjectType.REVIEW_COMMENT: ("commit_id", "author", "created_at"),
-    ObjectType.RELEASE: ("author", "created_at", "published_at"),
+    **ATTRIBUTED_FIELDS,
+    ObjectType.PULL_REQUEST: (*ATTRIBUTED_FIELDS[ObjectType.PULL_REQUEST], "draft"),
 }
 
 
-class WriteContext:
+class WriteContext(BatchReferences):
     """One batch's view of one repository (keeps per-batch caches)."""
 
     def __init__(
@@ -56,8 +46,8 @@ class WriteContext:
         source_label: Callable[[TargetWrite], str | None],
         forge: str,
     ) -> None:
+        super().__init__(repo)
         self.client = client
-        self.repo = repo  # "owner/name"
         self.people = people
         self.source_label = source_label
         self.forge = forge  # "Forgejo" or "Gitea", as what reposync writes says it
@@ -67,11 +57,6 @@ class WriteContext:
         self.milestones: dict[str, int] | None = None  # title -> id
         self.labels: dict[str, int] | None = None  # name -> id
         self.kinds: dict[int, str] = {}  # number -> "pull" | "carrier" | "issue"
-        #: Marker -> identity of what this batch created (references within a batch).
-        self.created: dict[str, str] = {}
-
-    def path(self, suffix: str) -> str:
-        return f"/repos/{self.repo}{suffix}"
 
     def body(
         self,
@@ -89,25 +74,22 @@ class WriteContext:
         only when and where the object was first written."""
         payload = write.payload or {}
         fields = [f for f in HEADER_FIELDS.get(kind, ()) if f not in omit]
-        if account is not None:
-            fields = [f for f in fields if f != "author"]
-        attribution = {key: payload.get(key) for key in fields}
-        attribution.update(extra or {})
         headline = None
         if account is not None:
+            fields = [f for f in fields if f != "author"]
             when = payload.get("created_at") or payload.get("submitted_at")
             source = self.source_label(write)
             headline = (
                 f"Originally written{' on ' + str(when) if when else ''}"
                 f"{' in ' + source if source else ''}"
             )
-        return compose(
-            payload.get("body") or "",
-            marker=write.marker,
-            attribution=attribution or None,
+        return attributed_body(
+            write,
+            fields,
             source_label=self.source_label(write),
-            headline=headline,
+            extra=extra,
             note=note,
+            headline=headline,
         )
 
     def acting_as(self, write: TargetWrite, key: str = "author") -> str | None:
@@ -130,16 +112,6 @@ class WriteContext:
             log.info("%s may not write to %s as %s: %s", self.forge, self.repo, account, refused)
             self.people.refused(account)
             return send(None)
-
-    def ref(self, write: TargetWrite, name: str) -> str | None:
-        """A reference's target identity: from the links, or created earlier in this batch."""
-        ref = write.refs.get(name)
-        if ref is None:
-            return None
-        return ref.identity or self.created.get(ref.marker)
-
-    def parent(self, write: TargetWrite) -> str | None:
-        return self.ref(write, "parent")
 
     # -- names Forgejo's requests take as ids -------------------------------------------
 
@@ -177,13 +149,8 @@ class WriteContext:
         return self.milestones[title]
 
 
-def number(ref_identity: str | None, forge: str = "Forgejo") -> int:
-    """The issue number a reference names; ``dependency_missing`` while it names nothing."""
-    if ref_identity is None or not ref_identity.isdigit():
-        raise WriteRefused(
-            f"the parent is not on {forge} yet", refusal="dependency_missing", status=422
-        )
-    return int(ref_identity)
+#: The issue number a reference names (``dependency_missing`` while it names nothing).
+number = parent_number
 
 
 #: Performs one write of one (action, type): the target identity, and how the object

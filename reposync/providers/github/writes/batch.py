@@ -1,23 +1,17 @@
-"""One batch of writes to one GitHub repository, each sent to its family's handler.
-
-The batch turns what GitHub answered into results: a rate limit defers this write and
-the rest of the batch (nothing of the rest was sent; of this write, a create that takes
-several requests may have landed its first, an issue created before its closing edit was
-refused, which is why the pipeline looks a deferred create up by its marker before it
-sends it again); a refusal is this write's alone; a
-lost response is looked for at once (``markers.find_created``) and finished, or reported
-``UNKNOWN``, never re-sent. Anything uncertain or refused makes the number allocator
-count afresh (``forge.numbers``).
+"""One batch of writes to one GitHub repository, each sent to its family's handler
+(``forge.batch`` turns the answers into results). Some creates take several requests
+(create, then close): an issue created before its closing edit was refused is why the
+pipeline looks a deferred create up by its marker before it sends it again, and a create
+found after a lost response gets the remaining ones.
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
-from reposync.errors import Conflict, ContentUnavailable, RateLimited, ResultUnknown, WriteRefused
-from reposync.providers.base import ApplyResult, ItemError, TargetWrite, WriteStatus
+from reposync.providers.base import TargetWrite
 from reposync.providers.forge.attribution import ATTRIBUTED_FIELDS
+from reposync.providers.forge.batch import ForgeWriter
 from reposync.providers.github.client import GitHubClient
 from reposync.providers.github.reads import read_one
 from reposync.providers.github.writes import (
@@ -30,11 +24,10 @@ from reposync.providers.github.writes import (
     reviews,
 )
 from reposync.providers.github.writes.carriers import kind
-from reposync.providers.github.writes.context import Handlers, WriteContext
+from reposync.providers.github.writes.context import FORGE, Handlers, WriteContext
 from reposync.providers.github.writes.markers import find_created
-from reposync.sync.vocabulary import Action, ObjectType, Representation
-
-log = logging.getLogger(__name__)
+from reposync.sync.canonical import CanonicalObject
+from reposync.sync.vocabulary import ObjectType, Representation
 
 #: Every (action, type) GitHub can write; any other pair is refused ``unsupported``.
 HANDLERS: Handlers = {
@@ -48,7 +41,7 @@ HANDLERS: Handlers = {
 }
 
 
-class GitHubWriter:
+class GitHubWriter(ForgeWriter[WriteContext]):
     """Applies one batch of writes for one repository (keeps per-batch caches)."""
 
     def __init__(
@@ -58,108 +51,19 @@ class GitHubWriter:
         uploads_url: str,
         source_label: Callable[[TargetWrite], str | None],
     ) -> None:
-        self.ctx = WriteContext(client, repo, uploads_url, source_label)
+        super().__init__(WriteContext(client, repo, uploads_url, source_label), FORGE, HANDLERS)
 
-    def apply(self, writes: Sequence[TargetWrite]) -> list[ApplyResult]:
-        results: list[ApplyResult] = []
-        for index, write in enumerate(writes):
-            try:
-                results.append(self._one(write))
-            except RateLimited as limited:
-                # Nothing of this write was sent: it and the rest wait for retry_at.
-                results.extend(
-                    ApplyResult(
-                        w.item_id,
-                        WriteStatus.DEFERRED,
-                        error=ItemError.of(limited),
-                        retry_at=limited.retry_at,
-                    )
-                    for w in writes[index:]
-                )
-                break
-            except ContentUnavailable as unreadable:  # the source's bytes: this write only
-                results.append(
-                    ApplyResult(
-                        write.item_id,
-                        WriteStatus.REFUSED,
-                        error=ItemError.of(unreadable),
-                    )
-                )
-            except ResultUnknown as unknown:
-                # A create may have taken a number we did not see: count afresh before
-                # the next number is allocated (a stale count shifts every later one).
-                self.ctx.numbers.forget()
-                results.append(self._recover(write, unknown))
-            except WriteRefused as refused:
-                self.ctx.numbers.forget()  # a multi-request create may have stopped midway
-                code = refused.refusal
-                if code == "not_found" and write.action is Action.CREATE:
-                    code = "dependency_missing"  # a create 404s only on what it hangs on
-                results.append(
-                    ApplyResult(
-                        write.item_id, WriteStatus.REFUSED, error=ItemError(code, refused.message)
-                    )
-                )
-        return results
-
-    def _one(self, write: TargetWrite) -> ApplyResult:
-        handler = HANDLERS.get((write.action, write.object_type))
-        if handler is None:
-            return ApplyResult(
-                write.item_id,
-                WriteStatus.REFUSED,
-                error=ItemError(
-                    "unsupported", f"GitHub cannot {write.action.value} a {write.object_type.value}"
-                ),
-            )
-        if write.action is not Action.CREATE and write.expected_hash is not None:
-            current = self._current_hash(write)
-            if current is not None and current != write.expected_hash:
-                return ApplyResult(
-                    write.item_id,
-                    WriteStatus.REFUSED,
-                    error=ItemError(
-                        Conflict.code,
-                        f"{write.object_type.value} {write.target_identity} changed on "
-                        "GitHub since it was planned",
-                    ),
-                )
-        identity, representation = handler(self.ctx, write)
-        if write.action is Action.CREATE:
-            self.ctx.created[write.marker] = identity
-        return ApplyResult(
-            write.item_id, WriteStatus.OK, target_identity=identity, representation=representation
-        )
-
-    def _current_hash(self, write: TargetWrite) -> str | None:
-        obj = read_one(
+    def current(self, write: TargetWrite) -> CanonicalObject | None:
+        return read_one(
             self.ctx.client, self.ctx.repo, write.object_type, write.target_identity or ""
         )
-        return obj.content_hash if obj is not None else None
 
-    def _recover(self, write: TargetWrite, unknown: ResultUnknown) -> ApplyResult:
-        """A lost response: find what was created (marker, natural key) and finish it, or
-        say unknown. A create is several requests for some types (create, then close):
-        the found object gets the remaining ones, which are idempotent."""
-        if write.action is Action.CREATE:
-            try:
-                found = find_created(self.ctx, write)
-            except Exception:  # the look-up failing must not hide the unknown write
-                log.exception("looking for %s after a lost response failed", write.marker)
-                found = None
-            if found is not None:
-                self._finish_create(write, found)
-                self.ctx.created[write.marker] = found
-                return ApplyResult(
-                    write.item_id,
-                    WriteStatus.OK,
-                    target_identity=found,
-                    representation=_representation(write),
-                )
-        return ApplyResult(write.item_id, WriteStatus.UNKNOWN, error=ItemError.of(unknown))
+    def find_created(self, write: TargetWrite) -> str | None:
+        return find_created(self.ctx, write)
 
-    def _finish_create(self, write: TargetWrite, identity: str) -> None:
-        """The requests a create sends after its first one (all idempotent)."""
+    def finish_create(self, write: TargetWrite, identity: str) -> None:
+        """A create is several requests for some types (create, then close): the found
+        object gets the remaining ones."""
         ctx = self.ctx
         payload = write.payload or {}
         if write.object_type is ObjectType.REVIEW and "/" in identity:
@@ -174,6 +78,9 @@ class GitHubWriter:
             issues.close_if(ctx, number, payload)
             if write.object_type is ObjectType.ISSUE:
                 issues.lock_as(ctx, number, payload)
+
+    def representation(self, write: TargetWrite, identity: str) -> Representation | None:
+        return _representation(write)
 
 
 def _representation(write: TargetWrite) -> Representation | None:

@@ -6,9 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from reposync.errors import WriteRefused
 from reposync.providers.base import TargetWrite
-from reposync.providers.forge.attribution import ATTRIBUTED_FIELDS, attributed_body
+from reposync.providers.forge.attribution import (
+    ATTRIBUTED_FIELDS,
+    BatchReferences,
+    attributed_body,
+    parent_number,
+)
 from reposync.providers.forge.numbers import NumberAllocator
 from reposync.providers.github.client import GitHubClient
 from reposync.providers.github.writes.numbers import GitHubNumbers
@@ -18,7 +22,7 @@ from reposync.sync.vocabulary import Action, ObjectType, Representation
 FORGE = "GitHub"
 
 
-class WriteContext:
+class WriteContext(BatchReferences):
     """One batch's view of one repository (keeps per-batch caches)."""
 
     def __init__(
@@ -28,19 +32,14 @@ class WriteContext:
         uploads_url: str,
         source_label: Callable[[TargetWrite], str | None],
     ) -> None:
+        super().__init__(repo)
         self.client = client
-        self.repo = repo  # "owner/name"
         self.uploads_url = uploads_url.rstrip("/")
         self.source_label = source_label
         self.numbers = NumberAllocator(GitHubNumbers(client, repo), forge=FORGE)
         self.milestones: dict[str, int] | None = None  # title -> number
         self.labels: dict[str, str] | None = None  # id -> name
         self.kinds: dict[int, str] = {}  # number -> "pull" | "carrier" | "issue"
-        #: Marker -> identity of what this batch created (references within a batch).
-        self.created: dict[str, str] = {}
-
-    def path(self, suffix: str) -> str:
-        return f"/repos/{self.repo}{suffix}"
 
     def body(self, write: TargetWrite, kind: ObjectType) -> str:
         """The write's body with the header of the fields GitHub cannot set for ``kind``."""
@@ -48,24 +47,10 @@ class WriteContext:
             write, ATTRIBUTED_FIELDS.get(kind, ()), source_label=self.source_label(write)
         )
 
-    def ref(self, write: TargetWrite, name: str) -> str | None:
-        """A reference's target identity: from the links, or created earlier in this batch."""
-        ref = write.refs.get(name)
-        if ref is None:
-            return None
-        return ref.identity or self.created.get(ref.marker)
-
-    def parent(self, write: TargetWrite) -> str | None:
-        return self.ref(write, "parent")
-
 
 def number(ref_identity: str | None) -> int:
     """The issue number a reference names; ``dependency_missing`` while it names nothing."""
-    if ref_identity is None:
-        raise WriteRefused(
-            "the parent is not on GitHub yet", refusal="dependency_missing", status=422
-        )
-    return int(ref_identity)
+    return parent_number(ref_identity, FORGE)
 
 
 #: Performs one write of one (action, type): the target identity, and how the object

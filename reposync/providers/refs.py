@@ -1,0 +1,99 @@
+"""Which of a repository's refs reposync syncs, for every provider, and a hosted forge's
+refs as native git lists them (``git ls-remote``).
+
+Branches and tags are synced; every other namespace is counted in the listing's
+``unsupported`` (a wiki's under ``wiki:<namespace>``) and names git would refuse are
+rejected by code, the same way whatever holds the refs (a local repository, a plain Git
+remote, GitHub, Forgejo). On a hosted forge ``refs/pull/N/head`` is where it keeps every
+pull request's head, a fork's too: its commits are what an open pull request's shadow
+branch may be derived from (``sync.canonical.shadow_refs``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+
+from reposync.errors import PermissionDenied, ProviderError
+from reposync.git.transport import run_git
+from reposync.providers.base import GitRemote, InventoryListing
+from reposync.sync.canonical import (
+    PullHead,
+    is_supported_ref,
+    printable_ref_name,
+    ref_name_problem,
+    ref_namespace,
+    shadow_refs,
+)
+
+#: Where a hosted forge keeps a pull request's head.
+PULL_HEAD = re.compile(r"refs/pull/[0-9]+/head")
+
+
+def split_refs(
+    refs: Iterable[tuple[str, str]], listing: InventoryListing, *, wiki: bool = False
+) -> tuple[dict[str, str], list[tuple[str, str]]]:
+    """The branches and tags of ``refs`` (name -> object id), and the refs of other
+    namespaces (counted in ``listing.unsupported``); bad names go to
+    ``listing.rejected``. A ``wiki``'s are said as the wiki's."""
+    supported: dict[str, str] = {}
+    others: list[tuple[str, str]] = []
+    for name, oid in refs:
+        problem = ref_name_problem(name)
+        if problem is not None:
+            listing.reject(problem, ("wiki " if wiki else "") + printable_ref_name(name))
+        elif is_supported_ref(name):
+            supported[name] = oid
+        else:
+            namespace = ("wiki:" if wiki else "") + ref_namespace(name)
+            listing.unsupported[namespace] = listing.unsupported.get(namespace, 0) + 1
+            others.append((name, oid))
+    return supported, others
+
+
+def branches_and_tags(
+    listing: InventoryListing, remote: Iterable[tuple[str, str]]
+) -> tuple[dict[str, str], set[str]]:
+    """The refs reposync syncs, and the commits of ``refs/pull/N/head``."""
+    supported, others = split_refs(remote, listing)
+    return supported, {oid for name, oid in others if PULL_HEAD.fullmatch(name)}
+
+
+def pull_shadows(
+    open_pull_heads: Callable[[], Iterable[PullHead]], refs: dict[str, str], pull_heads: set[str]
+) -> dict[str, str]:
+    """Shadow branches of open pull requests whose head is on no branch, at commits the
+    repository holds (``pull_heads``); no pull request ever: nothing is listed."""
+    if not pull_heads:
+        return {}
+    return shadow_refs(open_pull_heads(), refs, pull_heads.__contains__)
+
+
+def ls_remote(
+    remote: GitRemote,
+    repo: str,
+    *,
+    missing_ok: bool = False,
+    missing: tuple[str, ...] = ("not found",),
+    denied: tuple[str, ...] = ("403",),
+) -> list[tuple[str, str]]:
+    """``(name, object id)`` of every ref of ``remote`` (peeled tags left out). A
+    repository git says is not there (``missing`` in its error) is ``[]`` with
+    ``missing_ok`` (a wiki not made yet), else ``PermissionDenied``, as is a ``denied``
+    one; what each forge's git error says is the forge's word."""
+    result = run_git(["git", "ls-remote", remote.url], env=remote.env, check=False)
+    if result.returncode != 0:
+        text = result.stderr.lower()
+        absent = any(word in text for word in missing)
+        if absent and missing_ok:
+            return []
+        if absent or any(word in text for word in denied):
+            raise PermissionDenied(f"git cannot read {repo}: {result.stderr.strip()}")
+        run_git(["git", "ls-remote", remote.url], env=remote.env)  # raises the error
+        raise ProviderError(f"git ls-remote {repo} failed")  # pragma: no cover
+    refs = []
+    for line in result.stdout.splitlines():
+        oid, _, name = line.partition("\t")
+        if name.startswith("refs/") and not name.endswith("^{}"):
+            refs.append((name, oid))
+    return refs
