@@ -106,6 +106,25 @@ def test_target_that_is_not_a_git_repository(capsys, tmp_path, data_dir, source)
     assert nothing_written(data_dir)
 
 
+@pytest.mark.parametrize("under", ["notes.txt/app.git", "notes.txt/deeper/app.git"])
+def test_target_that_cannot_be_created(capsys, tmp_path, data_dir, source, under):
+    """A missing target under a file cannot be made: exit 2 with the file named and a
+    stable code, no traceback, no Binding recorded, the file untouched."""
+    blocker = tmp_path / "notes.txt"
+    blocker.write_text("keep me")
+    assert run_cli(capsys, "bindings", "list")[0] == 0  # the data directory's first use
+    status, _, err = run_cli(capsys, "sync", f"local:{source}", f"local:{tmp_path / under}")
+    assert_refused(
+        status,
+        err,
+        f"cannot create a repository at {tmp_path / under}",
+        f"{blocker} is a file, not a directory",
+        "[repository_not_creatable]",
+    )
+    assert blocker.read_text() == "keep me"
+    assert nothing_written(data_dir)
+
+
 def test_target_that_is_a_file(capsys, tmp_path, data_dir, source):
     """A file is not a repository either."""
     target = tmp_path / "notes.txt"
