@@ -14,11 +14,11 @@ import logging
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from reposync import __version__, cli_owners, logs
+from reposync import __version__, cli_owners, logs, signals
 from reposync.config import CREDENTIAL_URLS, Settings, read_env_file, url_has_password
 from reposync.errors import RecordNotFound, ReposyncError, UsageError
 from reposync.lifecycle import RunStatus
@@ -37,6 +37,8 @@ CONFIRM_HELP = (
 )
 #: Subcommands that run a Celery program: the arguments reposync does not know are its.
 CELERY_COMMANDS = ("worker", "beat")
+#: Commands whose servers (Celery, gunicorn) have signal handling of their own.
+SERVING_COMMANDS = (*CELERY_COMMANDS, "api")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -269,6 +271,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logs.configure("text", level)
+    if args.command in SERVING_COMMANDS:  # Celery and gunicorn handle their own signals
+        return _main(args, level)
+    with signals.terminations_interrupt():
+        return _main(args, level)
+
+
+def _main(args: argparse.Namespace, level: int) -> int:
     try:
         if args.command == "hooks" and args.hooks_command == "notify" and args.env_file:
             os.environ.update(read_env_file(args.env_file))  # before the settings are read
@@ -307,10 +316,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps({"status": "error", **error.to_dict()}))
         print(f"reposync: error: {error.message} [{error.code}]", file=sys.stderr)
         return error.exit_status
-    except KeyboardInterrupt:
-        print("reposync: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as interrupt:
+        _say(f"reposync: {signals.describe(interrupt)}")
+        return signals.exit_status(interrupt)
     return 0
+
+
+def _say(line: str) -> None:
+    """A last word on stderr, which a closed terminal (SIGHUP) may no longer take."""
+    with suppress(OSError):
+        print(line, file=sys.stderr, flush=True)
 
 
 def run() -> NoReturn:
@@ -396,16 +411,15 @@ def _sync(settings: Settings, args: argparse.Namespace) -> int:
 
         try:
             run = sync(_context(settings, db), request, report)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as interrupt:
             progress.close()
-            print(
-                f"reposync: interrupted; run {seen[0]} resumes on the next `reposync sync` "
-                "of this pair"
+            how = signals.describe(interrupt)
+            _say(
+                f"reposync: {how}; run {seen[0]} resumes on the next `reposync sync` of this pair"
                 if seen
-                else "reposync: interrupted before a Run started; nothing was queued",
-                file=sys.stderr,
+                else f"reposync: {how} before a Run started; nothing was queued"
             )
-            return 130
+            return signals.exit_status(interrupt)
         finally:
             progress.close()
     if run.status == "queued" and run.retry_at is not None:  # deferred by a rate limit

@@ -95,6 +95,7 @@ def _events(ctx: ServiceContext, user: User, args: argparse.Namespace) -> int:
     schema = RunEventSchema(many=True)
     items: list[Any] = []
     after: int | None = args.after_seq
+    header_shown = False
     while after is not None:
         want = MAX_PAGE if args.limit is None else min(MAX_PAGE, args.limit - len(items))
         if want <= 0:
@@ -102,8 +103,14 @@ def _events(ctx: ServiceContext, user: User, args: argparse.Namespace) -> int:
         found = run_events(ctx, user, args.run_id, after_seq=after, limit=want)
         shown = dump(schema, found.items)
         if not args.json:
+            # A poll that found nothing prints nothing: a follower's terminal or log
+            # shows events, never the empty lines of waiting.
             lines = [event_line(event) for event in shown]
-            print("\n".join(lines if items else [EVENT_HEADER, *lines]), flush=True)
+            if not header_shown:
+                lines.insert(0, EVENT_HEADER)
+                header_shown = True
+            if lines:
+                print("\n".join(lines), flush=True)
         items += shown
         after = found.next_after_seq
         if len(found.items) < want and after is not None:  # caught up with an active Run

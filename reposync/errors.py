@@ -15,6 +15,7 @@ into this tree at one boundary each, never leaked.
     │   ├── RepositoryNotFound          repository_not_found     (also LookupError)
     │   ├── OwnerNotFound               owner_not_found          (also LookupError)
     │   ├── NotARepository              not_a_repository
+    │   ├── RepositoryNotCreatable      repository_not_creatable (a path under a file)
     │   ├── WrongDirection              wrong_direction
     │   ├── UnschedulableCron           cron_has_no_future_slot  (HTTP 422)
     │   ├── WebhookTargetRefused        webhook_target_refused   (HTTP 422)
@@ -209,6 +210,18 @@ class OwnerNotFound(UsageError, LookupError):
 class NotARepository(UsageError):
     code = "not_a_repository"
     suggested_action = "point the locator at a Git repository or at a path that does not exist"
+
+
+class RepositoryNotCreatable(UsageError):
+    """A missing standby the provider would create where its filesystem refuses one (a
+    path under a file, a directory the service may not write, a read-only mount): the
+    locator as given can never work, so it is the caller's to change, and nothing about
+    the pair is recorded."""
+
+    code = "repository_not_creatable"
+    suggested_action = (
+        "choose a locator under a directory reposync may write, or create the repository there"
+    )
 
 
 class WrongDirection(UsageError):

@@ -19,6 +19,7 @@ from reposync.models import Binding, Run, RunItem
 from reposync.service.bindings import SyncRequest, bind
 from reposync.service.context import ProviderPool, ServiceContext, Step
 from reposync.service.lookups import active_run
+from reposync.service.pipeline.holders import holder_gone
 from reposync.service.pipeline.leases import database_now
 from reposync.service.pipeline.runner import run_until_done
 from reposync.service.runs import create_run
@@ -127,8 +128,10 @@ def resume_stalled(
         binding = session.get(Binding, binding_id)
         assert binding is not None
         now = database_now(session)
-        free = binding.lease_run_id is None or (
-            binding.lease_expires_at is not None and binding.lease_expires_at < now
+        free = (
+            binding.lease_run_id is None
+            or (binding.lease_expires_at is not None and binding.lease_expires_at < now)
+            or holder_gone(binding.lease_owner)  # killed on this host: no TTL to wait out
         )
         if not free:
             raise BindingBusy(

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -103,6 +107,25 @@ def test_target_that_is_not_a_git_repository(capsys, tmp_path, data_dir, source)
     status, _, err = run_cli(capsys, "sync", f"local:{source}", f"local:{target}")
     assert_refused(status, err, "is a directory but not a Git repository", "[not_a_repository]")
     assert sorted(p.name for p in target.iterdir()) == ["cat.jpg"]
+    assert nothing_written(data_dir)
+
+
+@pytest.mark.parametrize("under", ["notes.txt/app.git", "notes.txt/deeper/app.git"])
+def test_target_that_cannot_be_created(capsys, tmp_path, data_dir, source, under):
+    """A missing target under a file cannot be made: exit 2 with the file named and a
+    stable code, no traceback, no Binding recorded, the file untouched."""
+    blocker = tmp_path / "notes.txt"
+    blocker.write_text("keep me")
+    assert run_cli(capsys, "bindings", "list")[0] == 0  # the data directory's first use
+    status, _, err = run_cli(capsys, "sync", f"local:{source}", f"local:{tmp_path / under}")
+    assert_refused(
+        status,
+        err,
+        f"cannot create a repository at {tmp_path / under}",
+        f"{blocker} is a file, not a directory",
+        "[repository_not_creatable]",
+    )
+    assert blocker.read_text() == "keep me"
     assert nothing_written(data_dir)
 
 
@@ -313,14 +336,24 @@ def _applying_forge_items(database: Path) -> int:
             return 0
 
 
-def test_ctrl_c_then_the_next_invocation_resumes_and_reports_that_run(tmp_path, data_dir, source):
-    """Issue 9 #6, as an operator meets it: SIGINT while a batch is being written; the
-    very next ``reposync sync`` resumes the Run (no ``binding_busy`` for a lease TTL)
-    and prints that Run's report."""
-    import os
-    import signal
-    import sys
-    import time
+@pytest.mark.parametrize(
+    ("signum", "said"),
+    [
+        (signal.SIGINT, "interrupted"),
+        (signal.SIGTERM, "terminated by SIGTERM"),
+        (signal.SIGHUP, "terminated by SIGHUP"),
+        (signal.SIGKILL, None),
+    ],
+    ids=["SIGINT", "SIGTERM", "SIGHUP", "SIGKILL"],
+)
+def test_a_signal_then_the_next_invocation_resumes_and_reports_that_run(
+    tmp_path, data_dir, source, signum, said
+):
+    """Issue 9 #6 and issue 25, as an operator, systemd, a CI runner or a closed terminal
+    meet it: a signal while a batch is being written; the very next ``reposync sync``
+    resumes the Run (no ``binding_busy`` for a lease TTL: SIGINT, SIGTERM and SIGHUP give
+    the lease up, and a SIGKILLed holder on this host is seen to be gone) and prints that
+    Run's report."""
 
     from reposync.providers.base import EndpointSpec
     from reposync.providers.local import LocalProvider
@@ -343,10 +376,13 @@ def test_ctrl_c_then_the_next_invocation_resumes_and_reports_that_run(tmp_path, 
         assert time.monotonic() < deadline, "the sync never reached the labels batch"
         time.sleep(0.1)
     time.sleep(0.5)  # inside the target's write transaction, sleeping at the fault point
-    interrupted.send_signal(signal.SIGINT)
+    interrupted.send_signal(signum)
     _, err = interrupted.communicate(timeout=30)
-    assert interrupted.returncode == 130
-    assert "run 1 resumes on the next `reposync sync` of this pair" in err
+    if said is None:
+        assert interrupted.returncode == -signum  # no last word, the lease left held
+    else:
+        assert interrupted.returncode == 128 + signum
+        assert f"reposync: {said}; run 1 resumes on the next `reposync sync` of this pair" in err
 
     again = subprocess.run([*argv, "--json"], capture_output=True, text=True, timeout=120)
 
@@ -355,6 +391,46 @@ def test_ctrl_c_then_the_next_invocation_resumes_and_reports_that_run(tmp_path, 
     assert (report["run_id"], report["status"]) == (1, "completed")
     assert report["object_types"]["label"]["created"] == 5
     assert refs(target) == {k: v for k, v in refs(source).items() if k in refs(target)}
+
+
+def test_sigterm_during_a_push_ends_git_and_everything_it_started(tmp_path, data_dir, source):
+    """A SIGTERM while ``git push`` waits on the target ends the push's whole process
+    tree (git, receive-pack, the target's hook), not only reposync; the pair then syncs."""
+    target = init_bare(tmp_path / "dst.git")
+    hook_pid = tmp_path / "hook.pid"
+    hook = target / "hooks" / "update"
+    hook.write_text(f"#!/bin/sh\necho $$ > {hook_pid}\nexec sleep 120\n")
+    hook.chmod(0o755)
+    argv = [sys.executable, "-m", "reposync", "sync", f"local:{source}", f"local:{target}"]
+    env = {**os.environ, "REPOSYNC_LOCAL_TARGET_HOOKS": "1"}  # the target's hooks run
+    syncing = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not hook_pid.exists() or not hook_pid.read_text().strip():
+        assert syncing.poll() is None, syncing.communicate()
+        assert time.monotonic() < deadline, "the push never reached the target's hook"
+        time.sleep(0.1)
+    sleeper = int(hook_pid.read_text())
+    syncing.send_signal(signal.SIGTERM)
+    _, err = syncing.communicate(timeout=30)
+    assert syncing.returncode == 128 + signal.SIGTERM, err
+    assert "terminated by SIGTERM; run 1 resumes" in err
+    assert not _running(sleeper), "the target's hook outlived the sync"
+    hook.unlink()
+    again = subprocess.run(
+        [*argv, "--json"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["run_id"] == 1
+    assert refs(target) == refs(source)
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie awaiting its parent is not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 def test_ctrl_c_before_a_run_exists_promises_no_resume(

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -175,6 +176,35 @@ def test_cancel_of_a_run_nobody_is_executing(capsys, data_dir, pair):
     assert (status, json.loads(out)["status"]) == (1, "cancelled")
 
 
+def test_a_follower_prints_nothing_while_it_waits(capsys, tmp_path, data_dir, pair):
+    """``runs events -f`` on a Run nobody executes yet polls in silence (no blank line per
+    poll in a terminal or a log) and ends with the Run once a ``sync`` finishes it."""
+    source, target = pair
+    db = Database(f"sqlite:///{data_dir / 'reposync.db'}")
+    try:
+        db.upgrade()
+        ctx = ServiceContext(settings=Settings(data_dir=data_dir), db=db)
+        run = create_run(ctx, bind(ctx, SyncRequest(source, target)).id)
+    finally:
+        db.dispose()
+    follower = reposync_process(
+        dict(os.environ), tmp_path, "follow", "runs", "events", str(run.id), "-f"
+    )
+    try:
+        # Several of its one-second polls find nothing new before the Run moves on.
+        wait_for(lambda: "run_created" in follower.log(), 60, "the follower's first page")
+        time.sleep(3.5)
+        assert run_cli(capsys, "sync", source, target)[0] == 0
+        assert follower.process.wait(30) == 0, follower.log()
+    finally:
+        if follower.process.poll() is None:
+            follower.process.kill()
+    followed = follower.log().splitlines()
+    assert followed[0].split() == ["SEQ", "TIME", "STAGE", "EVENT", "MESSAGE"]
+    assert all(line.strip() for line in followed), followed
+    assert "status completed" in followed[-1]
+
+
 def reposync_process(env: dict[str, str], log_dir: Path, name: str, *argv: str) -> WorkerProcess:
     """``reposync ARGV`` in its own process group, its output in a log file."""
     log_path = log_dir / f"{name}.log"
@@ -233,6 +263,7 @@ def test_runs_in_the_distributed_mode_with_a_worker_given_celerys_options(
     assert finished.status == "cancelled"
     assert follower.process.wait(30) == 0, follower.log()  # --follow ends with the Run
     followed = follower.log().splitlines()
+    assert all(line.strip() for line in followed), followed  # waiting printed nothing
     assert followed[0].split() == ["SEQ", "TIME", "STAGE", "EVENT", "MESSAGE"]
     assert [line.split()[4] for line in followed[1:3]] == ["run_created", "cancel_requested"]
     assert "status cancelled" in followed[-1]

@@ -30,6 +30,7 @@ from reposync.errors import (
     NotARepository,
     PermissionDenied,
     RepositoryMismatch,
+    RepositoryNotCreatable,
     RepositoryNotFound,
     WriteRefused,
 )
@@ -166,7 +167,12 @@ class LocalProvider(
 
     @classmethod
     def create(cls, spec: EndpointSpec, env: ProviderEnvironment | None = None) -> None:
-        repo = pygit2.init_repository(spec.locator, bare=True)
+        try:
+            repo = pygit2.init_repository(spec.locator, bare=True)
+        except (pygit2.GitError, OSError) as exc:
+            raise RepositoryNotCreatable(
+                f"cannot create a repository at {spec.locator}: {_why_not_created(spec, exc)}"
+            ) from exc
         _ensure_repository_id(repo)
 
     # -- owners (a directory of bare repositories) ---------------------------------------
@@ -591,6 +597,14 @@ def _ref_target_in(repo: pygit2.Repository, name: str) -> str | None:
         return None if ref is None else str(ref.resolve().target)
     except (ValueError, pygit2.GitError):  # a broken ref file: not there for us
         return None
+
+
+def _why_not_created(spec: EndpointSpec, exc: Exception) -> str:
+    """libgit2 says "directory exists" of a file on the way; name the file instead."""
+    for parent in Path(spec.locator).parents:
+        if parent.exists():
+            return str(exc) if parent.is_dir() else f"{parent} is a file, not a directory"
+    return str(exc)
 
 
 def _discover(path: Path) -> str | None:

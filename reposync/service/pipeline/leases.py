@@ -21,11 +21,8 @@ Rules that make this hold under READ COMMITTED (measured in the Celery note, §5
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -40,6 +37,7 @@ from reposync.lifecycle import ACTIVE_RUN_STATUSES, RunStatus, Stage
 from reposync.models import Binding, Run
 from reposync.models.db import Database
 from reposync.service.events import emit
+from reposync.service.pipeline.holders import holder_gone, holder_name
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +46,9 @@ SAFETY_MARGIN = 0.2
 
 
 def new_owner(label: str = "") -> str:
-    """An execution identity: host, process and a random part, for humans and fences."""
-    suffix = uuid.uuid4().hex[:8]
-    return f"{socket.gethostname()}/{os.getpid()}/{label or 'exec'}/{suffix}"[:255]
+    """An execution identity: host, process and a random part, for humans and fences,
+    and what tells whether the process still runs (``holders``)."""
+    return holder_name(label)[:255]
 
 
 def database_now(session: Session) -> datetime:
@@ -133,6 +131,8 @@ def claim(
                 )
             ).one()
             allowed = [Binding.lease_run_id.is_(None), Binding.lease_expires_at < now]
+            if holder_gone(previous.lease_owner):  # a process of this machine that died
+                allowed.append(Binding.lease_owner == previous.lease_owner)
             if dispatched_generation is not None:
                 allowed.append(
                     (Binding.lease_run_id == run_id)
@@ -170,7 +170,8 @@ def claim(
                     generation=generation,
                     counts={"previous_generation": previous.lease_generation},
                     message=f"{owner} took over from {previous.lease_owner}, whose lease "
-                    f"(generation {previous.lease_generation}) had expired or was given up",
+                    f"(generation {previous.lease_generation}) had expired or was given up, "
+                    "or whose process had ended",
                 )
             session.expunge(run)
     except _Refuse as refused:  # the transaction rolled back: the generation is untouched

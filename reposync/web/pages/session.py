@@ -1,6 +1,6 @@
 """Who is looking at the web page: a session cookie made from an API token, and CSRF.
 
-Signing in exchanges an API token (shown once by ``reposync users token``) for a
+Signing in exchanges an API token (shown once by ``reposync user token``) for a
 *session token*: an API token of its own (``web page session``, one day), whose secret
 the cookie holds. So a session is checked exactly as the API checks a bearer token
 (``service.users.authenticate``: revoked, expired, unknown are refused), every gunicorn
