@@ -8,6 +8,7 @@ and waits, bounded, for the lock.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -40,7 +41,8 @@ def apt_busy() -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         text=True,
     )
-    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    assert holder.stdout is not None
+    assert holder.stdout.readline().strip() == "held"
     yield holder
     if holder.poll() is None:
         holder.kill()
@@ -56,10 +58,8 @@ def test_need_apt_names_what_it_installs_and_waits_for_the_lock(apt_busy):
         stderr=subprocess.PIPE,
         text=True,
     )
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         command.wait(timeout=4)
-    except subprocess.TimeoutExpired:
-        pass
     assert command.returncode is None, "need_apt gave up while another apt held the lock"
     assert apt_busy.stdin is not None
     apt_busy.stdin.close()  # the other apt finishes
