@@ -3,7 +3,8 @@
 # python3-venv) are installed with apt when running as root, or named otherwise.
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VENV="$ROOT/.venv"
+# REPOSYNC_VENV: another virtualenv to use (the test suite runs the demo in its own).
+VENV="${REPOSYNC_VENV:-$ROOT/.venv}"
 PYTHON="${PYTHON:-python3}"
 
 # How long apt-get waits for another apt or dpkg (unattended-upgrades on a fresh

@@ -96,3 +96,33 @@ def test_a_source_on_a_read_only_mount_syncs(capsys, tmp_path, data_dir, read_on
     assert refs(tmp_path / "dst.git") == refs(read_only / "src.git")
     created = sum(t.get("created", 0) for n, t in report["object_types"].items() if n != "git_ref")
     assert created >= population.total - population.counts.get("reaction", 0)
+
+
+def test_a_clone_and_its_linked_worktree_sync_without_a_problem(capsys, tmp_path, data_dir):
+    """A working clone is synced by its branches and tags, its remote-tracking refs being
+    its view of another repository (no problem reported); a linked worktree of it (a
+    ``.git`` file naming its git directory) is a source too, with the clone's objects."""
+    origin = populate(tmp_path / "origin.git", 10)
+    assert origin.total >= 10
+    clone = tmp_path / "clone"
+    git = ["git", "-C", str(clone)]
+    subprocess.run(
+        ["git", "clone", "-q", "-b", "main", str(tmp_path / "origin.git"), str(clone)],
+        check=True,
+    )
+    subprocess.run([*git, "tag", "mine"], check=True)
+    worktree = tmp_path / "worktree"
+    subprocess.run([*git, "worktree", "add", "-q", "-b", "side", str(worktree)], check=True)
+    own = {k: v for k, v in refs(clone).items() if not k.startswith("refs/remotes/")}
+    assert len(own) < len(refs(clone))  # the clone has remote-tracking refs to leave out
+
+    for source, target in ((clone, tmp_path / "a.git"), (worktree, tmp_path / "b.git")):
+        report = _sync(capsys, f"local:{source}", f"local:{target}")
+        assert (report["status"], report["problems"], report["unsupported"]) == (
+            "completed",
+            [],
+            {},
+        ), report
+    assert refs(tmp_path / "a.git") == own
+    assert "refs/heads/side" in own
+    assert refs(tmp_path / "b.git") == own

@@ -136,7 +136,7 @@ class LocalProvider(
         self._run_hooks = run_hooks
         self._repo = repo
         self._locator = locator
-        self._git_dir = str(Path(repo.path).resolve())
+        self._git_dir = str(_common_dir(Path(repo.path)))
         self._repository_id = owners.repository_id(repo)  # read, never written here
         self._forge = LocalForge(
             self._git_dir, busy_timeout=busy_timeout, standby_of=self.standby_of
@@ -577,7 +577,26 @@ class LocalProvider(
     # -- internals --------------------------------------------------------------------
 
     def _refs(self) -> list[tuple[str, str]]:
-        return _refs_of(self._repo)
+        refs = _refs_of(self._repo)
+        if self._repo.is_bare:
+            return refs
+        # A working clone's remote-tracking refs are its last look at another repository
+        # (what it fetched from origin), not content of its own: neither synced nor a
+        # problem to report. A bare repository holding refs/remotes is reported as ever.
+        return [(name, oid) for name, oid in refs if not name.startswith(REMOTE_TRACKING)]
+
+
+def _common_dir(git_dir: Path) -> Path:
+    """Where a repository's objects and refs are: a linked worktree's git directory
+    names it in ``commondir`` (its objects, LFS store and forge are the main one's)."""
+    common = git_dir / "commondir"
+    if common.is_file():
+        return (git_dir / common.read_text().strip()).resolve()
+    return git_dir.resolve()
+
+
+#: Where a working clone keeps its remote-tracking refs.
+REMOTE_TRACKING = "refs/remotes/"
 
 
 def _refs_of(repo: pygit2.Repository) -> list[tuple[str, str]]:
@@ -622,4 +641,8 @@ def _discover(path: Path) -> str | None:
     resolved = path.resolve()
     if found_path in (resolved, resolved / ".git"):
         return str(found_path)
+    if (resolved / ".git").is_file():  # a linked worktree or a submodule names its gitdir
+        workdir = pygit2.Repository(str(found_path)).workdir
+        if workdir is not None and Path(workdir).resolve() == resolved:
+            return str(found_path)
     return None
