@@ -3,14 +3,24 @@
 # python3-venv) are installed with apt when running as root, or named otherwise.
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VENV="$ROOT/.venv"
+# REPOSYNC_VENV: another virtualenv to use (the test suite runs the demo in its own).
+VENV="${REPOSYNC_VENV:-$ROOT/.venv}"
 PYTHON="${PYTHON:-python3}"
+
+# How long apt-get waits for another apt or dpkg (unattended-upgrades on a fresh
+# machine, a second terminal) to let go of its lock, instead of failing at once.
+APT_LOCK_TIMEOUT="${APT_LOCK_TIMEOUT:-300}"
 
 need_apt() {
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
         export DEBIAN_FRONTEND=noninteractive
-        apt-get install -y -qq "$@" >/dev/null 2>&1 || {
-            apt-get update -qq >/dev/null && apt-get install -y -qq "$@" >/dev/null
+        echo "installing with apt-get: $* (waiting up to ${APT_LOCK_TIMEOUT}s for another apt to finish)" >&2
+        local apt=(apt-get -o "DPkg::Lock::Timeout=$APT_LOCK_TIMEOUT")
+        "${apt[@]}" install -y -qq "$@" >/dev/null 2>&1 || {
+            "${apt[@]}" update -qq >/dev/null && "${apt[@]}" install -y -qq "$@" >/dev/null
+        } || {
+            echo "error: apt-get could not install: $*" >&2
+            exit 2
         }
     else
         echo "error: please install: $* (for example: sudo apt-get install $*)" >&2

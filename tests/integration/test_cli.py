@@ -416,9 +416,7 @@ def test_sigterm_during_a_push_ends_git_and_everything_it_started(tmp_path, data
     assert "terminated by SIGTERM; run 1 resumes" in err
     assert not _running(sleeper), "the target's hook outlived the sync"
     hook.unlink()
-    again = subprocess.run(
-        [*argv, "--json"], env=env, capture_output=True, text=True, timeout=120
-    )
+    again = subprocess.run([*argv, "--json"], env=env, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["run_id"] == 1
     assert refs(target) == refs(source)

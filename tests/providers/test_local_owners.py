@@ -30,15 +30,18 @@ def test_wikis_work_trees_and_other_entries_are_not_the_owners_repositories(tmp_
 
 
 def test_listing_reads_ids_without_writing_one(tmp_path):
-    """A repository never opened is listed without an id and still has none afterwards;
-    once opened, the listing carries the id the provider gave it."""
+    """A repository never written by reposync is listed with the id its path gives it,
+    and neither listing nor opening it writes a byte; the first write access stores that
+    same id, so listings before and after agree."""
     owner = tmp_path / "forge"
     path = generate(owner / "app.git", commits=1, branches=0, tags=0)
     before = (Path(path) / "config").read_text()
     [listed] = LocalProvider.list_repositories(OwnerSpec("local", str(owner)))
-    assert listed.repository_id is None
-    assert (Path(path) / "config").read_text() == before
     opened = LocalProvider.open(EndpointSpec("local", str(path)))
+    assert listed.repository_id == opened.endpoint().repository_id
+    assert (Path(path) / "config").read_text() == before
+    opened.check_access(write=True)
+    assert "repositoryid = " + str(listed.repository_id) in (Path(path) / "config").read_text()
     [again] = LocalProvider.list_repositories(OwnerSpec("local", str(owner)))
-    assert again.repository_id == opened.endpoint().repository_id
+    assert again.repository_id == listed.repository_id
     opened.close()

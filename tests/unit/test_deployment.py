@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shlex
 from pathlib import Path
@@ -83,7 +84,7 @@ def test_health_checks_ask_the_ports_their_services_listen_on():
         api["healthcheck"]["test"]
     )
     flower = services["flower"]
-    port = next(arg.split("=", 1)[1] for arg in flower["command"] if arg.startswith("--port="))
+    port = re.search(r"--port=(\d+)", " ".join(flower["command"])).group(1)
     assert f"http://127.0.0.1:{port}/healthcheck" in " ".join(flower["healthcheck"]["test"])
 
 
@@ -94,6 +95,57 @@ def test_published_ports_are_on_this_machine_only():
             assert str(port).startswith("127.0.0.1:"), f"{name} publishes {port}"
     flower = " ".join(compose()["services"]["flower"]["command"])
     assert "${FLOWER_PASSWORD:?" in flower
+
+
+#: ``${NAME}``, ``${NAME:-x}``, ``${NAME:?x}``: what compose itself substitutes when it reads
+#: the file (``$${...}`` is a literal ``${...}`` for the container's shell).
+INTERPOLATED = re.compile(r"(?<!\$)\$\{(\w+)(:?[-?+][^}]*)?\}")
+
+
+def test_compose_needs_no_variable_to_read_the_file():
+    """Issue 25: ``${FLOWER_PASSWORD:?}`` made every compose command (``ps``, ``logs``,
+    ``exec``) fail without it. Nothing compose interpolates may be required; whatever it
+    interpolates at all, the README names."""
+    text = (ROOT / "compose.yaml").read_text()
+    found = INTERPOLATED.findall(text)
+    assert [name for name, how in found if "?" in how] == []
+    assert {name for name, _ in found} <= set(re.findall(r"\b[A-Z][A-Z0-9_]+\b", readme()))
+
+
+def test_flower_refuses_to_start_without_its_password():
+    """Flower's basic auth comes from FLOWER_PASSWORD when its container starts, and an
+    unset one stops it rather than serve the workers' view without a password."""
+    command = compose()["services"]["flower"]["command"]
+    assert command[:2] == ["sh", "-c"]
+    script = command[2].replace("$$", "$")  # what compose hands the container's shell
+    assert script.startswith("exec celery -A reposync.tasks.app flower ")
+    assert '--basic-auth="${FLOWER_USER:-admin}:${FLOWER_PASSWORD:?' in script
+
+
+def test_local_repositories_on_the_forge_volume_can_be_bound():
+    """Issue 25: compose mounts /srv/forge for local repositories but did not allow it
+    (REPOSYNC_LOCAL_ROOTS), so Bindings to them were refused through the API and page."""
+    for name, service in compose()["services"].items():
+        mounts = [
+            str(v).split(":")[1] for v in service.get("volumes", []) if str(v).startswith("forges:")
+        ]
+        if not mounts:
+            continue
+        roots = service["environment"].get("REPOSYNC_LOCAL_ROOTS", "").split(os.pathsep)
+        assert set(mounts) <= set(roots), f"{name} mounts {mounts}, allows {roots}"
+
+
+def test_settings_and_credentials_come_from_an_optional_env_file():
+    """Credentials (a GitHub token, Forgejo instances, the secret key) reach every
+    reposync service from ``reposync.env``, which may be absent; compose sets nothing
+    that would shadow it but the service addresses and the forge volume's root."""
+    fixed = {"REPOSYNC_DATABASE_URL", "REPOSYNC_BROKER_URL", "REPOSYNC_LOCAL_ROOTS"}
+    for name, service in compose()["services"].items():
+        if service.get("image") != "reposync:latest":
+            continue
+        assert service["env_file"] == [{"path": "reposync.env", "required": False}], name
+        assert set(service["environment"]) == fixed, name
+    assert "reposync.env" in readme()
 
 
 def test_readme_urls_name_compose_services():

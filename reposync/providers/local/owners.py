@@ -10,6 +10,7 @@ a listing must change nothing. Creating one is ``git init --bare`` there, with i
 from __future__ import annotations
 
 import re
+import uuid
 from pathlib import Path
 
 import pygit2
@@ -52,7 +53,7 @@ def list_repositories(owner: OwnerSpec) -> list[OwnedRepository]:
         repository_id = _read_id(entry)
         if repository_id is None:
             continue
-        found.append(OwnedRepository(name, str(entry), repository_id or None, VISIBILITY))
+        found.append(OwnedRepository(name, str(entry), repository_id, VISIBILITY))
     return found
 
 
@@ -83,15 +84,35 @@ def _directory(owner: OwnerSpec) -> Path:
 
 
 def _read_id(path: Path) -> str | None:
-    """The repository's id ("" when it has none yet), or None when ``path`` is no bare
-    repository (nor a repository at all)."""
+    """The repository's id, or None when ``path`` is no bare repository (nor a repository
+    at all)."""
     try:
         repo = pygit2.Repository(str(path))
     except pygit2.GitError:
         return None
     if not repo.is_bare or Path(repo.path).resolve() != path.resolve():
         return None
+    return repository_id(repo)
+
+
+def repository_id(repo: pygit2.Repository) -> str:
+    """The id the repository's config holds, or the one it will hold once reposync writes
+    there: derived from where it is, so a source is never written to be named.
+
+    A repository reposync only reads (a user's clone, another user's mirror, a read-only
+    mount) keeps its config untouched; the first write into it (as a target, after a
+    handoff) stores the same id (``store_repository_id``), so its Bindings still match.
+    """
     try:
         return str(repo.config[ID_CONFIG_KEY])
     except KeyError:
-        return ""
+        git_dir = Path(repo.path).resolve()
+        return str(uuid.uuid5(uuid.NAMESPACE_URL, git_dir.as_uri()))
+
+
+def store_repository_id(repo: pygit2.Repository, repository_id: str) -> None:
+    """Keep the id in the config, where it survives the directory being moved."""
+    try:
+        repo.config[ID_CONFIG_KEY]
+    except KeyError:
+        repo.config[ID_CONFIG_KEY] = repository_id

@@ -1,7 +1,9 @@
 """reposync's own forge on disk: a bare Git repository per repository.
 
 The repository's immutable id lives in its Git config (``reposync.repositoryid``), so
-moving or renaming the directory refreshes the locator but keeps the Binding.
+moving or renaming the directory refreshes the locator but keeps the Binding. It is
+stored by the first write access only: a source is never written, and until then its id
+is derived from its path (``owners.repository_id``).
 
 Git refs are Git's; the wiki is a sibling bare repository (``/srv/app.git`` has its wiki
 in ``/srv/app.wiki.git``, as GitHub keeps ``app.wiki.git`` beside ``app.git``), created
@@ -69,7 +71,6 @@ from reposync.providers.lfs_files import LocalLfsStore
 from reposync.providers.local import hooks, owners, standby
 from reposync.providers.local.forge import LocalForge
 from reposync.providers.local.objects import FORGE_TYPES
-from reposync.providers.local.owners import ID_CONFIG_KEY
 from reposync.providers.refs import split_refs
 from reposync.sync.canonical import (
     BRANCH_PREFIX,
@@ -135,8 +136,8 @@ class LocalProvider(
         self._run_hooks = run_hooks
         self._repo = repo
         self._locator = locator
-        self._git_dir = str(Path(repo.path).resolve())
-        self._repository_id = _ensure_repository_id(repo)
+        self._git_dir = str(_common_dir(Path(repo.path)))
+        self._repository_id = owners.repository_id(repo)  # read, never written here
         self._forge = LocalForge(
             self._git_dir, busy_timeout=busy_timeout, standby_of=self.standby_of
         )
@@ -173,7 +174,7 @@ class LocalProvider(
             raise RepositoryNotCreatable(
                 f"cannot create a repository at {spec.locator}: {_why_not_created(spec, exc)}"
             ) from exc
-        _ensure_repository_id(repo)
+        owners.store_repository_id(repo, str(uuid.uuid4()))
 
     # -- owners (a directory of bare repositories) ---------------------------------------
 
@@ -249,6 +250,8 @@ class LocalProvider(
             forge_root = self._forge.root
             if forge_root.exists() and not os.access(forge_root, os.W_OK):
                 raise PermissionDenied(f"cannot write to {forge_root}")
+            # A side reposync writes keeps its id where a move of the directory keeps it.
+            owners.store_repository_id(self._repo, self._repository_id)
 
     def inventory_index(self, object_types: Sequence[ObjectType]) -> InventoryListing:
         """Git refs and forge objects of the requested types, in one listing.
@@ -574,7 +577,26 @@ class LocalProvider(
     # -- internals --------------------------------------------------------------------
 
     def _refs(self) -> list[tuple[str, str]]:
-        return _refs_of(self._repo)
+        refs = _refs_of(self._repo)
+        if self._repo.is_bare:
+            return refs
+        # A working clone's remote-tracking refs are its last look at another repository
+        # (what it fetched from origin), not content of its own: neither synced nor a
+        # problem to report. A bare repository holding refs/remotes is reported as ever.
+        return [(name, oid) for name, oid in refs if not name.startswith(REMOTE_TRACKING)]
+
+
+def _common_dir(git_dir: Path) -> Path:
+    """Where a repository's objects and refs are: a linked worktree's git directory
+    names it in ``commondir`` (its objects, LFS store and forge are the main one's)."""
+    common = git_dir / "commondir"
+    if common.is_file():
+        return (git_dir / common.read_text().strip()).resolve()
+    return git_dir.resolve()
+
+
+#: Where a working clone keeps its remote-tracking refs.
+REMOTE_TRACKING = "refs/remotes/"
 
 
 def _refs_of(repo: pygit2.Repository) -> list[tuple[str, str]]:
@@ -619,14 +641,8 @@ def _discover(path: Path) -> str | None:
     resolved = path.resolve()
     if found_path in (resolved, resolved / ".git"):
         return str(found_path)
+    if (resolved / ".git").is_file():  # a linked worktree or a submodule names its gitdir
+        workdir = pygit2.Repository(str(found_path)).workdir
+        if workdir is not None and Path(workdir).resolve() == resolved:
+            return str(found_path)
     return None
-
-
-def _ensure_repository_id(repo: pygit2.Repository) -> str:
-    config = repo.config
-    try:
-        return str(config[ID_CONFIG_KEY])
-    except KeyError:
-        repository_id = str(uuid.uuid4())
-        config[ID_CONFIG_KEY] = repository_id
-        return repository_id

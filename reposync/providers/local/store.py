@@ -171,13 +171,7 @@ class ForgeStore:
                 check_same_thread=False,
             )
         else:  # a read-only source: never try to write its directory
-            conn = sqlite3.connect(
-                self.db_path.absolute().as_uri() + "?mode=ro",
-                uri=True,
-                timeout=self._busy_timeout,
-                isolation_level=None,
-                check_same_thread=False,
-            )
+            conn = self._read_only()
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
             conn.execute("PRAGMA foreign_keys = ON")  # parents exist; deletes cascade
@@ -193,6 +187,36 @@ class ForgeStore:
             conn.set_trace_callback(self._trace)
         self._writable = writable
         return conn
+
+    def _read_only(self) -> sqlite3.Connection:
+        """A connection that writes nothing, whatever stops us writing.
+
+        A WAL database opened read-only still needs its ``-shm`` file: one a writer keeps
+        open is shared, but where none exists and none can be made (a read-only mount, a
+        directory of another user's with no writer at work) SQLite cannot open it. Then
+        nothing is writing it either (no ``-wal``), and it is opened ``immutable``: read
+        as the file is, without the locks only writers need.
+        """
+        uri = self.db_path.absolute().as_uri()
+        conn = self._open(uri + "?mode=ro")
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.OperationalError:
+            conn.close()
+            wal = self.db_path.with_name(self.db_path.name + "-wal")
+            if wal.exists():
+                raise  # a writer is at work where we may not share its index: wait
+            conn = self._open(uri + "?mode=ro&immutable=1")
+        return conn
+
+    def _open(self, uri: str) -> sqlite3.Connection:
+        return sqlite3.connect(
+            uri,
+            uri=True,
+            timeout=self._busy_timeout,
+            isolation_level=None,
+            check_same_thread=False,
+        )
 
     def _check_version(self, conn: sqlite3.Connection) -> bool:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
