@@ -73,8 +73,9 @@ class BatchReferences:
     the targets a write's references name (from the links, or created earlier in this
     batch)."""
 
-    def __init__(self, repo: str) -> None:
+    def __init__(self, repo: str, forge: str) -> None:
         self.repo = repo  # "owner/name"
+        self.forge = forge  # the forge's name, as what reposync writes on it says it
         #: Marker -> identity of what this batch created (references within a batch).
         self.created: dict[str, str] = {}
 
