@@ -35,6 +35,10 @@ What a Forgejo provider reuses as is, and what it parametrizes (read against
   ``MarkerSearch`` and ``NaturalKeys``. It lists repository comments without a sort
   (``since`` narrows them), reviews per pull request and review comments only per
   review (``bodies_per_parent``), so its listings are shaped differently from GitHub's.
+* ``objects`` (JSON as canonical objects where Forgejo's API names the fields as
+  GitHub's does: conversations, comments, reviews, review comments, releases): as is,
+  with Forgejo's login read through its account map, and its own review states,
+  review comment lines (``position``), release times and merge.
 * ``carriers`` (carrier issues, ``comment-<id>`` identities, ``carried_object``, the
   comment that carries an object: ``carried_comment``): as is; Forgejo's issue JSON has
   ``pull_request`` as GitHub's does, and its context implements ``CommentRequests``.
