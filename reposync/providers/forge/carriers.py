@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -21,7 +21,7 @@ from reposync.providers.base import TargetWrite
 from reposync.providers.forge.attribution import ATTRIBUTED_FIELDS, attributed_body
 from reposync.providers.forge.bodies import Parsed, parse
 from reposync.sync import objects
-from reposync.sync.canonical import CanonicalObject, ObjectRef
+from reposync.sync.canonical import BRANCH_PREFIX, CanonicalObject, ObjectRef, shadow_ref
 from reposync.sync.objects import number_key
 from reposync.sync.vocabulary import ObjectType
 
@@ -77,6 +77,31 @@ class CommentRequests(Protocol):
 
     def delete_comment(self, comment: str) -> None:
         """Deletes comment ``comment`` (its id)."""
+
+
+def native_head(
+    write: TargetWrite, branch_refs: Callable[[str], Iterable[Mapping[str, Any]] | None]
+) -> str | None:
+    """The branch open pull request ``write`` can be opened on: its head, or the shadow
+    branch the refs phase pushed for it, whichever is at its head commit; ``None`` when
+    the forge cannot hold it as a pull request (merged, closed, its head commit on no
+    branch here): it becomes a carrier. ``branch_refs(branch)`` is the forge's listing
+    of the refs under ``refs/heads/<branch>`` (empty or ``None`` where there are none).
+    """
+    payload = write.payload or {}
+    if payload.get("state") != "open" or payload.get("merged"):
+        return None
+    candidates: list[str] = [payload["head_ref"]]
+    if write.number is not None:
+        candidates.append(shadow_ref(write.number).removeprefix(BRANCH_PREFIX))
+    for branch in candidates:
+        wanted = BRANCH_PREFIX + branch
+        if any(
+            r.get("ref") == wanted and (r.get("object") or {}).get("sha") == payload["head_sha"]
+            for r in branch_refs(branch) or []
+        ):
+            return branch
+    return None
 
 
 def carrier_body(write: TargetWrite, *, source_label: str | None) -> str:
