@@ -35,10 +35,16 @@ What a Forgejo provider reuses as is, and what it parametrizes (read against
   ``MarkerSearch`` and ``NaturalKeys``. It lists repository comments without a sort
   (``since`` narrows them), reviews per pull request and review comments only per
   review (``bodies_per_parent``), so its listings are shaped differently from GitHub's.
-* ``carriers`` (carrier issues, ``comment-<id>`` identities, ``carried_object``): as is;
-  Forgejo's issue JSON has ``pull_request`` as GitHub's does.
-* ``review_requests``: as is, with ``forge="Forgejo"``; a reviewer with an account
-  on the instance can be requested natively instead (the provider's choice).
+* ``objects`` (JSON as canonical objects where Forgejo's API names the fields as
+  GitHub's does: conversations, comments, reviews, review comments, releases): as is,
+  with Forgejo's login read through its account map, and its own review states,
+  review comment lines (``position``), release times and merge.
+* ``carriers`` (carrier issues, ``comment-<id>`` identities, ``carried_object``, the
+  comment that carries an object: ``carried_comment``): as is; Forgejo's issue JSON has
+  ``pull_request`` as GitHub's does, and its context implements ``CommentRequests``.
+* ``review_requests`` (the body and the handlers): as is, with the context's
+  ``forge="Forgejo"``; a reviewer with an account on the instance can be requested
+  natively instead (the provider's choice).
 * ``reviews``: placements, vessels and notes as is, with ``forge="Forgejo"``; the
   provider passes as ``notes`` only the states it cannot give (a review authored
   through ``Sudo`` as the mapped reviewer can approve natively). Forgejo's review

@@ -12,8 +12,8 @@ some writes (Forgejo authoring as the mapped account through ``Sudo``) passes it
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, BinaryIO
 
 from reposync.errors import WriteRefused
 from reposync.providers.base import TargetWrite
@@ -73,8 +73,9 @@ class BatchReferences:
     the targets a write's references name (from the links, or created earlier in this
     batch)."""
 
-    def __init__(self, repo: str) -> None:
+    def __init__(self, repo: str, forge: str) -> None:
         self.repo = repo  # "owner/name"
+        self.forge = forge  # the forge's name, as what reposync writes on it says it
         #: Marker -> identity of what this batch created (references within a batch).
         self.created: dict[str, str] = {}
 
@@ -90,6 +91,17 @@ class BatchReferences:
 
     def parent(self, write: TargetWrite) -> str | None:
         return self.ref(write, "parent")
+
+    def upload(self, write: TargetWrite) -> tuple[str, Callable[[], BinaryIO]]:
+        """The release asset ``write`` is uploaded to, and what opens its bytes;
+        ``dependency_missing`` while the release is not on the forge or there are no
+        bytes to send."""
+        release = self.parent(write)
+        if release is None or write.content is None:
+            raise WriteRefused(
+                "the release (or the bytes) are missing", refusal="dependency_missing", status=422
+            )
+        return release, write.content
 
 
 def parent_number(ref_identity: str | None, forge: str) -> int:

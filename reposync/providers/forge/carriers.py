@@ -7,20 +7,21 @@
 * A review or review comment of a carrier becomes a comment on that issue carrying
   its fields, and so does a review request the forge cannot make (``review_requests``).
   Such objects have ``comment-<id>`` identities, and the header's ``CARRIED_TYPE`` says
-  what they carry.
+  what they carry. Such a comment is written here (``carried_comment``, ``put_comment``)
+  through the forge's own comment requests (``CommentRequests``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from reposync.providers.base import TargetWrite
 from reposync.providers.forge.attribution import ATTRIBUTED_FIELDS, attributed_body
 from reposync.providers.forge.bodies import Parsed, parse
 from reposync.sync import objects
-from reposync.sync.canonical import CanonicalObject, ObjectRef
+from reposync.sync.canonical import BRANCH_PREFIX, CanonicalObject, ObjectRef, shadow_ref
 from reposync.sync.objects import number_key
 from reposync.sync.vocabulary import ObjectType
 
@@ -62,6 +63,47 @@ def is_carried(identity: str) -> bool:
 # -- writing ----------------------------------------------------------------------------
 
 
+class CommentRequests(Protocol):
+    """The requests a forge's batch context sends for the issue comments that carry
+    objects (its own: on GitHub and Forgejo they happen to be spelt alike)."""
+
+    source_label: Callable[[TargetWrite], str | None]
+
+    def post_comment(self, number: int, body: str) -> object:
+        """Posts a comment on issue or pull request ``number``; the new comment's id."""
+
+    def edit_comment(self, comment: str, body: str) -> None:
+        """Replaces the body of comment ``comment`` (its id)."""
+
+    def delete_comment(self, comment: str) -> None:
+        """Deletes comment ``comment`` (its id)."""
+
+
+def native_head(
+    write: TargetWrite, branch_refs: Callable[[str], Iterable[Mapping[str, Any]] | None]
+) -> str | None:
+    """The branch open pull request ``write`` can be opened on: its head, or the shadow
+    branch the refs phase pushed for it, whichever is at its head commit; ``None`` when
+    the forge cannot hold it as a pull request (merged, closed, its head commit on no
+    branch here): it becomes a carrier. ``branch_refs(branch)`` is the forge's listing
+    of the refs under ``refs/heads/<branch>`` (empty or ``None`` where there are none).
+    """
+    payload = write.payload or {}
+    if payload.get("state") != "open" or payload.get("merged"):
+        return None
+    candidates: list[str] = [payload["head_ref"]]
+    if write.number is not None:
+        candidates.append(shadow_ref(write.number).removeprefix(BRANCH_PREFIX))
+    for branch in candidates:
+        wanted = BRANCH_PREFIX + branch
+        if any(
+            r.get("ref") == wanted and (r.get("object") or {}).get("sha") == payload["head_sha"]
+            for r in branch_refs(branch) or []
+        ):
+            return branch
+    return None
+
+
 def carrier_body(write: TargetWrite, *, source_label: str | None) -> str:
     """The body of the issue that carries pull request ``write``."""
     return attributed_body(
@@ -87,6 +129,29 @@ def carried_comment_body(
         source_label=source_label,
         extra={**extra, CARRIED_TYPE: kind.value},
     )
+
+
+def put_comment(ctx: CommentRequests, write: TargetWrite, number: int, body: str) -> str:
+    """The comment that carries ``write``, edited in place when it has one, else posted
+    on issue or pull request ``number``: its ``comment-<id>`` identity."""
+    if write.target_identity:
+        ctx.edit_comment(comment_id(write.target_identity), body)
+        return write.target_identity
+    return comment_identity(ctx.post_comment(number, body))
+
+
+def carried_comment(
+    ctx: CommentRequests,
+    write: TargetWrite,
+    number: int,
+    kind: ObjectType,
+    extra: Mapping[str, Any],
+) -> str:
+    """What the forge cannot hold natively (a review of a carrier, a review comment it
+    cannot place), as a comment on issue ``number`` whose header keeps its type and
+    fields (created, or updated in place)."""
+    body = carried_comment_body(write, kind, extra, source_label=ctx.source_label(write))
+    return put_comment(ctx, write, number, body)
 
 
 def carried_review_comment_extra(

@@ -32,13 +32,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from reposync.providers.forge import carriers, reviews
+from reposync.providers.forge import objects as forge_objects
 from reposync.providers.forge.attribution import header_value
-from reposync.providers.forge.bodies import Parsed, parse
-from reposync.providers.forge.reviews import native_review_identity, placed_review
+from reposync.providers.forge.bodies import parse
+from reposync.providers.forge.reviews import native_review_identity
 from reposync.providers.forgejo.accounts import People
 from reposync.sync import fields, objects
 from reposync.sync.canonical import CanonicalObject, ObjectRef
-from reposync.sync.objects import number_key
 from reposync.sync.vocabulary import ObjectType
 
 #: Forgejo's review states as the canonical model names them.
@@ -98,23 +98,6 @@ def is_pull(issue: Mapping[str, Any]) -> bool:
     return bool(issue.get("pull_request"))
 
 
-def _conversation(data: Mapping[str, Any], parsed: Parsed, people: People) -> dict[str, Any]:
-    """The fields issues and pull requests share, the header's where Forgejo has none."""
-    assignees = [people.login(a) for a in data.get("assignees") or []]
-    return {
-        "number": data["number"],
-        "title": data["title"],
-        "body": parsed.body,
-        "state": data["state"],
-        "labels": [item["name"] for item in data.get("labels") or []],
-        "milestone": (data.get("milestone") or {}).get("title"),
-        "assignees": header_value(parsed, "assignees", assignees),
-        "author": header_value(parsed, "author", people.login(data.get("user"))),
-        "created_at": header_value(parsed, "created_at", data["created_at"]),
-        "closed_at": header_value(parsed, "closed_at", data.get("closed_at")),
-    }
-
-
 def issue(data: Mapping[str, Any], people: People) -> CanonicalObject:
     """An issue; a lock the API could not set is the header's (``lock_in_header``)."""
     parsed = parse(data.get("body"))
@@ -124,7 +107,7 @@ def issue(data: Mapping[str, Any], people: People) -> CanonicalObject:
         str(data["number"]),
         data.get("updated_at") or "",
         state_reason=header_value(parsed, "state_reason", None),
-        **_conversation(data, parsed, people),
+        **forge_objects.conversation(data, parsed, people.login),
         locked=locked,
         active_lock_reason=reason if reason in fields.LOCK_REASONS else None,
     )
@@ -133,28 +116,16 @@ def issue(data: Mapping[str, Any], people: People) -> CanonicalObject:
 def pull_request(
     data: Mapping[str, Any], people: People, *, carrier: bool = False
 ) -> CanonicalObject:
-    """A pull request from ``pulls`` JSON, or from the issue that carries one."""
+    """A pull request from ``pulls`` JSON, or from the issue that carries one; Forgejo's
+    API sets no draft flag, so a draft's is the header's."""
     parsed = parse(data.get("body"))
-    if carrier:
-        carried = carriers.carried_pull(parsed)
-        head = {"ref": carried.head_ref, "sha": carried.head_sha}
-        base = {"ref": carried.base_ref, "sha": carried.base_sha}
-        merged_at, draft = carried.merged_at, carried.draft
-    else:
-        head, base = data["head"], data["base"]
-        merged_at = data.get("merged_at") if data.get("merged") else None
-        draft = header_value(parsed, "draft", bool(data.get("draft")))
-    return objects.pull_request(
-        str(data["number"]),
-        data.get("updated_at") or "",
-        merged=header_value(parsed, "merged", merged_at is not None),
-        merged_at=header_value(parsed, "merged_at", merged_at),
-        draft=draft,
-        base_ref=base["ref"],
-        base_sha=header_value(parsed, "base_sha", base["sha"]),
-        head_ref=header_value(parsed, "head_ref", head["ref"]),
-        head_sha=header_value(parsed, "head_sha", head["sha"]),
-        **_conversation(data, parsed, people),
+    return forge_objects.pull_request(
+        data,
+        parsed,
+        people.login,
+        carrier=carrier,
+        merged_at=data.get("merged_at") if data.get("merged") else None,
+        draft=header_value(parsed, "draft", bool(data.get("draft"))),
     )
 
 
@@ -162,20 +133,7 @@ def issue_comment(
     data: Mapping[str, Any], parent_type: ObjectType, people: People
 ) -> CanonicalObject:
     """A comment, or what reposync carried in one (``forge.carriers.carried_object``)."""
-    parsed = parse(data.get("body"))
-    number = parent_number(data)
-    carried = carriers.carried_object(data["id"], data.get("updated_at") or "", parsed, number)
-    if carried is not None:
-        return carried
-    return objects.issue_comment(
-        str(data["id"]),
-        data.get("updated_at") or "",
-        parent=ObjectRef(parent_type, str(number)),
-        parent_key=number_key(number),
-        body=parsed.body,
-        author=header_value(parsed, "author", people.login(data.get("user"))),
-        created_at=header_value(parsed, "created_at", data["created_at"]),
-    )
+    return forge_objects.issue_comment(data, parent_type, parent_number(data), people.login)
 
 
 def review_state(data: Mapping[str, Any]) -> str:
@@ -186,25 +144,17 @@ def review_state(data: Mapping[str, Any]) -> str:
 
 
 def review(data: Mapping[str, Any], number: int, people: People) -> CanonicalObject:
-    parsed = parse(data.get("body"))
-    return objects.review(
-        native_review_identity(number, data["id"]),
-        data.get("updated_at") or data.get("submitted_at") or "",
-        parent=ObjectRef(ObjectType.PULL_REQUEST, str(number)),
-        parent_key=number_key(number),
-        state=header_value(parsed, "state", review_state(data)),
-        body=parsed.body,
-        commit_id=header_value(parsed, "commit_id", data.get("commit_id") or ""),
-        author=header_value(parsed, "author", people.login(data.get("user"))),
-        submitted_at=header_value(parsed, "submitted_at", data.get("submitted_at")),
+    return forge_objects.review(
+        data,
+        number,
+        people.login,
+        updated_at=data.get("updated_at") or data.get("submitted_at") or "",
+        state=review_state(data),
     )
 
 
-def review_identity(comment: Mapping[str, Any], number: int) -> str:
-    """The review a review comment belongs to: the one its header names, else its own."""
-    return placed_review(comment.get("body")) or native_review_identity(
-        number, comment.get("pull_request_review_id")
-    )
+#: The review a review comment belongs to: the one its header names, else its own.
+review_identity = forge_objects.review_identity
 
 
 def is_vessel(data: Mapping[str, Any], number: int, comments: Iterable[Mapping[str, Any]]) -> bool:
@@ -238,55 +188,30 @@ def review_comment(
 ) -> CanonicalObject:
     """A line comment of a review (``identity``: ``reads.review_comment_identity``); what
     it answered is the header's (Forgejo keeps no reply link)."""
-    parsed = parse(data.get("body"))
     line, side = line_of(data)
-    reply_to = header_value(parsed, "in_reply_to", None)
-    return objects.review_comment(
-        identity,
-        data.get("updated_at") or "",
-        parent=ObjectRef(ObjectType.REVIEW, review_identity),
-        parent_key=review_key,
-        path=data["path"],
+    return forge_objects.review_comment(
+        data,
+        review_identity,
+        review_key,
+        people.login,
+        identity=identity,
         line=line,
         side=side,
-        commit_id=header_value(parsed, "commit_id", data.get("commit_id") or ""),
-        body=parsed.body,
-        author=header_value(parsed, "author", people.login(data.get("user"))),
-        created_at=header_value(parsed, "created_at", data["created_at"]),
-        in_reply_to=None
-        if reply_to is None
-        else ObjectRef(ObjectType.REVIEW_COMMENT, str(reply_to)),
+        in_reply_to=None,
     )
 
 
-def review_request(number: int, login: str) -> CanonicalObject:
-    """A native requested reviewer (Forgejo's request time is not read: GitHub keeps
-    none, so the model has none for native requests)."""
-    return objects.review_request(
-        f"{number}:{login}",
-        "",
-        parent=ObjectRef(ObjectType.PULL_REQUEST, str(number)),
-        parent_key=number_key(number),
-        reviewer=login,
-        requested_at=None,
-    )
+#: A native requested reviewer (Forgejo's request time is not read: GitHub keeps none,
+#: so the model has none for native requests).
+review_request = forge_objects.review_request
 
 
 def release(data: Mapping[str, Any], people: People) -> CanonicalObject:
-    parsed = parse(data.get("body"))
-    return objects.release(
-        str(data["id"]),
-        data.get("created_at") or "",
-        tag=data["tag_name"],
-        name=data.get("name") or "",
-        body=parsed.body,
-        draft=bool(data.get("draft")),
-        prerelease=bool(data.get("prerelease")),
-        author=header_value(parsed, "author", people.login(data.get("author"))),
-        created_at=header_value(parsed, "created_at", data["created_at"]),
-        published_at=header_value(
-            parsed, "published_at", None if data.get("draft") else data.get("published_at")
-        ),
+    return forge_objects.release(
+        data,
+        people.login,
+        updated_at=data.get("created_at") or "",
+        published_at=None if data.get("draft") else data.get("published_at"),
     )
 
 

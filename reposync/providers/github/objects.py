@@ -17,16 +17,17 @@ fails while a field of the description has no GitHub source.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from reposync.providers.forge import carriers, reviews
+from reposync.providers.forge import objects as forge_objects
 from reposync.providers.forge.attribution import header_value
-from reposync.providers.forge.bodies import Parsed, parse
-from reposync.providers.forge.reviews import native_review_identity, placed_review
+from reposync.providers.forge.bodies import parse
+from reposync.providers.forge.reviews import native_review_identity
 from reposync.providers.github import shapes
 from reposync.sync import fields, objects
 from reposync.sync.canonical import CanonicalObject, ObjectRef
-from reposync.sync.objects import number_key
 from reposync.sync.vocabulary import ObjectType
 
 STATE_REASONS = {
@@ -38,7 +39,7 @@ STATE_REASONS = {
 }
 
 
-def _login(user: dict[str, Any] | None) -> str:
+def _login(user: Mapping[str, Any] | None) -> str:
     return (user or {}).get("login") or "ghost"
 
 
@@ -76,24 +77,6 @@ def is_carrier(issue: dict[str, Any]) -> bool:
     return carriers.is_carrier(issue.get("body"))
 
 
-def _conversation(data: dict[str, Any], parsed: Parsed) -> dict[str, Any]:
-    """The fields issues and pull requests share, the header's where GitHub has none."""
-    return {
-        "number": data["number"],
-        "title": data["title"],
-        "body": parsed.body,
-        "state": data["state"],
-        "labels": [item["name"] for item in data.get("labels") or []],
-        "milestone": (data.get("milestone") or {}).get("title"),
-        "assignees": header_value(
-            parsed, "assignees", [_login(a) for a in data.get("assignees") or []]
-        ),
-        "author": header_value(parsed, "author", _login(data.get("user"))),
-        "created_at": header_value(parsed, "created_at", data["created_at"]),
-        "closed_at": header_value(parsed, "closed_at", data.get("closed_at")),
-    }
-
-
 def issue(data: dict[str, Any]) -> CanonicalObject:
     parsed = parse(data.get("body"))
     return objects.issue(
@@ -102,7 +85,7 @@ def issue(data: dict[str, Any]) -> CanonicalObject:
         state_reason=header_value(
             parsed, "state_reason", STATE_REASONS.get(data.get("state_reason"))
         ),
-        **_conversation(data, parsed),
+        **forge_objects.conversation(data, parsed, _login),
         # GitHub's own lock state (a header's "locked" of older versions is ignored).
         locked=bool(data.get("locked")),
         active_lock_reason=_lock_reason(data),
@@ -118,27 +101,13 @@ def _lock_reason(data: dict[str, Any]) -> str | None:
 
 def pull_request(data: dict[str, Any], *, carrier: bool = False) -> CanonicalObject:
     """A pull request from ``pulls`` JSON, or from the issue that carries one."""
-    parsed = parse(data.get("body"))
-    if carrier:
-        carried = carriers.carried_pull(parsed)
-        head = {"ref": carried.head_ref, "sha": carried.head_sha}
-        base = {"ref": carried.base_ref, "sha": carried.base_sha}
-        merged_at, draft = carried.merged_at, carried.draft
-    else:
-        head, base = data["head"], data["base"]
-        merged_at = data.get("merged_at")
-        draft = bool(data.get("draft"))
-    return objects.pull_request(
-        str(data["number"]),
-        data.get("updated_at") or "",
-        merged=header_value(parsed, "merged", merged_at is not None),
-        merged_at=header_value(parsed, "merged_at", merged_at),
-        draft=draft,
-        base_ref=base["ref"],
-        base_sha=header_value(parsed, "base_sha", base["sha"]),
-        head_ref=header_value(parsed, "head_ref", head["ref"]),
-        head_sha=header_value(parsed, "head_sha", head["sha"]),
-        **_conversation(data, parsed),
+    return forge_objects.pull_request(
+        data,
+        parse(data.get("body")),
+        _login,
+        carrier=carrier,
+        merged_at=data.get("merged_at"),
+        draft=bool(data.get("draft")),
     )
 
 
@@ -149,44 +118,18 @@ def parent_number(comment: dict[str, Any]) -> int:
 
 def issue_comment(data: dict[str, Any], parent_type: ObjectType) -> CanonicalObject:
     """A comment, or what reposync carried in one (``forge.carriers.carried_object``)."""
-    parsed = parse(data.get("body"))
-    number = parent_number(data)
-    carried = carriers.carried_object(data["id"], data.get("updated_at") or "", parsed, number)
-    if carried is not None:
-        return carried
-    return objects.issue_comment(
-        str(data["id"]),
-        data.get("updated_at") or "",
-        parent=ObjectRef(parent_type, str(number)),
-        parent_key=number_key(number),
-        body=parsed.body,
-        author=header_value(parsed, "author", _login(data.get("user"))),
-        created_at=header_value(parsed, "created_at", data["created_at"]),
-    )
+    return forge_objects.issue_comment(data, parent_type, parent_number(data), _login)
 
 
 def review(data: dict[str, Any], number: int) -> CanonicalObject:
-    parsed = parse(data.get("body"))
-    return objects.review(
-        native_review_identity(number, data["id"]),
-        data.get("submitted_at") or "",
-        parent=ObjectRef(ObjectType.PULL_REQUEST, str(number)),
-        parent_key=number_key(number),
-        state=header_value(parsed, "state", data["state"]),
-        body=parsed.body,
-        commit_id=header_value(parsed, "commit_id", data.get("commit_id") or ""),
-        author=header_value(parsed, "author", _login(data.get("user"))),
-        submitted_at=header_value(parsed, "submitted_at", data.get("submitted_at")),
+    return forge_objects.review(
+        data, number, _login, updated_at=data.get("submitted_at") or "", state=data["state"]
     )
 
 
-def review_identity(data: dict[str, Any], number: int) -> str:
-    """The review a review comment belongs to: the one its header names when GitHub
-    opened another for it (a reply, a file-level comment: see ``writes``), else its own.
-    """
-    return placed_review(data.get("body")) or native_review_identity(
-        number, data.get("pull_request_review_id")
-    )
+#: The review a review comment belongs to: the one its header names when GitHub opened
+#: another for it (a reply, a file-level comment: see ``writes``), else its own.
+review_identity = forge_objects.review_identity
 
 
 def is_vessel(data: dict[str, Any], number: int, comments: list[dict[str, Any]]) -> bool:
@@ -204,53 +147,30 @@ def is_vessel(data: dict[str, Any], number: int, comments: list[dict[str, Any]])
 def review_comment(
     data: dict[str, Any], review_identity: str, review_key: str | None
 ) -> CanonicalObject:
-    parsed = parse(data.get("body"))
     # Where GitHub threads a reply to the root (or knows no deleted comment), the header
     # names the comment it answered.
-    reply_to = header_value(parsed, "in_reply_to", data.get("in_reply_to_id"))
-    return objects.review_comment(
-        str(data["id"]),
-        data.get("updated_at") or "",
-        parent=ObjectRef(ObjectType.REVIEW, review_identity),
-        parent_key=review_key,
-        path=data["path"],
+    return forge_objects.review_comment(
+        data,
+        review_identity,
+        review_key,
+        _login,
+        identity=str(data["id"]),
         line=data.get("line"),
         side=data.get("side") or "RIGHT",
-        commit_id=header_value(parsed, "commit_id", data.get("commit_id") or ""),
-        body=parsed.body,
-        author=header_value(parsed, "author", _login(data.get("user"))),
-        created_at=header_value(parsed, "created_at", data["created_at"]),
-        in_reply_to=None
-        if reply_to is None
-        else ObjectRef(ObjectType.REVIEW_COMMENT, str(reply_to)),
+        in_reply_to=data.get("in_reply_to_id"),
     )
 
 
-def review_request(number: int, login: str) -> CanonicalObject:
-    """A native requested reviewer."""
-    return objects.review_request(
-        f"{number}:{login}",
-        "",
-        parent=ObjectRef(ObjectType.PULL_REQUEST, str(number)),
-        parent_key=number_key(number),
-        reviewer=login,
-        requested_at=None,  # GitHub keeps no request time
-    )
+#: A native requested reviewer.
+review_request = forge_objects.review_request
 
 
 def release(data: dict[str, Any]) -> CanonicalObject:
-    parsed = parse(data.get("body"))
-    return objects.release(
-        str(data["id"]),
-        data.get("updated_at") or data.get("created_at") or "",
-        tag=data["tag_name"],
-        name=data.get("name") or "",
-        body=parsed.body,
-        draft=bool(data.get("draft")),
-        prerelease=bool(data.get("prerelease")),
-        author=header_value(parsed, "author", _login(data.get("author"))),
-        created_at=header_value(parsed, "created_at", data["created_at"]),
-        published_at=header_value(parsed, "published_at", data.get("published_at")),
+    return forge_objects.release(
+        data,
+        _login,
+        updated_at=data.get("updated_at") or data.get("created_at") or "",
+        published_at=data.get("published_at"),
     )
 
 

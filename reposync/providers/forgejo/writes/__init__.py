@@ -14,6 +14,7 @@ What Forgejo cannot hold natively is written so it reads back exactly, by the ru
   reported ``UNKNOWN``, never re-sent.
 
 ``batch.ForgejoWriter`` applies a batch through each family's handlers (``labels`` with
-milestones, ``issues``, ``pulls``, ``reviews``, ``review_requests``, ``releases``);
-``context.WriteContext`` is what the writes of one batch share.
+milestones, ``issues``, ``pulls``, ``reviews``, ``releases``, and
+``forge.review_requests`` over ``context``'s comment requests); ``context.WriteContext``
+is what the writes of one batch share.
 """

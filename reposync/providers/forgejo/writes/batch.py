@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from reposync.errors import ObjectNotFound, WriteRefused
 from reposync.providers.base import TargetWrite
+from reposync.providers.forge import review_requests
 from reposync.providers.forge.batch import ForgeWriter
 from reposync.providers.forgejo.accounts import People
 from reposync.providers.forgejo.client import ForgejoClient
@@ -18,7 +19,6 @@ from reposync.providers.forgejo.writes import (
     labels,
     pulls,
     releases,
-    review_requests,
     reviews,
 )
 from reposync.providers.forgejo.writes.carriers import kind

@@ -9,20 +9,14 @@ pull request), and what it carries are issue comments on it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from reposync.providers.base import TargetWrite
 from reposync.providers.forge.carriers import (
-    carried_comment_body,
     carrier_body,
-    comment_id,
-    comment_identity,
 )
 from reposync.providers.forgejo import objects as fj
 from reposync.providers.forgejo.writes.context import WriteContext
 from reposync.providers.forgejo.writes.issues import issue_fields, set_labels
-from reposync.sync.vocabulary import ObjectType, Representation
+from reposync.sync.vocabulary import Representation
 
 
 def kind(ctx: WriteContext, number: int) -> str:
@@ -73,23 +67,3 @@ def update_carrier(
     )
     set_labels(ctx, number, current, list(payload.get("labels") or []))
     return str(number), Representation.PROJECTED
-
-
-def carried_comment(
-    ctx: WriteContext, write: TargetWrite, number: int, kind: ObjectType, extra: Mapping[str, Any]
-) -> str:
-    """What Forgejo cannot hold natively (a review of a carrier, a file-level review
-    comment), as an issue comment on issue ``number`` whose header keeps its type and
-    fields (created, or updated in place)."""
-    body = carried_comment_body(write, kind, extra, source_label=ctx.source_label(write))
-    if write.target_identity:
-        ctx.client.write(
-            "PATCH",
-            ctx.path(f"/issues/comments/{comment_id(write.target_identity)}"),
-            json_body={"body": body},
-        )
-        return write.target_identity
-    created = ctx.client.write(
-        "POST", ctx.path(f"/issues/{number}/comments"), json_body={"body": body}
-    )
-    return comment_identity(created["id"])

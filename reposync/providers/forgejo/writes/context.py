@@ -46,11 +46,10 @@ class WriteContext(BatchReferences):
         source_label: Callable[[TargetWrite], str | None],
         forge: str,
     ) -> None:
-        super().__init__(repo)
+        super().__init__(repo, forge)  # "Forgejo" or "Gitea"
         self.client = client
         self.people = people
         self.source_label = source_label
-        self.forge = forge  # "Forgejo" or "Gitea", as what reposync writes says it
         self.space = ForgejoNumbers(client, repo)
         self.numbers = NumberAllocator(self.space, forge=forge)
         self.reader = Reader(client, repo, people)
@@ -112,6 +111,29 @@ class WriteContext(BatchReferences):
             log.info("%s may not write to %s as %s: %s", self.forge, self.repo, account, refused)
             self.people.refused(account)
             return send(None)
+
+    # -- the comment requests forge.carriers and forge.review_requests send through ------
+
+    def post_comment(self, number: int, body: str) -> object:
+        created = self.client.write(
+            "POST", self.path(f"/issues/{number}/comments"), json_body={"body": body}
+        )
+        return created["id"]
+
+    def edit_comment(self, comment: str, body: str) -> None:
+        self.client.write(
+            "PATCH", self.path(f"/issues/comments/{comment}"), json_body={"body": body}
+        )
+
+    def delete_comment(self, comment: str) -> None:
+        self.client.write("DELETE", self.path(f"/issues/comments/{comment}"))
+
+    def withdraw_review_request(self, pull: str, login: str) -> None:
+        self.client.write(
+            "DELETE",
+            self.path(f"/pulls/{pull}/requested_reviewers"),
+            json_body={"reviewers": [login]},
+        )
 
     # -- names Forgejo's requests take as ids -------------------------------------------
 

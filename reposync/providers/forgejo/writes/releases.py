@@ -73,11 +73,7 @@ def delete_release(ctx: WriteContext, write: TargetWrite) -> tuple[str, None]:
 def create_release_asset(ctx: WriteContext, write: TargetWrite) -> tuple[str, None]:
     payload = write.payload or {}
     name = str(payload["name"])
-    release = ctx.parent(write)
-    if release is None or write.content is None:
-        raise WriteRefused(
-            "the release (or the bytes) are missing", refusal="dependency_missing", status=422
-        )
+    release, content = ctx.upload(write)
     existing = asset_named(ctx, release, name)
     if existing is not None:
         if asset_digest(ctx.client, existing, {}) == payload["sha256"]:
@@ -88,7 +84,7 @@ def create_release_asset(ctx: WriteContext, write: TargetWrite) -> tuple[str, No
             refusal="conflict",
             status=409,
         )
-    with write.content() as stream:
+    with content() as stream:
         created = ctx.client.write(
             "POST",
             ctx.path(f"/releases/{release}/assets"),

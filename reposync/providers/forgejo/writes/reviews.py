@@ -27,6 +27,7 @@ from reposync.errors import WriteRefused
 from reposync.providers.base import TargetWrite
 from reposync.providers.forge import reviews as forge_reviews
 from reposync.providers.forge.carriers import (
+    carried_comment,
     carried_review_comment_extra,
     comment_id,
     is_carried,
@@ -38,7 +39,7 @@ from reposync.providers.forge.reviews import (
 )
 from reposync.providers.forgejo import objects as fj
 from reposync.providers.forgejo.reads import review_comment_identity
-from reposync.providers.forgejo.writes.carriers import carried_comment, kind
+from reposync.providers.forgejo.writes.carriers import kind
 from reposync.providers.forgejo.writes.context import Handlers, WriteContext, number
 from reposync.sync.vocabulary import Action, ObjectType, Representation
 
@@ -134,7 +135,7 @@ def update_review(ctx: WriteContext, write: TargetWrite) -> tuple[str, Represent
 def delete_review(ctx: WriteContext, write: TargetWrite) -> tuple[str, None]:
     identity = write.target_identity or ""
     if is_carried(identity):
-        ctx.client.write("DELETE", ctx.path(f"/issues/comments/{comment_id(identity)}"))
+        ctx.delete_comment(comment_id(identity))
     else:
         pull, _, review = identity.partition("/")
         ctx.client.write("DELETE", ctx.path(f"/pulls/{pull}/reviews/{review}"))
@@ -234,7 +235,7 @@ def update_review_comment(ctx: WriteContext, write: TargetWrite) -> tuple[str, R
 def delete_review_comment(ctx: WriteContext, write: TargetWrite) -> tuple[str, None]:
     identity = write.target_identity or ""
     if is_carried(identity):
-        ctx.client.write("DELETE", ctx.path(f"/issues/comments/{comment_id(identity)}"))
+        ctx.delete_comment(comment_id(identity))
     else:
         pull, review, comment = identity.split("/")
         ctx.client.write("DELETE", ctx.path(f"/pulls/{pull}/reviews/{review}/comments/{comment}"))

@@ -16,7 +16,8 @@ What GitHub cannot hold natively is written so it reads back exactly, by the rul
   and otherwise reported ``UNKNOWN``, never re-sent.
 
 ``batch.GitHubWriter`` applies a batch: it sends each write to its family's handler
-(``labels``, ``milestones``, ``issues``, ``pulls``, ``reviews``, ``review_requests``,
-``releases``) and turns what GitHub answered into results. What the writes of one batch
-share (the client, caches, what the batch created) is ``context.WriteContext``.
+(``labels``, ``milestones``, ``issues``, ``pulls``, ``reviews``, ``releases``, and
+``forge.review_requests``, which projects review requests through the comment requests
+of ``context``) and turns what GitHub answered into results. What the writes of one
+batch share (the client, caches, what the batch created) is ``context.WriteContext``.
 """

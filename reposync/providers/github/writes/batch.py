@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from reposync.providers.base import TargetWrite
+from reposync.providers.forge import review_requests
 from reposync.providers.forge.attribution import ATTRIBUTED_FIELDS
 from reposync.providers.forge.batch import ForgeWriter
 from reposync.providers.github.client import GitHubClient
@@ -20,7 +21,6 @@ from reposync.providers.github.writes import (
     milestones,
     pulls,
     releases,
-    review_requests,
     reviews,
 )
 from reposync.providers.github.writes.carriers import kind

@@ -8,23 +8,17 @@ are issue comments on it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from reposync.providers.base import TargetWrite
 
 # Re-exported: GitHub's carrier issues keep exactly these fields.
 from reposync.providers.forge.carriers import CARRIER_FIELDS as CARRIER_FIELDS
 from reposync.providers.forge.carriers import (
-    carried_comment_body,
     carrier_body,
-    comment_id,
-    comment_identity,
 )
 from reposync.providers.github import objects as gh
 from reposync.providers.github.writes.context import WriteContext
 from reposync.providers.github.writes.issues import issue_fields
-from reposync.sync.vocabulary import ObjectType, Representation
+from reposync.sync.vocabulary import Representation
 
 
 def kind(ctx: WriteContext, number: int) -> str:
@@ -67,22 +61,3 @@ def update_carrier(
         },
     )
     return str(number), Representation.PROJECTED
-
-
-def carried_comment(
-    ctx: WriteContext, write: TargetWrite, number: int, kind: ObjectType, extra: Mapping[str, Any]
-) -> str:
-    """A review or review comment of a carrier, as an issue comment on issue ``number``
-    whose header keeps its type and fields (created, or updated in place)."""
-    body = carried_comment_body(write, kind, extra, source_label=ctx.source_label(write))
-    if write.target_identity:
-        ctx.client.write(
-            "PATCH",
-            ctx.path(f"/issues/comments/{comment_id(write.target_identity)}"),
-            json_body={"body": body},
-        )
-        return write.target_identity
-    created = ctx.client.write(
-        "POST", ctx.path(f"/issues/{number}/comments"), json_body={"body": body}
-    )
-    return comment_identity(created["id"])

@@ -32,7 +32,7 @@ class WriteContext(BatchReferences):
         uploads_url: str,
         source_label: Callable[[TargetWrite], str | None],
     ) -> None:
-        super().__init__(repo)
+        super().__init__(repo, FORGE)
         self.client = client
         self.uploads_url = uploads_url.rstrip("/")
         self.source_label = source_label
@@ -45,6 +45,29 @@ class WriteContext(BatchReferences):
         """The write's body with the header of the fields GitHub cannot set for ``kind``."""
         return attributed_body(
             write, ATTRIBUTED_FIELDS.get(kind, ()), source_label=self.source_label(write)
+        )
+
+    # -- the comment requests forge.carriers and forge.review_requests send through ------
+
+    def post_comment(self, number: int, body: str) -> object:
+        created = self.client.write(
+            "POST", self.path(f"/issues/{number}/comments"), json_body={"body": body}
+        )
+        return created["id"]
+
+    def edit_comment(self, comment: str, body: str) -> None:
+        self.client.write(
+            "PATCH", self.path(f"/issues/comments/{comment}"), json_body={"body": body}
+        )
+
+    def delete_comment(self, comment: str) -> None:
+        self.client.write("DELETE", self.path(f"/issues/comments/{comment}"))
+
+    def withdraw_review_request(self, pull: str, login: str) -> None:
+        self.client.write(
+            "DELETE",
+            self.path(f"/pulls/{pull}/requested_reviewers"),
+            json_body={"reviewers": [login]},
         )
 
 

@@ -117,7 +117,7 @@ def update_issue_comment(ctx: WriteContext, write: TargetWrite) -> tuple[str, Re
 
 
 def delete_issue_comment(ctx: WriteContext, write: TargetWrite) -> tuple[str, None]:
-    ctx.client.write("DELETE", ctx.path(f"/issues/comments/{write.target_identity}"))
+    ctx.delete_comment(write.target_identity or "")
     return write.target_identity or "", None
 
 

@@ -14,44 +14,27 @@ from urllib.parse import quote
 
 from reposync.errors import Conflict, ObjectNotFound, WriteRefused
 from reposync.providers.base import TargetWrite
+from reposync.providers.forge.carriers import native_head
 from reposync.providers.github.writes.carriers import create_carrier, kind, update_carrier
 from reposync.providers.github.writes.context import Handlers, WriteContext, number
 from reposync.providers.github.writes.issues import issue_fields
-from reposync.sync.canonical import BRANCH_PREFIX, shadow_ref
 from reposync.sync.vocabulary import Action, ObjectType, Representation
 
 log = logging.getLogger(__name__)
 
 
-def native_head(ctx: WriteContext, write: TargetWrite) -> str | None:
-    """The branch an open pull request can be opened on: its head, or its shadow.
-
-    ``None`` when GitHub cannot hold it as a pull request (merged, closed, or its
-    head commit is on no branch here): it becomes a carrier.
-    """
-    payload = write.payload or {}
-    if payload.get("state") != "open" or payload.get("merged"):
+def _branch_refs(ctx: WriteContext, branch: str) -> Any:
+    """GitHub's refs whose name starts with ``refs/heads/<branch>`` (none: no such ref,
+    or an empty repository), for ``forge.carriers.native_head``."""
+    try:
+        return ctx.client.get(ctx.path(f"/git/matching-refs/heads/{quote(branch, safe='/')}"))
+    except (ObjectNotFound, Conflict):
         return None
-    candidates: list[str] = [payload["head_ref"]]
-    if write.number is not None:  # the source's shadow branch, pushed in the refs phase
-        candidates.append(shadow_ref(write.number).removeprefix(BRANCH_PREFIX))
-    for branch in candidates:
-        try:
-            refs = ctx.client.get(ctx.path(f"/git/matching-refs/heads/{quote(branch, safe='/')}"))
-        except (ObjectNotFound, Conflict):  # no such ref, an empty repository
-            continue
-        wanted = BRANCH_PREFIX + branch
-        if any(
-            r.get("ref") == wanted and r.get("object", {}).get("sha") == payload["head_sha"]
-            for r in refs
-        ):
-            return branch
-    return None
 
 
 def create_pull_request(ctx: WriteContext, write: TargetWrite) -> tuple[str, Representation]:
     payload = write.payload or {}
-    head = native_head(ctx, write)
+    head = native_head(write, lambda branch: _branch_refs(ctx, branch))
     if head is None:
         return create_carrier(ctx, write)
     slot = ctx.numbers.slot(write.number)

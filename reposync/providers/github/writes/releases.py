@@ -66,11 +66,7 @@ def create_release_asset(
     set afterwards."""
     payload = write.payload or {}
     name = str(payload["name"])
-    release = ctx.parent(write)
-    if release is None or write.content is None:
-        raise WriteRefused(
-            "the release (or the bytes) are missing", refusal="dependency_missing", status=422
-        )
+    release, content = ctx.upload(write)
     existing = asset_named(ctx, release, name)
     if existing is not None:
         if str(existing.get("digest")) == f"sha256:{payload['sha256']}":
@@ -85,7 +81,7 @@ def create_release_asset(
     if shapes.asset_name(name) != name:
         params["label"] = name
     url = f"{ctx.uploads_url}/repos/{ctx.repo}/releases/{release}/assets"
-    with write.content() as stream:
+    with content() as stream:
         created = ctx.client.write(
             "POST",
             url,

@@ -5,7 +5,7 @@ comment: GitHub records no approval, change request or dismissal by the sync's o
 account (the header keeps the source's state, ``REVIEW_STATE_NOTES`` says why it shows
 as a comment). A comment its review's create did not carry is created alone, and GitHub
 may place it elsewhere than the source had it (``forge.reviews.PLACEMENT_FIELDS``). On a
-carrier, both are issue comments (``carriers.carried_comment``). How each is written,
+carrier, both are issue comments (``forge.carriers.carried_comment``). How each is written,
 counted and read back is ``forge.reviews``'; here are GitHub's requests.
 """
 
@@ -19,6 +19,7 @@ from reposync.errors import WriteRefused
 from reposync.providers.base import TargetWrite
 from reposync.providers.forge import reviews as forge_reviews
 from reposync.providers.forge.carriers import (
+    carried_comment,
     carried_review_comment_extra,
     comment_id,
     is_carried,
@@ -33,7 +34,7 @@ from reposync.providers.forge.reviews import (
     review_state_notes,
 )
 from reposync.providers.github import objects as gh
-from reposync.providers.github.writes.carriers import carried_comment, kind
+from reposync.providers.github.writes.carriers import kind
 from reposync.providers.github.writes.context import FORGE, Handlers, WriteContext, number
 from reposync.sync.vocabulary import Action, ObjectType, Representation
 
@@ -239,7 +240,7 @@ def update_review_comment(ctx: WriteContext, write: TargetWrite) -> tuple[str, R
 def delete_review_comment(ctx: WriteContext, write: TargetWrite) -> tuple[str, None]:
     identity = write.target_identity or ""
     if is_carried(identity):
-        ctx.client.write("DELETE", ctx.path(f"/issues/comments/{comment_id(identity)}"))
+        ctx.delete_comment(comment_id(identity))
     else:
         ctx.client.write("DELETE", ctx.path(f"/pulls/comments/{identity}"))
     return identity, None

@@ -3,8 +3,19 @@ give the header's values back in place of the forge's."""
 
 from __future__ import annotations
 
-from reposync.providers.base import TargetWrite
-from reposync.providers.forge.attribution import ATTRIBUTED_FIELDS, attributed_body, header_value
+import io
+from dataclasses import replace
+
+import pytest
+
+from reposync.errors import WriteRefused
+from reposync.providers.base import TargetRef, TargetWrite
+from reposync.providers.forge.attribution import (
+    ATTRIBUTED_FIELDS,
+    BatchReferences,
+    attributed_body,
+    header_value,
+)
 from reposync.providers.forge.bodies import parse
 from reposync.sync.vocabulary import Action, ObjectType
 
@@ -63,3 +74,21 @@ def test_the_forges_value_stands_where_the_header_has_none() -> None:
     with_header = parse(attributed_body(write(ISSUE), ("author",), source_label=None))
     assert header_value(with_header, "created_at", "now") == "now"
     assert header_value(with_header, "author", "octo") == "ann"
+
+
+def test_an_upload_waits_for_its_release_and_its_bytes():
+    """An asset whose release is not on the forge, or that has no bytes, is
+    dependency_missing; with both, the upload names the release and opens the bytes."""
+    refs = BatchReferences("o/r", "Forgejo")
+    release = TargetRef(ObjectType.RELEASE, "12", "src-rel")
+    bytes_ = io.BytesIO(b"zip")
+    asset = TargetWrite(
+        2, Action.CREATE, ObjectType.RELEASE_ASSET, None, {}, "src-a", refs={"parent": release}
+    )
+    for missing in (asset, replace(asset, refs={}, content=lambda: bytes_)):
+        with pytest.raises(WriteRefused) as refused:
+            refs.upload(missing)
+        assert refused.value.refusal == "dependency_missing"
+    name, content = refs.upload(replace(asset, content=lambda: bytes_))
+    assert name == "12"
+    assert content().read() == b"zip"

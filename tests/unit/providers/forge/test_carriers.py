@@ -19,6 +19,7 @@ from reposync.providers.forge.carriers import (
     comment_identity,
     is_carried,
     is_carrier,
+    native_head,
 )
 from reposync.providers.forge.review_requests import review_request_body
 from reposync.sync import objects
@@ -158,3 +159,35 @@ def test_comment_identities_name_the_comment():
     assert comment_id(comment_identity(42)) == "42"
     assert is_carried("comment-42")
     assert not is_carried("14/3")
+
+
+def _pull(state: str = "open", merged: bool = False) -> TargetWrite:
+    payload = {"state": state, "merged": merged, "head_ref": "feature", "head_sha": SHA}
+    return TargetWrite(1, Action.CREATE, T.PULL_REQUEST, None, payload, "src-pr", number=14)
+
+
+def test_a_pull_request_opens_on_its_head_or_else_its_shadow_branch():
+    """The head branch when it is at the head commit, else a shadow branch that is."""
+
+    def refs(at: dict[str, str]) -> Any:
+        def listing(branch: str) -> list[dict[str, Any]]:
+            return [
+                {"ref": f"refs/heads/{name}", "object": {"sha": sha}}
+                for name, sha in at.items()
+                if name.startswith(branch)
+            ]
+
+        return listing
+
+    assert native_head(_pull(), refs({"feature": SHA})) == "feature"
+    shadow = {"feature": "c" * 40, "reposync/pr/14/head": SHA}
+    assert native_head(_pull(), refs(shadow)) == "reposync/pr/14/head"
+    assert native_head(_pull(), refs({"feature": "c" * 40})) is None
+
+
+def test_a_closed_or_merged_pull_request_is_carried_without_a_look():
+    """A pull request the forge cannot hold open is carried; no branch is listed."""
+    asked: list[str] = []
+    for write in (_pull(state="closed"), _pull(merged=True)):
+        assert native_head(write, lambda branch: asked.append(branch)) is None
+    assert asked == []
