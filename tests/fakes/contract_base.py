@@ -69,6 +69,91 @@ class Contract(Protocol):
     ) -> None: ...
 
 
+def header_value(headers: Headers, name: str) -> str:
+    """The first ``name`` header's value ("" when absent), whatever shape ``headers`` has."""
+    if headers is None:
+        return ""
+    items = headers.items() if isinstance(headers, Mapping) else headers
+    wanted = name.lower()
+    for key, value in items:
+        if str(key).lower() == wanted:
+            return str(value)
+    return ""
+
+
+class Operation(Protocol):
+    """What a violation's label needs of a described operation."""
+
+    @property
+    def operation_id(self) -> str: ...
+
+
+class ContractChecks:
+    """Raising, listing and wording of a forge's violations, over the two checks each
+    forge's contract answers in its own way (``check_request`` and
+    ``response_problems``) and the operation a URL calls (``operation_for``)."""
+
+    forge = ""
+
+    def operation_for(self, method: str, url: str) -> Operation | None:
+        raise NotImplementedError
+
+    def check_request(
+        self, method: str, url: str, headers: Headers = None, body: bytes | None = None
+    ) -> RequestCheck:
+        raise NotImplementedError
+
+    def response_problems(
+        self,
+        method: str,
+        url: str,
+        status: int,
+        headers: Headers = None,
+        body: bytes | None = None,
+    ) -> list[tuple[str, str]]:
+        raise NotImplementedError
+
+    def request_problems(
+        self, method: str, url: str, headers: Headers = None, body: bytes | None = None
+    ) -> list[tuple[str, str]]:
+        """Every way the request breaks the contract, as ``(kind, message)`` pairs.
+
+        Kinds: ``url``, ``path``, ``server``, ``parameter``, ``body``.
+        """
+        return self.check_request(method, url, headers, body).problems
+
+    def validate_request(
+        self, method: str, url: str, headers: Headers = None, body: bytes | None = None
+    ) -> None:
+        """Raise ContractViolation unless the request is one the description allows."""
+        problems = self.request_problems(method, url, headers, body)
+        if problems:
+            raise self.violation(method, url, "request", problems)
+
+    def validate_response(
+        self,
+        method: str,
+        url: str,
+        status: int,
+        headers: Headers = None,
+        body: bytes | None = None,
+    ) -> None:
+        """Raise ContractViolation unless the description allows this response."""
+        problems = self.response_problems(method, url, status, headers, body)
+        if problems:
+            raise self.violation(method, url, f"response {status}", problems)
+
+    def violation(
+        self, method: str, url: str, what: str, problems: list[tuple[str, str]]
+    ) -> ContractViolation:
+        """A violation with the same message validate_request/validate_response raise."""
+        op = self.operation_for(method, url)
+        label = f" [{op.operation_id}]" if op else ""
+        return ContractViolation(
+            violation_message(self.forge, method, url, what, label, problems), what
+        )
+
+
 def violation_message(
     forge: str, method: str, url: str, what: str, label: str, problems: list[tuple[str, str]]
 ) -> str:

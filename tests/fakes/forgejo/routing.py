@@ -13,12 +13,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlencode
 
 from werkzeug.wrappers import Request
 
+from tests.fakes.forge_server.routing import Reply, query_arg, specificity, template_pattern
 from tests.fakes.forgejo.errors import unprocessable
 from tests.fakes.forgejo.models import Repo, Token, User
 from tests.fakes.forgejo.render import Urls
@@ -29,13 +30,9 @@ if TYPE_CHECKING:
 
 DEFAULT_PAGING_NUM = 30
 MAX_RESPONSE_ITEMS = 50
+MULTI_SEGMENT = {"ref"}  # /git/refs/{ref} holds slashes
 
-
-@dataclass
-class Reply:
-    status: int
-    body: Any = None  # JSON-able, or None for no body
-    headers: dict[str, str] = field(default_factory=dict)
+__all__ = ["Ctx", "Handler", "Reply", "Route", "Router"]
 
 
 @dataclass
@@ -62,10 +59,7 @@ class Ctx:
         return self.doer
 
     def arg(self, name: str, default: str | None = None) -> str | None:
-        for key, value in self.query:
-            if key == name:
-                return value
-        return default
+        return query_arg(self.query, name, default)
 
     def int_param(self, name: str) -> int:
         try:
@@ -142,16 +136,12 @@ class Route:
     access: str = "read"
 
     def pattern(self) -> re.Pattern[str]:
-        regex = re.escape(self.template)
-        for name in re.findall(r"\{(\w+)\}", self.template):
-            part = ".+" if name == "ref" else "[^/]+"
-            regex = regex.replace(re.escape("{" + name + "}"), f"(?P<{name}>{part})")
-        return re.compile(f"^{regex}$")
+        return template_pattern(self.template, MULTI_SEGMENT)
 
 
 class Router:
     def __init__(self, routes: list[Route]) -> None:
-        ordered = sorted(routes, key=lambda r: (r.template.count("{"), -len(r.template)))
+        ordered = sorted(routes, key=lambda r: specificity(r.template))
         self._routes = [(route, route.pattern()) for route in ordered]
 
     def match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from werkzeug.wrappers import Request
 
+from tests.fakes.forge_server.routing import Reply, query_arg, specificity, template_pattern
 from tests.fakes.github.errors import ApiError
 from tests.fakes.github.models import App, Repo, Token, User
 from tests.fakes.github.paging import page_of
@@ -25,14 +26,7 @@ if TYPE_CHECKING:
 ANONYMOUS = User(login="", id=0)
 MULTI_SEGMENT = {"ref"}  # git/matching-refs/{ref} contains slashes
 
-
-@dataclass
-class Reply:
-    status: int
-    body: Any = None  # JSON-able, or None for no body
-    headers: dict[str, str] = field(default_factory=dict)
-    #: Bytes sent as they are instead of JSON (``headers`` then names their type).
-    raw: bytes | None = None
+__all__ = ["Ctx", "Handler", "Reply", "Route", "Router", "read", "write"]
 
 
 @dataclass
@@ -69,10 +63,7 @@ class Ctx:
         return self.repo
 
     def arg(self, name: str, default: str | None = None) -> str | None:
-        for key, value in self.query:
-            if key == name:
-                return value
-        return default
+        return query_arg(self.query, name, default)
 
     def json_value(self) -> Any:
         """The JSON body, whatever its type ({} when empty); 400 "Problems parsing JSON"
@@ -134,17 +125,12 @@ class Route:
         return ("repo",) if self.auth == "repo" else ()
 
     def pattern(self) -> re.Pattern[str]:
-        regex = re.escape(self.template)
-        for name in re.findall(r"\{(\w+)\}", self.template):
-            part = ".+" if name in MULTI_SEGMENT else "[^/]+"
-            regex = regex.replace(re.escape("{" + name + "}"), f"(?P<{name}>{part})")
-        return re.compile(f"^{regex}$")
+        return template_pattern(self.template, MULTI_SEGMENT)
 
 
 class Router:
     def __init__(self, routes: list[Route]) -> None:
-        # Literal segments first: /issues/comments is not /issues/{issue_number}.
-        ordered = sorted(routes, key=lambda r: (r.template.count("{"), -len(r.template)))
+        ordered = sorted(routes, key=lambda r: specificity(r.template))
         self._routes = [(route, route.pattern()) for route in ordered]
 
     def match(self, host: str, method: str, raw_path: str) -> tuple[Route, dict[str, str]] | None:
