@@ -23,8 +23,8 @@ from reposync.providers.local import LocalProvider
 from reposync.service.bindings import SyncRequest
 from reposync.service.embedded import sync
 from reposync.sync.vocabulary import ObjectType
+from tests.fakes.forge_server.clock import ManualClock
 from tests.fakes.forgejo import ForgejoFake
-from tests.fakes.github.clock import ManualClock
 from tests.forgejo_env import embedded_world, locator
 from tests.gitrepo import commit_on, generate, refs, set_ref
 from tests.integration.test_forge_sync import WHEN, forge, populate

@@ -19,6 +19,7 @@ from tests.fakes.contract_base import (
     check_exchange,
 )
 from tests.fakes.contract_forgejo import ForgejoContract
+from tests.fakes.forge_server.clock import Clock, system_clock
 from tests.fakes.forge_server.serving import FakeServer, QuietHandler, base_url, serve
 from tests.fakes.forgejo.app import API_PREFIX, ApiApp, RequestRecord
 from tests.fakes.forgejo.git_http import GitHttpApp
@@ -27,7 +28,6 @@ from tests.fakes.forgejo.render import Urls
 from tests.fakes.forgejo.routing import DEFAULT_PAGING_NUM, MAX_RESPONSE_ITEMS
 from tests.fakes.forgejo.state import RepoRef, State
 from tests.fakes.forgejo.webhooks import ForgejoHook, ForgejoWebhooks
-from tests.fakes.github.clock import Clock, system_clock
 from tests.fakes.github.faults import Faults
 from tests.fakes.github.webhooks import WebhookDelivery
 from tests.fakes.gitserver.smart_http import UploadPackRequest

@@ -45,9 +45,9 @@ from urllib.parse import quote_plus
 
 import pygit2
 
+from tests.fakes.forge_server.clock import iso
 from tests.fakes.forgejo import render
 from tests.fakes.forgejo.models import Comment, Issue, Release, Repo, Review, User
-from tests.fakes.github.clock import iso
 from tests.fakes.github.webhooks import CONTENT_TYPES, Webhook, WebhookDelivery, WebhookHub, _Job
 
 if TYPE_CHECKING:

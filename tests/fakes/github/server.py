@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any
 import requests
 
 from tests.fakes.contract import GitHubContract, RecordingValidator, attach
+from tests.fakes.forge_server.clock import Clock, system_clock
 from tests.fakes.forge_server.serving import FakeServer, base_url, serve
 from tests.fakes.github import webhook_events
 from tests.fakes.github.app import ApiApp
 from tests.fakes.github.auth import KeyPair, generate_key_pair, make_app_jwt
-from tests.fakes.github.clock import Clock, system_clock
 from tests.fakes.github.faults import Faults
 from tests.fakes.github.git_http import GitHttpApp, UploadPackRequest
 from tests.fakes.github.hosts import NAMED, ByHost, by_name

@@ -58,8 +58,8 @@ from urllib.parse import quote_plus
 
 import requests
 
+from tests.fakes.forge_server.clock import iso
 from tests.fakes.github import webhook_payloads as payloads
-from tests.fakes.github.clock import iso
 from tests.fakes.webhook_schema import payload_problems
 
 if TYPE_CHECKING:
