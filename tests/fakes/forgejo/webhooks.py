@@ -37,7 +37,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -48,7 +47,7 @@ import pygit2
 from tests.fakes.forge_server.clock import iso
 from tests.fakes.forgejo import render
 from tests.fakes.forgejo.models import Comment, Issue, Release, Repo, Review, User
-from tests.fakes.github.webhooks import CONTENT_TYPES, Webhook, WebhookDelivery, WebhookHub, _Job
+from tests.fakes.github.webhooks import CONTENT_TYPES, Webhook, WebhookDelivery, WebhookHub
 
 if TYPE_CHECKING:
     from tests.fakes.forgejo.routing import Ctx
@@ -242,21 +241,7 @@ class ForgejoWebhooks(WebhookHub):
         raw = go_json(body, indent)
         if hook.content_type == "form":
             raw = b"payload=" + quote_plus(raw).encode()
-        action = body.get("action")
-        delivery = WebhookDelivery(
-            id=next(self._delivery_ids),
-            guid=str(uuid.uuid4()),
-            hook_id=hook.id,
-            event=event_type,
-            action=action if isinstance(action, str) else None,
-            repository_id=repo.id,
-            payload=body,
-            body=raw,
-            queued_at=self.forgejo.state.now(),
-        )
-        with self._cond:
-            self.deliveries.append(delivery)
-            self._admit(_Job(delivery, redelivery=False))
+        self._deliver(hook, event_type, body, raw, repo.id)
 
     def _headers(self, hook: Webhook, delivery: WebhookDelivery, *, forged: bool) -> dict[str, str]:
         secret = (hook.secret or "") + ("-forged" if forged and hook.secret else "")
@@ -290,13 +275,7 @@ class ForgejoWebhooks(WebhookHub):
             value = delivery.payload.get(key)
             if isinstance(value, dict):
                 problems += [f"{key}: {p}" for p in contract.schema_problems(definition, value)]
-        if problems:
-            self.violations.append(
-                f"webhook {delivery.event}"
-                + (f".{delivery.action}" if delivery.action else "")
-                + f" ({delivery.guid}): "
-                + "; ".join(problems[:8])
-            )
+        self._record_problems(delivery, problems[:8])
 
 
 def _short(ref: str) -> str:

@@ -28,19 +28,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, unquote
 
+from tests.fakes.forge_server.git_http import GIT_PATH, asks_push, backend, moved, push_commands
 from tests.fakes.github import auth, signed_urls, webhook_events
 from tests.fakes.github.models import Repo, Token
 from tests.fakes.github.requests_log import RequestRecord
 from tests.fakes.gitserver import bare_repos
 from tests.fakes.gitserver.smart_http import (
-    ZERO,
     PushCommands,
     Refusal,
-    UploadPackRequest,
-    _gzipped,
     basic_credentials,
     file_chunks,
-    start_backend,
     stream,
 )
 from tests.fakes.gitserver.wsgi import drop_connection as _drop_connection
@@ -52,10 +49,6 @@ if TYPE_CHECKING:
     from tests.fakes.github.server import GitHubFake
     from tests.fakes.github.state import State
 
-GIT_PATH = re.compile(
-    r"^/(?P<owner>[^/]+)/(?P<name>[^/]+?)(?:\.git)?"
-    r"/(?P<rest>info/refs|git-upload-pack|git-receive-pack|HEAD|objects/.+)$"
-)
 DOWNLOAD_PATH = re.compile(
     r"^/(?P<owner>[^/]+)/(?P<name>[^/]+)/releases/download/(?P<tag>[^/]+)/(?P<asset>[^/]+)$"
 )
@@ -112,9 +105,7 @@ class GitHttpApp:
             found = GIT_PATH.match(path)
             if found is None:
                 raise Refusal("404 Not Found", "Not Found\n")
-            push = found["rest"] == "git-receive-pack" or (
-                found["rest"] == "info/refs" and "service=git-receive-pack" in query
-            )
+            push = asks_push(found["rest"], query)
             repo, token, git_dir = self._authorize_git(
                 environ, unquote(found["owner"]), unquote(found["name"]), push
             )
@@ -131,11 +122,17 @@ class GitHttpApp:
         wiki = git_dir != repo.git_dir  # a wiki's push is no push of the repository
         served = repo.full_name + (".wiki" if wiki else "")
         pushed = push and method == "POST" and not wiki
-        commands = (
-            PushCommands(_gzipped(environ)) if pushed and rest == "git-receive-pack" else None
-        )
-        process, status, headers = self._start_backend(
-            environ, git_dir, served, rest, query, token, commands
+        commands = push_commands(environ, rest, pushed)
+        process, status, headers = backend(
+            self.fake,
+            environ,
+            git_dir,
+            served,
+            rest,
+            query,
+            remote_user=token.user.login if token is not None else "",
+            max_push_bytes=self.fake.max_push_bytes,
+            commands=commands,
         )
         output = self._stream(process, repo, pushed, commands, token)
         if fault is not None and fault.kind in ("commit_then_drop", "timeout"):
@@ -222,37 +219,6 @@ class GitHttpApp:
             raise Refusal("403 Forbidden", "Read access to repository not granted.\n")
         return repo, token
 
-    def _start_backend(
-        self,
-        environ: WSGIEnvironment,
-        git_dir: Path,
-        served: str,
-        rest: str,
-        query: str,
-        token: Token | None,
-        commands: PushCommands | None = None,
-    ) -> tuple[subprocess.Popen[bytes], str, list[tuple[str, str]]]:
-        record: Callable[[bytes], None] | None = None
-        if rest == "git-upload-pack" and environ["REQUEST_METHOD"].upper() == "POST":
-            gzipped = _gzipped(environ)
-
-            def record(body: bytes) -> None:
-                self.fake.upload_pack_requests.append(
-                    UploadPackRequest.parse(served, body, gzipped=gzipped)
-                )
-
-        return start_backend(
-            environ,
-            git_dir,
-            rest,
-            query,
-            remote_user=token.user.login if token is not None else "",
-            home=self.fake.root,
-            max_push_bytes=self.fake.max_push_bytes,
-            record=record,
-            watch=commands.feed if commands is not None else None,
-        )
-
     def _stream(
         self,
         process: subprocess.Popen[bytes],
@@ -279,13 +245,13 @@ class GitHttpApp:
             return
         with state.lock:
             self.fake.receive_pack_requests.append(list(commands.updates))
-            moved = [
-                (before, after, ref)
-                for before, after, ref in commands.updates
-                if bare_repos.ref_target(repo.git_dir, ref) == (None if after == ZERO else after)
-            ]
             webhook_events.ref_updates(
-                self.fake.webhooks, self.fake.urls, state, repo, moved, token.user
+                self.fake.webhooks,
+                self.fake.urls,
+                state,
+                repo,
+                moved(repo.git_dir, commands.updates),
+                token.user,
             )
 
     def _download(

@@ -25,7 +25,7 @@ from tests.fakes.github import webhook_events
 from tests.fakes.github.app import ApiApp
 from tests.fakes.github.auth import KeyPair, generate_key_pair, make_app_jwt
 from tests.fakes.github.faults import Faults
-from tests.fakes.github.git_http import GitHttpApp, UploadPackRequest
+from tests.fakes.github.git_http import GitHttpApp
 from tests.fakes.github.hosts import NAMED, ByHost, by_name
 from tests.fakes.github.lfs import LfsServer
 from tests.fakes.github.models import App, Installation
@@ -35,6 +35,7 @@ from tests.fakes.github.render import Urls
 from tests.fakes.github.requests_log import RequestLog
 from tests.fakes.github.state import RepoRef, State
 from tests.fakes.github.webhooks import Webhook, WebhookDelivery, WebhookHub
+from tests.fakes.gitserver.smart_http import UploadPackRequest
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
