@@ -139,6 +139,17 @@ class Route:
         return template_pattern(self.template, MULTI_SEGMENT)
 
 
+def under_repo(prefix: str = "", scope: str = "repository") -> Callable[..., Route]:
+    """A maker of a family's routes: ``(method, path, handler, access="read")`` for
+    ``/repos/{owner}/{repo}<prefix><path>``, all of one token scope category."""
+
+    def route(method: str, path: str, handler: Handler, access: str = "read") -> Route:
+        template = f"/repos/{{owner}}/{{repo}}{prefix}{path}"
+        return Route(method, template, handler, scope=scope, access=access)
+
+    return route
+
+
 class Router:
     def __init__(self, routes: list[Route]) -> None:
         ordered = sorted(routes, key=lambda r: specificity(r.template))
