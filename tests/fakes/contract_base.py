@@ -48,27 +48,6 @@ class RequestCheck:
     body_errors: list[BodyError]
 
 
-class Contract(Protocol):
-    """What the recording and the client hooks need of a forge's contract."""
-
-    def is_rest_url(self, url: str) -> bool: ...
-
-    def describes(self, method: str, url: str) -> bool: ...
-
-    def validate_request(
-        self, method: str, url: str, headers: Headers = None, body: bytes | None = None
-    ) -> None: ...
-
-    def validate_response(
-        self,
-        method: str,
-        url: str,
-        status: int,
-        headers: Headers = None,
-        body: bytes | None = None,
-    ) -> None: ...
-
-
 def header_value(headers: Headers, name: str) -> str:
     """The first ``name`` header's value ("" when absent), whatever shape ``headers`` has."""
     if headers is None:
@@ -89,29 +68,21 @@ class Operation(Protocol):
 
 
 class ContractChecks:
-    """Raising, listing and wording of a forge's violations, over the two checks each
-    forge's contract answers in its own way (``check_request`` and
-    ``response_problems``) and the operation a URL calls (``operation_for``)."""
+    """A forge's contract: raising, listing and wording its violations, over what each
+    forge's contract answers in its own way (the checks of a request and of a response,
+    the operation a URL calls, which URLs are its REST API's)."""
 
     forge = ""
-
-    def operation_for(self, method: str, url: str) -> Operation | None:
-        raise NotImplementedError
-
-    def check_request(
-        self, method: str, url: str, headers: Headers = None, body: bytes | None = None
-    ) -> RequestCheck:
-        raise NotImplementedError
-
-    def response_problems(
-        self,
-        method: str,
-        url: str,
-        status: int,
-        headers: Headers = None,
-        body: bytes | None = None,
-    ) -> list[tuple[str, str]]:
-        raise NotImplementedError
+    #: ``(url)``: whether it is under the REST API (not Git, not LFS).
+    is_rest_url: Callable[[str], bool]
+    #: ``(method, url)``: whether a described operation answers it.
+    describes: Callable[[str, str], bool]
+    #: ``(method, url)``: the described operation it calls, if any.
+    operation_for: Callable[[str, str], Operation | None]
+    #: ``(method, url, headers, body)``: every way a request breaks the contract.
+    check_request: Callable[[str, str, Headers, bytes | None], RequestCheck]
+    #: ``(method, url, status, headers, body)``: every way a response breaks it.
+    response_problems: Callable[[str, str, int, Headers, bytes | None], list[tuple[str, str]]]
 
     def request_problems(
         self, method: str, url: str, headers: Headers = None, body: bytes | None = None
@@ -176,7 +147,7 @@ def pointer(error: Any) -> str:
 class RecordingValidator:
     """Collects violations instead of raising them (thread-safe)."""
 
-    contract: Contract
+    contract: ContractChecks
     violations: list[ContractViolation] = field(default_factory=list)
 
     def __post_init__(self) -> None:

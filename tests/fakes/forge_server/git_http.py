@@ -1,6 +1,6 @@
 """Git smart HTTP as both test servers' web hosts serve it once a request is authorized:
-which requests push, the backend started with the fetch recorded, and which of a push's
-ref updates really moved.
+which requests push, the backend run with the fetch recorded and the push's answer held
+until it is recorded, and which of a push's ref updates really moved.
 
 Who may fetch or push, the wiki's rules and the refusals' wording are each forge's own
 (tests/fakes/github/git_http.py, tests/fakes/forgejo/git_http.py).
@@ -9,8 +9,7 @@ Who may fetch or push, the wiki's rules and the refusals' wording are each forge
 from __future__ import annotations
 
 import re
-import subprocess
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -21,6 +20,7 @@ from tests.fakes.gitserver.smart_http import (
     UploadPackRequest,
     _gzipped,
     start_backend,
+    stream,
 )
 
 if TYPE_CHECKING:
@@ -47,12 +47,7 @@ def asks_push(rest: str, query: str) -> bool:
     )
 
 
-def push_commands(environ: WSGIEnvironment, rest: str, pushed: bool) -> PushCommands | None:
-    """The parser of a push's ref updates, fed as the pack arrives (None: no push)."""
-    return PushCommands(_gzipped(environ)) if pushed and rest == "git-receive-pack" else None
-
-
-def backend(
+def serve_git(
     fake: GitRecords,
     environ: WSGIEnvironment,
     git_dir: Path,
@@ -60,12 +55,17 @@ def backend(
     rest: str,
     query: str,
     *,
+    pushed: bool,
     remote_user: str,
     max_push_bytes: int,
-    commands: PushCommands | None = None,
-) -> tuple[subprocess.Popen[bytes], str, list[tuple[str, str]]]:
-    """``git http-backend`` for the request, a fetch's wants recorded in
-    ``fake.upload_pack_requests`` under ``served`` (the repository's or its wiki's name)."""
+    after_push: Callable[[PushCommands | None], None],
+) -> tuple[str, list[tuple[str, str]], Iterator[bytes]]:
+    """``git http-backend`` for the request: its status, headers and output, a fetch's
+    wants recorded in ``fake.upload_pack_requests`` under ``served`` (the repository's or
+    its wiki's name). For a push (``pushed``) the last chunk waits until the backend has
+    exited and ``after_push`` has recorded it with its ref updates: a client that has its
+    answer finds all of it done."""
+    commands = PushCommands(_gzipped(environ)) if pushed and rest == "git-receive-pack" else None
     record: Callable[[bytes], None] | None = None
     if rest == "git-upload-pack" and environ["REQUEST_METHOD"].upper() == "POST":
         gzipped = _gzipped(environ)
@@ -73,7 +73,7 @@ def backend(
         def record(body: bytes) -> None:
             fake.upload_pack_requests.append(UploadPackRequest.parse(served, body, gzipped=gzipped))
 
-    return start_backend(
+    process, status, headers = start_backend(
         environ,
         git_dir,
         rest,
@@ -84,6 +84,10 @@ def backend(
         record=record,
         watch=commands.feed if commands is not None else None,
     )
+    output = stream(
+        process, hold_last=pushed, finish=lambda: after_push(commands) if pushed else None
+    )
+    return status, headers, output
 
 
 def moved(git_dir: Path, updates: Iterable[Update]) -> list[Update]:

@@ -19,10 +19,12 @@ from typing import TYPE_CHECKING, Any, Self
 
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
-from tests.fakes.contract_base import ContractViolation, RecordingValidator
+from tests.fakes.contract_base import ContractChecks, ContractViolation, RecordingValidator
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import WSGIApplication
+
+    from tests.fakes.github.webhooks import WebhookDelivery
 
 
 class QuietHandler(WSGIRequestHandler):
@@ -56,6 +58,7 @@ class FakeServer:
     to ``_servers`` in its ``start`` and sets ``client_recorder`` and ``webhooks``."""
 
     root: Path
+    contract: ContractChecks
     client_recorder: RecordingValidator
     webhooks: Any  # the forge's webhook hub: ``start``, ``stop`` and ``violations``
 
@@ -74,8 +77,11 @@ class FakeServer:
     def start(self) -> Self:
         raise NotImplementedError
 
-    def _run(self) -> None:
-        """Start every server's thread and the webhook sender."""
+    def _run(self, contract: ContractChecks) -> None:
+        """With the contract on the servers' URLs (and a client recorder checking
+        against it), start every server's thread and the webhook sender."""
+        self.contract = contract
+        self.client_recorder = RecordingValidator(contract)
         for _, thread in self._servers:
             thread.start()
         self.webhooks.start()
@@ -100,6 +106,11 @@ class FakeServer:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+    @property
+    def webhook_deliveries(self) -> list[WebhookDelivery]:
+        """Every webhook delivery so far, in the order the events happened."""
+        return self.webhooks.deliveries_of()  # type: ignore[no-any-return]
 
     def problems(self, *, requests_too: bool = True) -> list[str]:
         """Every contract violation and server error seen so far."""

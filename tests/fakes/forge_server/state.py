@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Generic, TypeVar
 
 from tests.fakes.forge_server.clock import Clock, whole_seconds
+from tests.fakes.gitserver import bare_repos
 
 RepoT = TypeVar("RepoT", bound="_Named")
 UserT = TypeVar("UserT")
@@ -59,6 +60,34 @@ class StateBase(Generic[RepoT, UserT, TokenT]):
     def git_dir_for(self, repo_id: int) -> Path:
         """Where a new repository's bare Git repository goes."""
         return self.root / "repositories" / f"{repo_id}.git"
+
+    def _account(self, login: str, make: Callable[[int], UserT]) -> UserT:
+        """The account ``login`` (in any case), made by ``make(id)`` on first use."""
+        with self.lock:
+            found = self.users.get(login.casefold())
+            if found is None:
+                found = make(self.next_id("user"))
+                self.users[login.casefold()] = found
+            return found
+
+    def _init_repo(
+        self,
+        full_name: str,
+        default_branch: str,
+        auto_init: bool,
+        bot: tuple[str, str] = bare_repos.BOT_SIGNATURE,
+    ) -> tuple[int, Path, datetime]:
+        """A new repository's id, its bare Git repository (a first commit by ``bot`` if
+        ``auto_init``) and the time; ValueError when ``full_name`` is taken. The caller
+        holds the lock until it has stored the repository."""
+        owner, name = full_name.split("/", 1)
+        if self._lookup(owner, name) is not None:
+            raise ValueError(f"{full_name} already exists")
+        repo_id = self.next_id("repo")
+        git_dir = self.git_dir_for(repo_id)
+        now = self.now()
+        bare_repos.init(git_dir, default_branch, auto_init=auto_init, when=now, bot=bot)
+        return repo_id, git_dir, now
 
     def _lookup(self, owner: str, name: str) -> RepoT | None:
         key = (owner.casefold(), name.casefold())

@@ -31,7 +31,7 @@ from urllib.parse import unquote
 
 from werkzeug.wsgi import get_input_stream
 
-from tests.fakes.forge_server.git_http import GIT_PATH, asks_push, backend, moved, push_commands
+from tests.fakes.forge_server.git_http import GIT_PATH, asks_push, moved, serve_git
 from tests.fakes.forgejo import render, webhooks
 from tests.fakes.forgejo.app import token_from
 from tests.fakes.forgejo.models import Repo, Token
@@ -40,7 +40,6 @@ from tests.fakes.gitserver.smart_http import (
     PushCommands,
     Refusal,
     file_chunks,
-    stream,
 )
 from tests.fakes.gitserver.wsgi import raw_target
 
@@ -88,24 +87,20 @@ class GitHttpApp:
             return [refusal.message.encode()]
         rest = found["rest"]
         pushed = push and method == "POST" and not wiki
-        commands = push_commands(environ, rest, pushed)
-        process, status, headers = backend(
+        status, headers, output = serve_git(
             self.fake,
             environ,
             git_dir,
             repo.full_name + (".wiki" if wiki else ""),
             rest,
             query,
+            pushed=pushed,
             remote_user=token.user.login if token is not None else "",
             max_push_bytes=self.fake.max_push_bytes or 0,
-            commands=commands,
+            after_push=lambda commands: self._after_push(repo, commands, token),
         )
         start_response(status, headers)
-        return stream(
-            process,
-            hold_last=pushed,
-            finish=lambda: self._after_push(repo, commands, token) if pushed else None,
-        )
+        return output
 
     # -- who may -----------------------------------------------------------------------
 

@@ -11,15 +11,14 @@ replaced and the query's keys sorted (Go's ``url.Values.Encode``).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlencode
+from urllib.parse import urlencode
 
 from werkzeug.wrappers import Request
 
-from tests.fakes.forge_server.routing import Reply, query_arg, specificity, template_pattern
+from tests.fakes.forge_server.routing import Reply, RequestArgs, RouteBase, RouterBase
 from tests.fakes.forgejo.errors import unprocessable
 from tests.fakes.forgejo.models import Repo, Token, User
 from tests.fakes.forgejo.render import Urls
@@ -30,13 +29,12 @@ if TYPE_CHECKING:
 
 DEFAULT_PAGING_NUM = 30
 MAX_RESPONSE_ITEMS = 50
-MULTI_SEGMENT = {"ref"}  # /git/refs/{ref} holds slashes
 
 __all__ = ["Ctx", "Handler", "Reply", "Route", "Router"]
 
 
 @dataclass
-class Ctx:
+class Ctx(RequestArgs[Repo]):
     state: State
     urls: Urls
     request: Request
@@ -50,16 +48,9 @@ class Ctx:
     repo: Repo | None = None
     _json: Any = None
 
-    def the_repo(self) -> Repo:
-        assert self.repo is not None
-        return self.repo
-
     def the_doer(self) -> User:
         assert self.doer is not None
         return self.doer
-
-    def arg(self, name: str, default: str | None = None) -> str | None:
-        return query_arg(self.query, name, default)
 
     def int_param(self, name: str) -> int:
         try:
@@ -125,18 +116,13 @@ Handler = Callable[[Ctx], Reply]
 
 
 @dataclass(frozen=True)
-class Route:
-    method: str
-    template: str
+class Route(RouteBase):
     handler: Handler
     #: The token scope category (``issue``, ``repository``, ``user``, ``organization``),
     #: "" for none; a GET needs ``read:``, anything else ``write:``.
     scope: str = "repository"
     #: "none": anyone; "signed": a token; for repository routes "read" or "write" access.
     access: str = "read"
-
-    def pattern(self) -> re.Pattern[str]:
-        return template_pattern(self.template, MULTI_SEGMENT)
 
 
 def under_repo(prefix: str = "", scope: str = "repository") -> Callable[..., Route]:
@@ -150,19 +136,9 @@ def under_repo(prefix: str = "", scope: str = "repository") -> Callable[..., Rou
     return route
 
 
-class Router:
-    def __init__(self, routes: list[Route]) -> None:
-        ordered = sorted(routes, key=lambda r: specificity(r.template))
-        self._routes = [(route, route.pattern()) for route in ordered]
-
+class Router(RouterBase[Route]):
     def match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
-        for route, pattern in self._routes:
-            if route.method != method:
-                continue
-            found = pattern.match(path)
-            if found:
-                return route, {k: unquote(v) for k, v in found.groupdict().items()}
-        return None
+        return self._first(path, lambda route: route.method == method)
 
     def allows_path(self, path: str) -> list[str]:
         return sorted({r.method for r, p in self._routes if p.match(path)})

@@ -29,7 +29,6 @@ from tests.fakes.forgejo.routing import DEFAULT_PAGING_NUM, MAX_RESPONSE_ITEMS
 from tests.fakes.forgejo.state import RepoRef, State
 from tests.fakes.forgejo.webhooks import ForgejoHook, ForgejoWebhooks
 from tests.fakes.github.faults import Faults
-from tests.fakes.github.webhooks import WebhookDelivery
 from tests.fakes.gitserver.smart_http import UploadPackRequest
 
 if TYPE_CHECKING:
@@ -107,9 +106,7 @@ class ForgejoFake(FakeServer):
         self._servers.append((server, thread))
         self.root_url = base_url(server)
         self.urls = Urls(self.root_url)
-        self.contract = ForgejoContract(base_url=self.root_url)
-        self.client_recorder = RecordingValidator(self.contract)
-        self._run()
+        self._run(ForgejoContract(base_url=self.root_url))
         return self
 
     # -- what clients are given ---------------------------------------------------------
@@ -175,10 +172,6 @@ class ForgejoFake(FakeServer):
         return self.webhooks.add(
             url, org=self.state.user(org), secret=secret, events=events, active=True
         )
-
-    @property
-    def webhook_deliveries(self) -> list[WebhookDelivery]:
-        return self.webhooks.deliveries_of()
 
     def session(self, token: str | None = None) -> requests.Session:
         """A requests session as a Forgejo client sets one up, the contract attached."""

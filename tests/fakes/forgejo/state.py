@@ -72,16 +72,16 @@ class State(StateBase[Repo, User, Token]):
         if isinstance(login, User):
             return login
         with self.lock:
-            found = self.users.get(login.casefold())
-            if found is None:
-                found = User(
-                    id=self.next_id("user"),
+            found = self._account(
+                login,
+                lambda id: User(
+                    id=id,
                     login=login,
                     created=self.now(),
                     full_name=full_name,
                     email=email if email is not None else f"{login}@noreply.forgejo.test",
-                )
-                self.users[login.casefold()] = found
+                ),
+            )
             if is_admin is not None:
                 found.is_admin = is_admin
             return found
@@ -132,12 +132,7 @@ class State(StateBase[Repo, User, Token]):
         """A repository with a bare Git repository (one commit if ``auto_init``)."""
         owner_login, name = full_name.split("/", 1)
         with self.lock:
-            if self.find_repo(owner_login, name) is not None:
-                raise ValueError(f"{full_name} already exists")
-            repo_id = self.next_id("repo")
-            git_dir = self.git_dir_for(repo_id)
-            now = self.now()
-            bare_repos.init(git_dir, default_branch, auto_init=auto_init, when=now, bot=BOT)
+            repo_id, git_dir, now = self._init_repo(full_name, default_branch, auto_init, BOT)
             repo = Repo(
                 id=repo_id,
                 owner=self.user(owner_login),

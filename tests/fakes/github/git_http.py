@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, unquote
 
-from tests.fakes.forge_server.git_http import GIT_PATH, asks_push, backend, moved, push_commands
+from tests.fakes.forge_server.git_http import GIT_PATH, asks_push, moved, serve_git
 from tests.fakes.github import auth, signed_urls, webhook_events
 from tests.fakes.github.models import Repo, Token
 from tests.fakes.github.requests_log import RequestRecord
@@ -38,7 +37,6 @@ from tests.fakes.gitserver.smart_http import (
     Refusal,
     basic_credentials,
     file_chunks,
-    stream,
 )
 from tests.fakes.gitserver.wsgi import drop_connection as _drop_connection
 from tests.fakes.gitserver.wsgi import raw_target
@@ -122,19 +120,18 @@ class GitHttpApp:
         wiki = git_dir != repo.git_dir  # a wiki's push is no push of the repository
         served = repo.full_name + (".wiki" if wiki else "")
         pushed = push and method == "POST" and not wiki
-        commands = push_commands(environ, rest, pushed)
-        process, status, headers = backend(
+        status, headers, output = serve_git(
             self.fake,
             environ,
             git_dir,
             served,
             rest,
             query,
+            pushed=pushed,
             remote_user=token.user.login if token is not None else "",
             max_push_bytes=self.fake.max_push_bytes,
-            commands=commands,
+            after_push=lambda commands: self._after_push(repo, commands, token),
         )
-        output = self._stream(process, repo, pushed, commands, token)
         if fault is not None and fault.kind in ("commit_then_drop", "timeout"):
             data = b"".join(output)  # the push or fetch completes on the server
             if fault.kind == "commit_then_drop":
@@ -218,23 +215,6 @@ class GitHttpApp:
         if reached and not auth.can(token, ("contents",), False):
             raise Refusal("403 Forbidden", "Read access to repository not granted.\n")
         return repo, token
-
-    def _stream(
-        self,
-        process: subprocess.Popen[bytes],
-        repo: Repo,
-        pushed: bool,
-        commands: PushCommands | None = None,
-        token: Token | None = None,
-    ) -> Iterator[bytes]:
-        """The backend's output. For a push the last chunk waits until the backend has
-        exited and the push is recorded (``pushed_at``, pull request heads, webhook
-        events): a client that has its answer finds all of it done."""
-        return stream(
-            process,
-            hold_last=pushed,
-            finish=lambda: self._after_push(repo, commands, token) if pushed else None,
-        )
 
     def _after_push(self, repo: Repo, commands: PushCommands | None, token: Token | None) -> None:
         state = self.fake.state

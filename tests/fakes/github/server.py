@@ -34,7 +34,7 @@ from tests.fakes.github.ratelimit import RateLimiter, SecondaryLimits
 from tests.fakes.github.render import Urls
 from tests.fakes.github.requests_log import RequestLog
 from tests.fakes.github.state import RepoRef, State
-from tests.fakes.github.webhooks import Webhook, WebhookDelivery, WebhookHub
+from tests.fakes.github.webhooks import Webhook, WebhookHub
 from tests.fakes.gitserver.smart_http import UploadPackRequest
 
 if TYPE_CHECKING:
@@ -174,9 +174,7 @@ class GitHubFake(FakeServer):
             self.proxy_url = self._serve("names", ByHost(apps["api"], apps["uploads"], apps["git"]))
         self.api_url, self.uploads_url, self.git_url = urls["api"], urls["uploads"], urls["git"]
         self.urls = Urls(self.api_url, self.uploads_url, self.git_url)
-        self.contract = GitHubContract(api_url=self.api_url, uploads_url=self.uploads_url)
-        self.client_recorder = RecordingValidator(self.contract)
-        self._run()
+        self._run(GitHubContract(api_url=self.api_url, uploads_url=self.uploads_url))
         return self
 
     def _serve(self, name: str, app: WSGIApplication) -> str:
@@ -345,11 +343,6 @@ class GitHubFake(FakeServer):
         return self.webhooks.add(
             url, secret=secret, events=events, content_type=content_type, active=True, app=app
         )
-
-    @property
-    def webhook_deliveries(self) -> list[WebhookDelivery]:
-        """Every webhook delivery so far, in the order the events happened."""
-        return self.webhooks.deliveries_of()
 
     def git_remote(self, full_name: str, token: str | None = None) -> str:
         """The clone URL, with ``x-access-token:<token>@`` when a token is given."""

@@ -88,12 +88,7 @@ class State(StateBase[Repo, User, Token]):
         """The user ``login``, created on first use."""
         if isinstance(login, User):
             return login
-        with self.lock:
-            found = self.users.get(login.casefold())
-            if found is None:
-                found = User(login=login, id=self.next_id("user"), type=type, name=name)
-                self.users[login.casefold()] = found
-            return found
+        return self._account(login, lambda id: User(login=login, id=id, type=type, name=name))
 
     def add_member(self, org: str, login: str) -> User:
         """Make ``login`` a member of the organization ``org`` (both created on first use):
@@ -119,12 +114,7 @@ class State(StateBase[Repo, User, Token]):
         """A repository with an empty bare Git repository (one commit if ``auto_init``)."""
         owner_login, name = full_name.split("/", 1)
         with self.lock:
-            if self._lookup(owner_login, name) is not None:
-                raise ValueError(f"{full_name} already exists")
-            repo_id = self.next_id("repo")
-            git_dir = self.git_dir_for(repo_id)
-            now = self.now()
-            bare_repos.init(git_dir, default_branch, auto_init=auto_init, when=now)
+            repo_id, git_dir, now = self._init_repo(full_name, default_branch, auto_init)
             repo = Repo(
                 id=repo_id,
                 owner=self.user(owner_login),
