@@ -30,13 +30,21 @@ def github_fields(fake: GitHubFake, token: str) -> dict[str, object]:
     }
 
 
-def github_worker_env(fake: GitHubFake, token: str) -> dict[str, str]:
-    """``github_fields`` as the environment of worker processes."""
+def github_env(fake: GitHubFake, token: str) -> dict[str, str]:
+    """The environment that points a reposync process (the command line, a worker) at
+    the test server with ``token``."""
     return {
         "REPOSYNC_GITHUB_API_URL": fake.api_url,
         "REPOSYNC_GITHUB_UPLOADS_URL": fake.uploads_url,
         "REPOSYNC_GITHUB_GIT_URL": fake.git_url,
         "REPOSYNC_GITHUB_TOKEN": token,
+    }
+
+
+def github_worker_env(fake: GitHubFake, token: str) -> dict[str, str]:
+    """``github_fields`` as the environment of worker processes."""
+    return {
+        **github_env(fake, token),
         "REPOSYNC_GITHUB_WRITE_INTERVAL": "0",
         "REPOSYNC_HTTP_TIMEOUT": "10",
     }
