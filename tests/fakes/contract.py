@@ -260,11 +260,7 @@ class GitHubContract(ContractChecks):
     # -- requests -----------------------------------------------------------------------
 
     def check_request(
-        self,
-        method: str,
-        url: str,
-        headers: HeaderArg = None,
-        body: bytes | None = None,
+        self, method: str, url: str, headers: HeaderArg = None, body: bytes | None = None
     ) -> RequestCheck:
         """Every way the request breaks the contract, and the body's schema errors."""
         target = self._target(method, url)

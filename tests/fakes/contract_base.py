@@ -102,12 +102,7 @@ class ContractChecks:
             raise self.violation(method, url, "request", problems)
 
     def validate_response(
-        self,
-        method: str,
-        url: str,
-        status: int,
-        headers: Headers = None,
-        body: bytes | None = None,
+        self, method: str, url: str, status: int, headers: Headers = None, body: bytes | None = None
     ) -> None:
         """Raise ContractViolation unless the description allows this response."""
         problems = self.response_problems(method, url, status, headers, body)
@@ -168,12 +163,7 @@ class RecordingValidator:
         return self._record(lambda: self.contract.validate_request(method, url, headers, body))
 
     def validate_response(
-        self,
-        method: str,
-        url: str,
-        status: int,
-        headers: Headers = None,
-        body: bytes | None = None,
+        self, method: str, url: str, status: int, headers: Headers = None, body: bytes | None = None
     ) -> ContractViolation | None:
         return self._record(
             lambda: self.contract.validate_response(method, url, status, headers, body)

@@ -230,11 +230,7 @@ class ForgejoContract(ContractChecks):
     # -- requests -----------------------------------------------------------------------
 
     def check_request(
-        self,
-        method: str,
-        url: str,
-        headers: Headers = None,
-        body: bytes | None = None,
+        self, method: str, url: str, headers: Headers = None, body: bytes | None = None
     ) -> RequestCheck:
         """Every way the request breaks the contract, and the body's schema errors."""
         found = self._api_path(url)
@@ -328,12 +324,7 @@ class ForgejoContract(ContractChecks):
     # -- responses ----------------------------------------------------------------------
 
     def response_problems(
-        self,
-        method: str,
-        url: str,
-        status: int,
-        headers: Headers = None,
-        body: bytes | None = None,
+        self, method: str, url: str, status: int, headers: Headers = None, body: bytes | None = None
     ) -> list[tuple[str, str]]:
         """Every way the response breaks the contract, as ``(kind, message)`` pairs."""
         op = self.operation_for(method, url)

@@ -334,18 +334,8 @@ class GitHttpApp:
         body: dict[str, Any],
         headers: list[tuple[str, str]] | None = None,
     ) -> Iterable[bytes]:
-        reasons = {
-            200: "OK",
-            401: "Unauthorized",
-            403: "Forbidden",
-            404: "Not Found",
-            405: "Method Not Allowed",
-            406: "Not Acceptable",
-            409: "Conflict",
-            422: "Unprocessable Entity",
-        }
         start_response(
-            f"{status} {reasons.get(status, 'Error')}",
+            lfs_store.status_line(status),
             [("Content-Type", lfs_store.MEDIA_TYPE), *(headers or [])],
         )
         return [json.dumps(body).encode()]

@@ -70,17 +70,10 @@ GROUPS = {
     "pull_request_review_rejected": "pull_request_review",
     "pull_request_review_comment": "pull_request_review",
 }
-#: ``HookEventType.Event()``: what ``X-Forgejo-Event`` says of each type.
+#: ``HookEventType.Event()``: what ``X-Forgejo-Event`` says of each type (its group's
+#: name, but for the reviews').
 EVENT_NAMES = {
-    "issue_assign": "issues",
-    "issue_label": "issues",
-    "issue_milestone": "issues",
-    "pull_request_assign": "pull_request",
-    "pull_request_label": "pull_request",
-    "pull_request_milestone": "pull_request",
-    "pull_request_sync": "pull_request",
-    "pull_request_review_request": "pull_request",
-    "pull_request_comment": "issue_comment",
+    **GROUPS,
     "pull_request_review_approved": "pull_request_approved",
     "pull_request_review_rejected": "pull_request_rejected",
     "pull_request_review_comment": "pull_request_comment",
