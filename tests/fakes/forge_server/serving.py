@@ -38,7 +38,7 @@ def serve(
     """A threaded server for ``app`` on a free port of 127.0.0.1, and the thread that
     will run it (not started: the caller starts it once every URL is known)."""
     server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=handler)
-    server.handle_error = lambda request, address: None  # type: ignore[method-assign]
+    server.handle_error = lambda request, client_address: None  # type: ignore[method-assign]
     thread = threading.Thread(
         target=functools.partial(server.serve_forever, poll_interval=0.05),
         name=name,
