@@ -68,6 +68,7 @@ from tests.fakes.contract_base import (
     RecordingValidator,
     RequestCheck,
     attach,
+    body_error,
     pointer,
     validate_exchange,
 )
@@ -361,16 +362,14 @@ def _body_errors(error: BaseException) -> list[BodyError]:
     schema_errors = getattr(error.__cause__, "schema_errors", None)
     if not schema_errors:
         return []
-    found = []
-    for e in schema_errors:
-        where = ".".join(str(p) for p in e.absolute_path)
-        missing = re.match(r"'(.+)' is a required property", e.message)
-        if e.validator == "required" and missing:
-            name = f"{where}.{missing.group(1)}" if where else missing.group(1)
-            found.append(BodyError(name, "missing_field", f'"{name}" wasn\'t supplied.'))
-        else:
-            found.append(BodyError(where, "invalid", f"For '{where or 'body'}', {e.message}."))
-    return found
+    return [
+        body_error(
+            e,
+            lambda name: f'"{name}" wasn\'t supplied.',
+            lambda where, e: f"For '{where or 'body'}', {e.message}.",
+        )
+        for e in schema_errors
+    ]
 
 
 def is_git_smart_http(url: str) -> bool:

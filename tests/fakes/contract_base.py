@@ -10,6 +10,7 @@ both, so they live here once.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -128,6 +129,19 @@ def violation_message(
     lines = [f"{method.upper()} {url}{label}: {what} breaks {forge}'s description:"]
     lines += [f"  - {message}" for _, message in problems]
     return "\n".join(lines)
+
+
+def body_error(
+    error: Any, missing: Callable[[str], str], invalid: Callable[[str, Any], str]
+) -> BodyError:
+    """A jsonschema error of a request body as the forge says it: a required field left
+    out (``missing(name)``, the name dotted), or anything else (``invalid(where, error)``)."""
+    where = ".".join(str(p) for p in error.absolute_path)
+    left_out = re.match(r"'(.+)' is a required property", error.message)
+    if error.validator == "required" and left_out:
+        name = f"{where}.{left_out.group(1)}" if where else left_out.group(1)
+        return BodyError(name, "missing_field", missing(name))
+    return BodyError(where, "invalid", invalid(where, error))
 
 
 def pointer(error: Any) -> str:

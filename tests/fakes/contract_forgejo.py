@@ -64,6 +64,7 @@ from tests.fakes.contract_base import (
     ContractChecks,
     Headers,
     RequestCheck,
+    body_error,
     header_value,
     pointer,
 )
@@ -311,15 +312,12 @@ class ForgejoContract(ContractChecks):
         for name in required:  # the binding's Required refuses a zero value too
             if isinstance(data, dict) and name in data and data[name] in ("", 0, None, [], {}):
                 found.append(BodyError(name, "missing_field", f"{name} is required"))
-        for e in errors[:MAX_LISTED_ERRORS]:
-            where = ".".join(str(p) for p in e.absolute_path)
-            missing = re.match(r"'(.+)' is a required property", e.message)
-            if e.validator == "required" and missing:
-                name = f"{where}.{missing.group(1)}" if where else missing.group(1)
-                found.append(BodyError(name, "missing_field", f"{name} is required"))
-            else:
-                found.append(BodyError(where, "invalid", f"{pointer(e)}: {e.message}"))
-        return found
+        return found + [
+            body_error(
+                e, lambda name: f"{name} is required", lambda _, e: f"{pointer(e)}: {e.message}"
+            )
+            for e in errors[:MAX_LISTED_ERRORS]
+        ]
 
     # -- responses ----------------------------------------------------------------------
 
