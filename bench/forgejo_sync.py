@@ -32,8 +32,8 @@ sys.path.insert(0, str(ROOT))
 from reposync.service.bindings import SyncRequest  # noqa: E402
 from reposync.service.embedded import sync  # noqa: E402
 from reposync.sync.vocabulary import ObjectType  # noqa: E402
+from tests.fakes.forge_server.clock import ManualClock  # noqa: E402
 from tests.fakes.forgejo import ForgejoFake  # noqa: E402
-from tests.fakes.github.clock import ManualClock  # noqa: E402
 from tests.forge_population import populate  # noqa: E402
 from tests.forgejo_env import embedded_world, locator  # noqa: E402
 

@@ -17,10 +17,10 @@ from tests.fakes.contract import RecordingValidator, attach
 from tests.fakes.github import GitHubFake
 
 
-def github_settings(fake: GitHubFake, data_dir: Path, token: str, **overrides: object) -> Settings:
-    fields: dict[str, object] = {
-        "data_dir": data_dir,
-        "lease_ttl": 30.0,
+def github_fields(fake: GitHubFake, token: str) -> dict[str, object]:
+    """The settings that point reposync at the test server with ``token``, its writes not
+    spaced out (the test server has no secondary limit to respect by default)."""
+    return {
         "github_api_url": fake.api_url,
         "github_uploads_url": fake.uploads_url,
         "github_git_url": fake.git_url,
@@ -28,6 +28,30 @@ def github_settings(fake: GitHubFake, data_dir: Path, token: str, **overrides: o
         "github_write_interval": 0.0,
         "http_timeout": 10.0,
     }
+
+
+def github_env(fake: GitHubFake, token: str) -> dict[str, str]:
+    """The environment that points a reposync process (the command line, a worker) at
+    the test server with ``token``."""
+    return {
+        "REPOSYNC_GITHUB_API_URL": fake.api_url,
+        "REPOSYNC_GITHUB_UPLOADS_URL": fake.uploads_url,
+        "REPOSYNC_GITHUB_GIT_URL": fake.git_url,
+        "REPOSYNC_GITHUB_TOKEN": token,
+    }
+
+
+def github_worker_env(fake: GitHubFake, token: str) -> dict[str, str]:
+    """``github_fields`` as the environment of worker processes."""
+    return {
+        **github_env(fake, token),
+        "REPOSYNC_GITHUB_WRITE_INTERVAL": "0",
+        "REPOSYNC_HTTP_TIMEOUT": "10",
+    }
+
+
+def github_settings(fake: GitHubFake, data_dir: Path, token: str, **overrides: object) -> Settings:
+    fields = {"data_dir": data_dir, "lease_ttl": 30.0, **github_fields(fake, token)}
     return Settings(**(fields | overrides))  # type: ignore[arg-type]
 
 

@@ -52,7 +52,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, quote, urlsplit
 
@@ -63,14 +63,16 @@ from werkzeug.datastructures import Headers, ImmutableMultiDict
 from tests.fakes.contract_base import (
     MAX_LISTED_ERRORS,
     BodyError,
+    ContractChecks,
     ContractViolation,
     RecordingValidator,
     RequestCheck,
     attach,
+    body_error,
     pointer,
     validate_exchange,
-    violation_message,
 )
+from tests.fakes.contract_base import Headers as HeaderArg
 from tests.fakes.contract_spec import Operation, load
 
 __all__ = [
@@ -122,15 +124,17 @@ class _Target:
     problem: str | None
 
 
-def _header_map(headers: Mapping[str, str] | Iterable[tuple[str, str]] | None) -> Headers:
+def _header_map(headers: HeaderArg) -> Headers:
     if headers is None:
         return Headers()
     items = headers.items() if isinstance(headers, Mapping) else headers
     return Headers([(str(k), str(v)) for k, v in items])
 
 
-class GitHubContract:
+class GitHubContract(ContractChecks):
     """GitHub's description of our operations, with test-server URLs mapped onto GitHub's."""
+
+    forge = "GitHub"
 
     def __init__(
         self,
@@ -257,11 +261,7 @@ class GitHubContract:
     # -- requests -----------------------------------------------------------------------
 
     def check_request(
-        self,
-        method: str,
-        url: str,
-        headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
-        body: bytes | None = None,
+        self, method: str, url: str, headers: HeaderArg = None, body: bytes | None = None
     ) -> RequestCheck:
         """Every way the request breaks the contract, and the body's schema errors."""
         target = self._target(method, url)
@@ -282,31 +282,6 @@ class GitHubContract:
                 body_errors += _body_errors(error)
         return RequestCheck(problems, body_errors)
 
-    def request_problems(
-        self,
-        method: str,
-        url: str,
-        headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
-        body: bytes | None = None,
-    ) -> list[tuple[str, str]]:
-        """Every way the request breaks the contract, as ``(kind, message)`` pairs.
-
-        Kinds: ``url``, ``path``, ``server``, ``parameter``, ``body``.
-        """
-        return self.check_request(method, url, headers, body).problems
-
-    def validate_request(
-        self,
-        method: str,
-        url: str,
-        headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
-        body: bytes | None = None,
-    ) -> None:
-        """Raise ContractViolation unless the request is one the description allows."""
-        problems = self.request_problems(method, url, headers, body)
-        if problems:
-            raise self.violation(method, url, "request", problems)
-
     # -- responses ----------------------------------------------------------------------
 
     def response_problems(
@@ -314,7 +289,7 @@ class GitHubContract:
         method: str,
         url: str,
         status: int,
-        headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+        headers: HeaderArg = None,
         body: bytes | None = None,
     ) -> list[tuple[str, str]]:
         """Every way the response breaks the contract, as ``(kind, message)`` pairs."""
@@ -361,34 +336,6 @@ class GitHubContract:
             for e in errors[:MAX_LISTED_ERRORS]
         ]
 
-    def validate_response(
-        self,
-        method: str,
-        url: str,
-        status: int,
-        headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
-        body: bytes | None = None,
-    ) -> None:
-        """Raise ContractViolation unless the description allows this response."""
-        problems = self.response_problems(method, url, status, headers, body)
-        if problems:
-            raise self.violation(method, url, f"response {status}", problems)
-
-    def violation(
-        self, method: str, url: str, what: str, problems: list[tuple[str, str]]
-    ) -> ContractViolation:
-        """A violation with the same message validate_request/validate_response raise."""
-        message = _message(method, url, what, self._label(method, url), problems)
-        return ContractViolation(message, what)
-
-    def _label(self, method: str, url: str) -> str:
-        op = self.operation_for(method, url)
-        return f" [{op.operation_id}]" if op else ""
-
-
-def _message(method: str, url: str, what: str, label: str, problems: list[tuple[str, str]]) -> str:
-    return violation_message("GitHub", method, url, what, label, problems)
-
 
 def _explain(error: BaseException) -> str:
     cause = error.__cause__
@@ -415,16 +362,14 @@ def _body_errors(error: BaseException) -> list[BodyError]:
     schema_errors = getattr(error.__cause__, "schema_errors", None)
     if not schema_errors:
         return []
-    found = []
-    for e in schema_errors:
-        where = ".".join(str(p) for p in e.absolute_path)
-        missing = re.match(r"'(.+)' is a required property", e.message)
-        if e.validator == "required" and missing:
-            name = f"{where}.{missing.group(1)}" if where else missing.group(1)
-            found.append(BodyError(name, "missing_field", f'"{name}" wasn\'t supplied.'))
-        else:
-            found.append(BodyError(where, "invalid", f"For '{where or 'body'}', {e.message}."))
-    return found
+    return [
+        body_error(
+            e,
+            lambda name: f'"{name}" wasn\'t supplied.',
+            lambda where, e: f"For '{where or 'body'}', {e.message}.",
+        )
+        for e in schema_errors
+    ]
 
 
 def is_git_smart_http(url: str) -> bool:

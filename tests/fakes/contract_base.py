@@ -10,6 +10,7 @@ both, so they live here once.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -48,25 +49,76 @@ class RequestCheck:
     body_errors: list[BodyError]
 
 
-class Contract(Protocol):
-    """What the recording and the client hooks need of a forge's contract."""
+def header_value(headers: Headers, name: str) -> str:
+    """The first ``name`` header's value ("" when absent), whatever shape ``headers`` has."""
+    if headers is None:
+        return ""
+    items = headers.items() if isinstance(headers, Mapping) else headers
+    wanted = name.lower()
+    for key, value in items:
+        if str(key).lower() == wanted:
+            return str(value)
+    return ""
 
-    def is_rest_url(self, url: str) -> bool: ...
 
-    def describes(self, method: str, url: str) -> bool: ...
+class Operation(Protocol):
+    """What a violation's label needs of a described operation."""
+
+    @property
+    def operation_id(self) -> str: ...
+
+
+class ContractChecks:
+    """A forge's contract: raising, listing and wording its violations, over what each
+    forge's contract answers in its own way (the checks of a request and of a response,
+    the operation a URL calls, which URLs are its REST API's)."""
+
+    forge = ""
+    #: ``(url)``: whether it is under the REST API (not Git, not LFS).
+    is_rest_url: Callable[[str], bool]
+    #: ``(method, url)``: whether a described operation answers it.
+    describes: Callable[[str, str], bool]
+    #: ``(method, url)``: the described operation it calls, if any.
+    operation_for: Callable[[str, str], Operation | None]
+    #: ``(method, url, headers, body)``: every way a request breaks the contract.
+    check_request: Callable[[str, str, Headers, bytes | None], RequestCheck]
+    #: ``(method, url, status, headers, body)``: every way a response breaks it.
+    response_problems: Callable[[str, str, int, Headers, bytes | None], list[tuple[str, str]]]
+
+    def request_problems(
+        self, method: str, url: str, headers: Headers = None, body: bytes | None = None
+    ) -> list[tuple[str, str]]:
+        """Every way the request breaks the contract, as ``(kind, message)`` pairs.
+
+        Kinds: ``url``, ``path``, ``server``, ``parameter``, ``body``.
+        """
+        return self.check_request(method, url, headers, body).problems
 
     def validate_request(
         self, method: str, url: str, headers: Headers = None, body: bytes | None = None
-    ) -> None: ...
+    ) -> None:
+        """Raise ContractViolation unless the request is one the description allows."""
+        problems = self.request_problems(method, url, headers, body)
+        if problems:
+            raise self.violation(method, url, "request", problems)
 
     def validate_response(
-        self,
-        method: str,
-        url: str,
-        status: int,
-        headers: Headers = None,
-        body: bytes | None = None,
-    ) -> None: ...
+        self, method: str, url: str, status: int, headers: Headers = None, body: bytes | None = None
+    ) -> None:
+        """Raise ContractViolation unless the description allows this response."""
+        problems = self.response_problems(method, url, status, headers, body)
+        if problems:
+            raise self.violation(method, url, f"response {status}", problems)
+
+    def violation(
+        self, method: str, url: str, what: str, problems: list[tuple[str, str]]
+    ) -> ContractViolation:
+        """A violation with the same message validate_request/validate_response raise."""
+        op = self.operation_for(method, url)
+        label = f" [{op.operation_id}]" if op else ""
+        return ContractViolation(
+            violation_message(self.forge, method, url, what, label, problems), what
+        )
 
 
 def violation_message(
@@ -77,6 +129,19 @@ def violation_message(
     lines = [f"{method.upper()} {url}{label}: {what} breaks {forge}'s description:"]
     lines += [f"  - {message}" for _, message in problems]
     return "\n".join(lines)
+
+
+def body_error(
+    error: Any, missing: Callable[[str], str], invalid: Callable[[str, Any], str]
+) -> BodyError:
+    """A jsonschema error of a request body as the forge says it: a required field left
+    out (``missing(name)``, the name dotted), or anything else (``invalid(where, error)``)."""
+    where = ".".join(str(p) for p in error.absolute_path)
+    left_out = re.match(r"'(.+)' is a required property", error.message)
+    if error.validator == "required" and left_out:
+        name = f"{where}.{left_out.group(1)}" if where else left_out.group(1)
+        return BodyError(name, "missing_field", missing(name))
+    return BodyError(where, "invalid", invalid(where, error))
 
 
 def pointer(error: Any) -> str:
@@ -91,7 +156,7 @@ def pointer(error: Any) -> str:
 class RecordingValidator:
     """Collects violations instead of raising them (thread-safe)."""
 
-    contract: Contract
+    contract: ContractChecks
     violations: list[ContractViolation] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -112,12 +177,7 @@ class RecordingValidator:
         return self._record(lambda: self.contract.validate_request(method, url, headers, body))
 
     def validate_response(
-        self,
-        method: str,
-        url: str,
-        status: int,
-        headers: Headers = None,
-        body: bytes | None = None,
+        self, method: str, url: str, status: int, headers: Headers = None, body: bytes | None = None
     ) -> ContractViolation | None:
         return self._record(
             lambda: self.contract.validate_response(method, url, status, headers, body)

@@ -50,7 +50,7 @@ import copy
 import functools
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,11 +61,14 @@ from jsonschema import Draft4Validator
 from tests.fakes.contract_base import (
     MAX_LISTED_ERRORS,
     BodyError,
-    ContractViolation,
+    ContractChecks,
+    Headers,
     RequestCheck,
+    body_error,
+    header_value,
     pointer,
-    violation_message,
 )
+from tests.fakes.forge_server.routing import specificity, template_pattern
 
 SPEC_PATH = Path(__file__).resolve().parents[1] / "contracts" / "forgejo-api-subset.json"
 API_BASE = "/api/v1"
@@ -154,37 +157,22 @@ def _operations(raw: dict[str, Any]) -> tuple[SwaggerOperation, ...]:
             op = item.get(method)
             if op is None:
                 continue
-            regex = re.escape(template)
-            for name in re.findall(r"\{(\w+)\}", template):
-                part = ".+" if name in MULTI_SEGMENT else "[^/]+"
-                regex = regex.replace(re.escape("{" + name + "}"), f"(?P<{name}>{part})")
             found.append(
                 SwaggerOperation(
                     method=method,
                     template=template,
                     operation_id=op.get("operationId", "?"),
-                    pattern=re.compile(f"^{regex}$"),
+                    pattern=template_pattern(template, MULTI_SEGMENT),
                     parameters=tuple(shared) + tuple(op.get("parameters", [])),
                     responses=op["responses"],
                     consumes=tuple(op.get("consumes", default_consumes)),
                 )
             )
-    # Literal segments win over parameters: /issues/comments is not /issues/{index}.
-    found.sort(key=lambda op: (op.template.count("{"), -len(op.template)))
+    found.sort(key=lambda op: specificity(op.template))
     return tuple(found)
 
 
-def _header(headers: Mapping[str, str] | Iterable[tuple[str, str]] | None, name: str) -> str:
-    if headers is None:
-        return ""
-    items = headers.items() if isinstance(headers, Mapping) else headers
-    for key, value in items:
-        if str(key).lower() == name:
-            return str(value)
-    return ""
-
-
-class ForgejoContract:
+class ForgejoContract(ContractChecks):
     """Forgejo's description of the modelled operations, on a test server's base URL."""
 
     forge = "Forgejo"
@@ -243,11 +231,7 @@ class ForgejoContract:
     # -- requests -----------------------------------------------------------------------
 
     def check_request(
-        self,
-        method: str,
-        url: str,
-        headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
-        body: bytes | None = None,
+        self, method: str, url: str, headers: Headers = None, body: bytes | None = None
     ) -> RequestCheck:
         """Every way the request breaks the contract, and the body's schema errors."""
         found = self._api_path(url)
@@ -263,7 +247,7 @@ class ForgejoContract:
         body_errors: list[BodyError] = []
         values = {k: unquote(v) for k, v in match.groupdict().items()}
         given = dict(query)
-        content_type = _header(headers, "content-type").split(";")[0].strip().lower()
+        content_type = header_value(headers, "content-type").split(";")[0].strip().lower()
         for param in op.parameters:
             where, name = param.get("in"), param.get("name", "")
             if where == "path":
@@ -328,45 +312,17 @@ class ForgejoContract:
         for name in required:  # the binding's Required refuses a zero value too
             if isinstance(data, dict) and name in data and data[name] in ("", 0, None, [], {}):
                 found.append(BodyError(name, "missing_field", f"{name} is required"))
-        for e in errors[:MAX_LISTED_ERRORS]:
-            where = ".".join(str(p) for p in e.absolute_path)
-            missing = re.match(r"'(.+)' is a required property", e.message)
-            if e.validator == "required" and missing:
-                name = f"{where}.{missing.group(1)}" if where else missing.group(1)
-                found.append(BodyError(name, "missing_field", f"{name} is required"))
-            else:
-                found.append(BodyError(where, "invalid", f"{pointer(e)}: {e.message}"))
-        return found
-
-    def request_problems(
-        self,
-        method: str,
-        url: str,
-        headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
-        body: bytes | None = None,
-    ) -> list[tuple[str, str]]:
-        return self.check_request(method, url, headers, body).problems
-
-    def validate_request(
-        self,
-        method: str,
-        url: str,
-        headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
-        body: bytes | None = None,
-    ) -> None:
-        problems = self.request_problems(method, url, headers, body)
-        if problems:
-            raise self.violation(method, url, "request", problems)
+        return found + [
+            body_error(
+                e, lambda name: f"{name} is required", lambda _, e: f"{pointer(e)}: {e.message}"
+            )
+            for e in errors[:MAX_LISTED_ERRORS]
+        ]
 
     # -- responses ----------------------------------------------------------------------
 
     def response_problems(
-        self,
-        method: str,
-        url: str,
-        status: int,
-        headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
-        body: bytes | None = None,
+        self, method: str, url: str, status: int, headers: Headers = None, body: bytes | None = None
     ) -> list[tuple[str, str]]:
         """Every way the response breaks the contract, as ``(kind, message)`` pairs."""
         op = self.operation_for(method, url)
@@ -383,7 +339,7 @@ class ForgejoContract:
         if "$ref" in described:
             described = self._spec.raw["responses"][described["$ref"].rsplit("/", 1)[1]]
         schema = described.get("schema")
-        content_type = _header(headers, "content-type").lower()
+        content_type = header_value(headers, "content-type").lower()
         if schema is None and body and status >= 400:  # an error's JSON (module docstring)
             name = "notFound" if status == 404 else "error"
             schema = self._spec.raw["responses"][name]["schema"]
@@ -432,18 +388,6 @@ class ForgejoContract:
                 break
         return schema
 
-    def validate_response(
-        self,
-        method: str,
-        url: str,
-        status: int,
-        headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
-        body: bytes | None = None,
-    ) -> None:
-        problems = self.response_problems(method, url, status, headers, body)
-        if problems:
-            raise self.violation(method, url, f"response {status}", problems)
-
     def go_name(self, method: str, url: str, field: str) -> str:
         """The Go name of a body field (``x-go-name``), as Forgejo's binding names it in
         its 422 answers ("[Title]: Required")."""
@@ -462,12 +406,3 @@ class ForgejoContract:
         errors = self._validator(f"definition:{definition}", schema).iter_errors(data)
         found = [f"{pointer(e)}: {e.message}" for e in errors]
         return found + self._missing(schema, data, "$")
-
-    def violation(
-        self, method: str, url: str, what: str, problems: list[tuple[str, str]]
-    ) -> ContractViolation:
-        op = self.operation_for(method, url)
-        label = f" [{op.operation_id}]" if op else ""
-        return ContractViolation(
-            violation_message(self.forge, method, url, what, label, problems), what
-        )

@@ -18,6 +18,8 @@ from typing import Any
 
 from openapi_core import OpenAPI
 
+from tests.fakes.forge_server.routing import specificity, template_pattern
+
 SPEC_PATH = Path(__file__).resolve().parents[1] / "contracts" / "github-rest-subset.json"
 METHODS = ("get", "put", "post", "delete", "patch", "head", "options")
 #: Operations whose request bodies GitHub's description text documents beyond its schema.
@@ -139,10 +141,6 @@ def _operations(raw: dict[str, Any]) -> tuple[Operation, ...]:
                     param = parameters[param["$ref"].rsplit("/", 1)[1]]
                 if param.get("in") == "path" and param.get("x-multi-segment"):
                     multi.append(param["name"])
-            regex = re.escape(template)
-            for name in re.findall(r"\{(\w+)\}", template):
-                part = ".+" if name in multi else "[^/]+"
-                regex = regex.replace(re.escape("{" + name + "}"), f"(?P<{name}>{part})")
             servers = op.get("servers") or item.get("servers")
             found.append(
                 Operation(
@@ -150,13 +148,11 @@ def _operations(raw: dict[str, Any]) -> tuple[Operation, ...]:
                     template=template,
                     operation_id=op.get("operationId", "?"),
                     origin=servers[0]["url"].rstrip("/") if servers else default_origin,
-                    pattern=re.compile(f"^{regex}$"),
+                    pattern=template_pattern(template, multi),
                     multi_segment=tuple(multi),
                     statuses=frozenset(op["responses"]),
                     docs_url=str(op.get("externalDocs", {}).get("url", "")),
                 )
             )
-    # Literal segments win over parameters, as in any router: /issues/comments
-    # must not be read as /issues/{issue_number}.
-    found.sort(key=lambda op: (op.template.count("{"), -len(op.template)))
+    found.sort(key=lambda op: specificity(op.template))
     return tuple(found)

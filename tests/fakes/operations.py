@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.fakes.forge_server.routing import specificity, template_pattern
+
 FAKES = Path(__file__).resolve().parent
 #: Path parameters whose values contain slashes (``contents/{path}``, ``git/refs/{ref}``).
 MULTI_SEGMENT = frozenset({"path", "ref"})
@@ -37,14 +39,6 @@ class Operation:
         return f"{self.method} {self.template}"
 
 
-def _pattern(template: str) -> re.Pattern[str]:
-    regex = re.escape(template)
-    for name in re.findall(r"\{(\w+)\}", template):
-        part = ".+" if name in MULTI_SEGMENT else "[^/]+"
-        regex = regex.replace(re.escape("{" + name + "}"), part, 1)
-    return re.compile(f"^{regex}$")
-
-
 @functools.cache
 def operations(listing: str) -> tuple[Operation, ...]:
     """The operations ``listing`` (a path below tests/fakes/) names, literal segments
@@ -54,8 +48,8 @@ def operations(listing: str) -> tuple[Operation, ...]:
         if not line.strip() or line.startswith("#"):
             continue
         method, template = line.split(" ", 1)
-        found.append(Operation(method, template, _pattern(template)))
-    found.sort(key=lambda op: (op.template.count("{"), -len(op.template)))
+        found.append(Operation(method, template, template_pattern(template, MULTI_SEGMENT)))
+    found.sort(key=lambda op: specificity(op.template))
     return tuple(found)
 
 

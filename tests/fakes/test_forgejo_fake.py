@@ -10,8 +10,8 @@ import pytest
 import requests
 
 from tests.fakes.contract_forgejo import ForgejoContract
+from tests.fakes.forge_server.clock import ManualClock
 from tests.fakes.forgejo import ForgejoFake, forgejo_fake
-from tests.fakes.github.clock import ManualClock
 from tests.gitrepo import commit_on
 
 REPO = "acme/widgets"

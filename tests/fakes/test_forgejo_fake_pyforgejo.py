@@ -11,9 +11,6 @@ what it receives and sends, the client's httpx hook what it sends and receives).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import pytest
@@ -21,6 +18,7 @@ from pyforgejo import PyforgejoApi
 from pyforgejo.core.api_error import ApiError
 from pyforgejo.core.request_options import RequestOptions
 
+from tests.fakes.client_script import Script
 from tests.fakes.forgejo import ForgejoFake
 from tests.gitrepo import commit_on
 
@@ -30,24 +28,6 @@ PULL = 3  # after issues 1 and 2: one index for both
 #: pyforgejo retries a 409 with back-off; a conflict the script provokes is asked once.
 ONCE: RequestOptions = {"max_retries": 0}
 ORG = "acme-org"
-
-
-@dataclass
-class Script:
-    """Calls made one after another; a failing call is recorded and the script goes on, so
-    one run counts every call that fails."""
-
-    passed: list[str] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)
-
-    @contextmanager
-    def call(self, name: str) -> Iterator[None]:
-        try:
-            yield
-        except (Exception, pytest.fail.Exception) as exc:  # any failure is the finding
-            self.failed.append(f"{name}: {type(exc).__name__}: {str(exc)[:400]}")
-        else:
-            self.passed.append(name)
 
 
 def seed(fake: ForgejoFake) -> tuple[str, str]:

@@ -13,6 +13,7 @@ import pytest
 import requests
 
 from tests.fakes.contract import RecordingValidator, attach
+from tests.fakes.forge_server.clock import iso
 from tests.fakes.github import (
     AppInstall,
     GitHubFake,
@@ -23,7 +24,6 @@ from tests.fakes.github import (
     github_fake,
     make_app_jwt,
 )
-from tests.fakes.github.clock import iso
 from tests.gitrepo import commit_on, refs
 
 REPO = "acme/widgets"

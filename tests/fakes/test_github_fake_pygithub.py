@@ -10,42 +10,18 @@ violation and no unmodelled operation while it runs.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from github import Auth, Github, GithubException, UnknownObjectException
 
+from tests.fakes.client_script import Script
 from tests.fakes.github import GitHubFake
 from tests.gitrepo import commit_on
 
 REPO = "acme/widgets"
 ORG_REPO = "acme-org/tools"
 FILE = "feature_work.txt"  # what tests.gitrepo.commit_on adds for "feature work"
-
-
-@dataclass
-class Script:
-    """Calls made one after another; a failing call is recorded and the script goes on, so
-    one run counts every call that fails."""
-
-    passed: list[str] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)
-
-    @contextmanager
-    def call(self, name: str) -> Iterator[None]:
-        try:
-            yield
-        except Exception as exc:  # any failure of the client is the finding
-            self.failed.append(f"{name}: {type(exc).__name__}: {str(exc)[:300]}")
-        else:
-            self.passed.append(name)
-
-    @property
-    def total(self) -> int:
-        return len(self.passed) + len(self.failed)
 
 
 def seed(fake: GitHubFake) -> tuple[str, str]:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from reposync.cli import main
+from tests.github_env import github_env
 from tests.gitrepo import generate, init_bare, refs, set_ref
 from tests.servers import free_port
 
@@ -455,12 +456,7 @@ def test_a_handoff_from_github_needs_the_confirmation_that_writes_stopped(
     """reposync cannot freeze a GitHub authority: without ``--confirm-writes-stopped``
     the handoff exits 1 naming the flag, and no Run starts."""
     github_fake.state.create_repo("acme/app", private=True, auto_init=True)
-    for name, value in {
-        "REPOSYNC_GITHUB_API_URL": github_fake.api_url,
-        "REPOSYNC_GITHUB_UPLOADS_URL": github_fake.uploads_url,
-        "REPOSYNC_GITHUB_GIT_URL": github_fake.git_url,
-        "REPOSYNC_GITHUB_TOKEN": github_fake.add_token("acme"),
-    }.items():
+    for name, value in github_env(github_fake, github_fake.add_token("acme")).items():
         monkeypatch.setenv(name, value)
     old, new = "github:acme/app", f"local:{tmp_path / 'dst.git'}"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -48,6 +49,13 @@ def snapshot(path: Path, *, skip: tuple[ObjectType, ...] = ()) -> dict[str, list
                 for obj in f.reader.objects_of(object_type)
             )
         return state
+
+
+def content_hashes(path: Path, types: list[ObjectType]) -> dict[str, Counter[str]]:
+    """Content hashes per type, as a multiset: what a round trip through another forge
+    must keep (identities and numbers may differ between forges; content must not)."""
+    with forge(path) as f:
+        return {t.value: Counter(o.content_hash for o in f.reader.objects_of(t)) for t in types}
 
 
 def populate(path: Path) -> dict[str, str]:

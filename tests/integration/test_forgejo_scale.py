@@ -9,8 +9,8 @@ from pathlib import Path
 from reposync.service.bindings import SyncRequest
 from reposync.service.embedded import sync
 from reposync.sync.vocabulary import ObjectType
+from tests.fakes.forge_server.clock import ManualClock
 from tests.fakes.forgejo import ForgejoFake
-from tests.fakes.github.clock import ManualClock
 from tests.forge_population import populate
 from tests.forgejo_env import embedded_world, locator
 

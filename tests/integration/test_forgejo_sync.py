@@ -14,20 +14,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import select
 
-from reposync.models import RunItem
-from reposync.providers.base import EndpointSpec
 from reposync.providers.forge.bodies import parse
-from reposync.providers.local import LocalProvider
 from reposync.service.bindings import SyncRequest
 from reposync.service.embedded import sync
 from reposync.sync.vocabulary import ObjectType
+from tests.fakes.forge_server.clock import ManualClock
 from tests.fakes.forgejo import ForgejoFake
-from tests.fakes.github.clock import ManualClock
 from tests.forgejo_env import embedded_world, locator
 from tests.gitrepo import commit_on, generate, refs, set_ref
-from tests.integration.test_forge_sync import WHEN, forge, populate
+from tests.integration.test_forge_sync import WHEN, content_hashes, forge, items_of, populate
 
 REPO = "acme/widgets"
 #: Types whose canonical content must be equal after a round trip through Forgejo.
@@ -50,23 +46,6 @@ def world(tmp_path: Path) -> Iterator[tuple[Any, ForgejoFake, ManualClock]]:
 
 def target(fake: ForgejoFake) -> str:
     return f"forgejo:{locator(fake, REPO)}"
-
-
-def local_state(path: Path, types: list[ObjectType]) -> dict[str, Counter[str]]:
-    """Content hashes per type (identities differ between forges; content must not)."""
-    provider = LocalProvider.open(EndpointSpec("local", str(path)))
-    try:
-        return {
-            t.value: Counter(o.content_hash for o in provider.forge.reader.objects_of(t))
-            for t in types
-        }
-    finally:
-        provider.close()
-
-
-def items(ctx: Any, run_id: int) -> list[RunItem]:
-    with ctx.db.session() as session:
-        return list(session.execute(select(RunItem).where(RunItem.run_id == run_id)).scalars())
 
 
 def test_local_to_forgejo_converges_then_a_rerun_reads_nothing_of_it(tmp_path, world):
@@ -103,7 +82,7 @@ def test_local_to_forgejo_converges_then_a_rerun_reads_nothing_of_it(tmp_path, w
     before = len(fake.requests)
     second = sync(ctx, request)
     assert second.status == "completed"
-    assert items(ctx, second.id) == []
+    assert items_of(ctx, second.id) == []
     rest = fake.requests[before:]
     assert rest, "the second Run still opens the repository"
     assert all(r.method == "GET" for r in rest)
@@ -138,7 +117,7 @@ def test_forgejo_to_local_round_trips_and_a_no_change_run_reads_no_object(tmp_pa
     returned = sync(ctx, request)
 
     assert returned.status == "completed", returned.report["problems"]
-    assert local_state(back, KEPT) == local_state(source, KEPT)
+    assert content_hashes(back, KEPT) == content_hashes(source, KEPT)
     with forge(back) as f:
         bodies = [c.payload["body"] for c in f.reader.objects_of(ObjectType.ISSUE_COMMENT)]
     assert sorted(bodies) == sorted(["me too", "LGTM?"])
@@ -151,7 +130,7 @@ def test_forgejo_to_local_round_trips_and_a_no_change_run_reads_no_object(tmp_pa
     clock.advance(60)
     before = len(fake.requests)
     again = sync(ctx, request)
-    assert (again.status, items(ctx, again.id)) == ("completed", [])
+    assert (again.status, items_of(ctx, again.id)) == ("completed", [])
     reads = _listing_reads(fake.requests[before:])
     unneeded = {path: n for path, n in reads.items() if n and path not in UNFILTERED + OPENED}
     assert unneeded == {}
@@ -163,7 +142,7 @@ def test_forgejo_to_local_round_trips_and_a_no_change_run_reads_no_object(tmp_pa
     before = len(fake.requests)
     edited = sync(ctx, request)
     assert edited.status == "completed", edited.report["problems"]
-    assert [(i.object_type, i.action) for i in items(ctx, edited.id)] == [("issue", "update")]
+    assert [(i.object_type, i.action) for i in items_of(ctx, edited.id)] == [("issue", "update")]
     reads = _listing_reads(fake.requests[before:])
     changed = {path: n for path, n in reads.items() if n and path not in UNFILTERED + OPENED}
     assert changed == {"/issues": 1, "/issues/1": 1}  # listed once, read once
@@ -268,7 +247,7 @@ def test_an_author_with_a_mapped_account_writes_as_that_account(tmp_path):
             returned = sync(ctx, SyncRequest(target(fake), f"local:{back}"))
             assert returned.status == "completed", returned.report["problems"]
             types = [ObjectType.ISSUE, ObjectType.PULL_REQUEST, ObjectType.REVIEW]
-            assert local_state(back, types) == local_state(source, types)
+            assert content_hashes(back, types) == content_hashes(source, types)
         fake.assert_clean(requests_too=True)
 
 

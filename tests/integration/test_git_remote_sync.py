@@ -139,6 +139,15 @@ def seed_with_git_lfs(url: str, work: Path, home: Path) -> dict[str, bytes]:
 # -- HTTP ----------------------------------------------------------------------------------
 
 
+def assert_mirrored(run: Any, local: Path, remote: Path, content: dict[str, bytes]) -> None:
+    """A Run from a remote seeded by ``seed_with_git_lfs`` left its refs, its LFS objects
+    and its HEAD as the default branch in the local forge ``local``."""
+    assert run.status == "completed", run.report["problems"]
+    assert refs(local) == refs(remote)
+    assert sorted(stored(local).values()) == sorted(content.values())
+    assert listing(local)["HEAD"] == "main"
+
+
 def test_a_local_forge_mirrors_to_an_http_remote_and_a_rerun_pushes_nothing(
     ctx, tmp_path, git_server, git_home
 ):
@@ -183,10 +192,7 @@ def test_an_http_remote_syncs_to_a_local_forge_with_lfs_and_its_head(
 
     first = sync(ctx, request)
 
-    assert first.status == "completed", first.report["problems"]
-    assert refs(local) == refs(target_repo)
-    assert sorted(stored(local).values()) == sorted(content.values())
-    assert listing(local)["HEAD"] == "main"
+    assert_mirrored(first, local, target_repo, content)
 
     second = sync(ctx, request)
     assert second.status == "completed", second.report["problems"]
@@ -311,10 +317,7 @@ def test_an_scp_like_ssh_remote_syncs_to_a_local_forge_with_lfs(
 
     first = sync(ctx, request)
 
-    assert first.status == "completed", first.report["problems"]
-    assert refs(local) == refs(served)
-    assert sorted(stored(local).values()) == sorted(content.values())
-    assert listing(local)["HEAD"] == "main"
+    assert_mirrored(first, local, served, content)
     assert "git-lfs-authenticate download" in ssh_server.commands()
 
     second = sync(ctx, request)

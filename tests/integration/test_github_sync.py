@@ -6,23 +6,17 @@ published description (the recorder); the server validates its own responses too
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
-from sqlalchemy import select
 
-from reposync.models import RunItem
-from reposync.providers.base import EndpointSpec
-from reposync.providers.local import LocalProvider
 from reposync.service.bindings import SyncRequest
 from reposync.service.embedded import sync
 from reposync.sync.vocabulary import ObjectType
 from tests.fakes.github import GitHubFake
 from tests.github_env import embedded_world
 from tests.gitrepo import commit_on, delete_refs, generate, refs, set_ref
-from tests.integration.test_forge_sync import WHEN, forge, populate
+from tests.integration.test_forge_sync import WHEN, content_hashes, forge, items_of, populate
 
 REPO = "acme/widgets"
 SHADOW = "refs/heads/reposync/pr/2/head"
@@ -55,24 +49,6 @@ def _world(fake: GitHubFake, tmp_path: Path):  # type: ignore[no-untyped-def]
 BOTH_LAYOUTS = pytest.mark.parametrize("world", ["github.com", "ghes"], indirect=True)
 
 
-def local_state(path: Path, types: list[ObjectType]) -> dict[str, Counter[str]]:
-    """Content hashes per type (identities differ between forges; content must not)."""
-    provider = LocalProvider.open(EndpointSpec("local", str(path)))
-    try:
-        return {
-            t.value: Counter(o.content_hash for o in provider.forge.reader.objects_of(t))
-            for t in types
-        }
-    finally:
-        provider.close()
-
-
-def items(ctx: Any, run_id: int) -> list[RunItem]:
-    with ctx.db.session() as session:
-        return list(session.execute(select(RunItem).where(RunItem.run_id == run_id)).scalars())
-
-
-@BOTH_LAYOUTS
 def test_local_to_github_converges_then_a_rerun_costs_nothing(tmp_path, world):
     """Every type reaches GitHub; the next Run writes nothing and only sees 304s."""
     ctx, _, fake = world
@@ -98,7 +74,7 @@ def test_local_to_github_converges_then_a_rerun_costs_nothing(tmp_path, world):
     before = len(fake.requests_log)
     second = sync(ctx, request)
     assert second.status == "completed"
-    assert items(ctx, second.id) == []
+    assert items_of(ctx, second.id) == []
     rest = [r for r in list(fake.requests_log)[before:] if r.host != "git"]
     assert rest, "the second Run still looks the repository up"
     # The repository's own metadata changed with the first Run's pushes (pushed_at), so
@@ -125,7 +101,7 @@ def test_github_to_local_then_round_trip_keeps_every_object(tmp_path, world):
     returned = sync(ctx, SyncRequest(f"github:{REPO}", f"local:{back}"))
 
     assert returned.status == "completed", returned.report["problems"]
-    assert local_state(back, KEPT) == local_state(source, KEPT)
+    assert content_hashes(back, KEPT) == content_hashes(source, KEPT)
     # Comments: the source's only; the review request's projection is no comment.
     with forge(back) as f:
         bodies = [c.payload["body"] for c in f.reader.objects_of(ObjectType.ISSUE_COMMENT)]
@@ -200,7 +176,7 @@ def test_an_open_pull_request_without_its_head_branch_opens_on_a_shadow_branch(t
     )
     assert "pull_request" not in first.report["data_gaps"].get("projected", {})
     again = sync(ctx, request)  # read back as head "feature": nothing to do
-    assert (again.status, items(ctx, again.id)) == ("completed", [])
+    assert (again.status, items_of(ctx, again.id)) == ("completed", [])
 
     with forge(source) as f:
         f.update(ObjectType.PULL_REQUEST, pull, state="closed", closed_at=WHEN)
@@ -241,6 +217,6 @@ def test_refs_reach_github_in_pushes_of_at_most_500(tmp_path, world):
     run = sync(ctx, SyncRequest(f"local:{source}", f"github:{REPO}"))
 
     assert run.status == "completed", run.report["problems"]
-    assert sum(i.object_type == "git_ref" for i in items(ctx, run.id)) == 620
+    assert sum(i.object_type == "git_ref" for i in items_of(ctx, run.id)) == 620
     assert [len(updates) for updates in fake.receive_pack_requests] == [500, 120]
     assert _git_refs(fake) == refs(source)

@@ -28,6 +28,7 @@ from reposync.service.context import ServiceContext
 from reposync.service.runs import enqueue_run
 from reposync.web.limits import WEBHOOK_MAX_BODY_BYTES
 from tests import webhooks
+from tests.github_env import github_fields, github_worker_env
 from tests.gitrepo import commit_on, generate, refs
 from tests.integration.conftest import TERMINAL, run_row, wait_terminal
 from tests.servers import free_port
@@ -109,23 +110,13 @@ def world(tmp_path, github_fake, pg_ctx, env, sender, workers) -> World:
     repo = fake.state.create_repo(REPO, private=True, auto_init=True)
     token = fake.add_token("acme")
     github = {
-        "REPOSYNC_GITHUB_API_URL": fake.api_url,
-        "REPOSYNC_GITHUB_UPLOADS_URL": fake.uploads_url,
-        "REPOSYNC_GITHUB_GIT_URL": fake.git_url,
-        "REPOSYNC_GITHUB_TOKEN": token,
-        "REPOSYNC_GITHUB_WRITE_INTERVAL": "0",
-        "REPOSYNC_HTTP_TIMEOUT": "10",
+        **github_worker_env(fake, token),
         "REPOSYNC_GITHUB_WEBHOOK_SECRET": SECRET,
         "REPOSYNC_WEBHOOK_DEBOUNCE_SECONDS": "1",
     }
     env.update(github)
     settings = pg_ctx.settings.with_overrides(
-        github_api_url=fake.api_url,
-        github_uploads_url=fake.uploads_url,
-        github_git_url=fake.git_url,
-        github_token=token,
-        github_write_interval=0.0,
-        http_timeout=10.0,
+        **github_fields(fake, token),
         github_webhook_secret=SECRET,
         webhook_debounce_seconds=1.0,
     )

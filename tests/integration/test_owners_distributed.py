@@ -21,6 +21,7 @@ from reposync.models import Binding, Run
 from reposync.service import owners
 from reposync.service.context import ServiceContext
 from reposync.service.owners import OwnerRequest
+from tests.github_env import github_fields, github_worker_env
 from tests.gitrepo import generate, refs
 from tests.integration.conftest import TERMINAL
 from tests.workers import start_worker, wait_for
@@ -134,24 +135,8 @@ def test_fifty_local_repositories_are_bound_into_a_github_organization(
     fake.state.add_member("acme-org", "acme")
     fake.limiter.secondary.per_minute = fake.limiter.secondary.per_hour = 100_000
     token = fake.add_token("acme")
-    env.update(
-        {
-            "REPOSYNC_GITHUB_API_URL": fake.api_url,
-            "REPOSYNC_GITHUB_UPLOADS_URL": fake.uploads_url,
-            "REPOSYNC_GITHUB_GIT_URL": fake.git_url,
-            "REPOSYNC_GITHUB_TOKEN": token,
-            "REPOSYNC_GITHUB_WRITE_INTERVAL": "0",
-            "REPOSYNC_HTTP_TIMEOUT": "10",
-        }
-    )
-    settings = pg_ctx.settings.with_overrides(
-        github_api_url=fake.api_url,
-        github_uploads_url=fake.uploads_url,
-        github_git_url=fake.git_url,
-        github_token=token,
-        github_write_interval=0.0,
-        http_timeout=10.0,
-    )
+    env.update(github_worker_env(fake, token))
+    settings = pg_ctx.settings.with_overrides(**github_fields(fake, token))
     ctx = ServiceContext(settings=settings, db=pg_ctx.db, dispatcher=CeleryDispatcher(sender))
     source = tmp_path / "forge"
     names = make_owner(source, OWNED)

@@ -18,7 +18,7 @@ from reposync.models.db import Database
 from reposync.service.bindings import SyncRequest
 from reposync.service.embedded import sync
 from reposync.service.lookups import get_binding
-from tests.github_env import embedded_world
+from tests.github_env import embedded_world, github_env
 from tests.gitrepo import generate, refs, set_ref
 
 REPO = "acme/public-mirror"
@@ -74,11 +74,9 @@ def test_the_cli_refuses_to_bind_a_more_public_standby_without_its_flag(
     """``reposync sync`` on first use: one error line naming --confirm-visibility, no
     Binding in the data directory; with the flag the pair is bound and synced."""
     github_fake.state.create_repo(REPO, private=False)
+    token = github_fake.add_token("acme")
     for name, value in {
-        "REPOSYNC_GITHUB_API_URL": github_fake.api_url,
-        "REPOSYNC_GITHUB_UPLOADS_URL": github_fake.uploads_url,
-        "REPOSYNC_GITHUB_GIT_URL": github_fake.git_url,
-        "REPOSYNC_GITHUB_TOKEN": github_fake.add_token("acme"),
+        **github_env(github_fake, token),
         "REPOSYNC_GITHUB_WRITE_INTERVAL": "0",
     }.items():
         monkeypatch.setenv(name, value)

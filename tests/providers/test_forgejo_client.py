@@ -20,8 +20,8 @@ from reposync.errors import (
 )
 from reposync.providers.forgejo import client as client_module
 from reposync.providers.forgejo.client import ForgejoClient
+from tests.fakes.forge_server.clock import ManualClock
 from tests.fakes.forgejo import ForgejoFake
-from tests.fakes.github.clock import ManualClock
 from tests.forgejo_env import instance
 
 REPO = "acme/widgets"

@@ -18,8 +18,8 @@ from reposync.providers.base import EndpointSpec
 from reposync.providers.forgejo import ForgejoProvider
 from reposync.providers.forgejo.listings import MAX_AGE
 from reposync.sync.vocabulary import ObjectType
+from tests.fakes.forge_server.clock import ManualClock
 from tests.fakes.forgejo import ForgejoFake
-from tests.fakes.github.clock import ManualClock
 from tests.forgejo_env import forgejo_environment, forgejo_settings, locator
 from tests.gitrepo import commit_on
 

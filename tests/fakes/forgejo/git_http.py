@@ -31,6 +31,7 @@ from urllib.parse import unquote
 
 from werkzeug.wsgi import get_input_stream
 
+from tests.fakes.forge_server.git_http import GIT_PATH, asks_push, moved, serve_git
 from tests.fakes.forgejo import render, webhooks
 from tests.fakes.forgejo.app import token_from
 from tests.fakes.forgejo.models import Repo, Token
@@ -38,11 +39,7 @@ from tests.fakes.gitserver import bare_repos, lfs_store
 from tests.fakes.gitserver.smart_http import (
     PushCommands,
     Refusal,
-    UploadPackRequest,
-    _gzipped,
     file_chunks,
-    start_backend,
-    stream,
 )
 from tests.fakes.gitserver.wsgi import raw_target
 
@@ -51,10 +48,6 @@ if TYPE_CHECKING:
 
     from tests.fakes.forgejo.server import ForgejoFake
 
-GIT_PATH = re.compile(
-    r"^/(?P<owner>[^/]+)/(?P<name>[^/]+?)(?:\.git)?"
-    r"/(?P<rest>info/refs|git-upload-pack|git-receive-pack|HEAD|objects/.+)$"
-)
 LFS_PATH = re.compile(
     r"^/(?P<owner>[^/]+)/(?P<name>[^/]+?)(?:\.git)?/info/lfs/"
     r"(?P<what>objects/batch|verify|objects/(?P<oid>[0-9a-f]{64})(?:/(?P<size>\d+))?)$"
@@ -80,9 +73,7 @@ class GitHttpApp:
             found = GIT_PATH.match(path)
             if found is None:
                 raise Refusal("404 Not Found", "Not found.\n")
-            push = found["rest"] == "git-receive-pack" or (
-                found["rest"] == "info/refs" and "service=git-receive-pack" in query
-            )
+            push = asks_push(found["rest"], query)
             owner, name = unquote(found["owner"]), unquote(found["name"])
             wiki = name.casefold().endswith(".wiki")
             repo, token = self._authorize(
@@ -96,35 +87,20 @@ class GitHttpApp:
             return [refusal.message.encode()]
         rest = found["rest"]
         pushed = push and method == "POST" and not wiki
-        commands = (
-            PushCommands(_gzipped(environ)) if pushed and rest == "git-receive-pack" else None
-        )
-        record = None
-        if rest == "git-upload-pack" and method == "POST":
-            served, gzipped = repo.full_name + (".wiki" if wiki else ""), _gzipped(environ)
-
-            def record(body: bytes) -> None:
-                self.fake.upload_pack_requests.append(
-                    UploadPackRequest.parse(served, body, gzipped=gzipped)
-                )
-
-        process, status, headers = start_backend(
+        status, headers, output = serve_git(
+            self.fake,
             environ,
             git_dir,
+            repo.full_name + (".wiki" if wiki else ""),
             rest,
             query,
+            pushed=pushed,
             remote_user=token.user.login if token is not None else "",
-            home=self.fake.root,
             max_push_bytes=self.fake.max_push_bytes or 0,
-            record=record,
-            watch=commands.feed if commands is not None else None,
+            after_push=lambda commands: self._after_push(repo, commands, token),
         )
         start_response(status, headers)
-        return stream(
-            process,
-            hold_last=pushed,
-            finish=lambda: self._after_push(repo, commands, token) if pushed else None,
-        )
+        return output
 
     # -- who may -----------------------------------------------------------------------
 
@@ -172,13 +148,7 @@ class GitHttpApp:
             if commands is None or token is None:
                 return
             self.fake.receive_pack_requests.append(list(commands.updates))
-            moved = [
-                (before, after, ref)
-                for before, after, ref in commands.updates
-                if bare_repos.ref_target(repo.git_dir, ref)
-                == (None if after == webhooks.ZERO else after)
-            ]
-            webhooks.pushed(self.fake, repo, moved, token.user)
+            webhooks.pushed(self.fake, repo, moved(repo.git_dir, commands.updates), token.user)
             for issue in state.sync_pull_heads(repo):
                 self._synchronized(repo, issue, token)
 
@@ -364,18 +334,8 @@ class GitHttpApp:
         body: dict[str, Any],
         headers: list[tuple[str, str]] | None = None,
     ) -> Iterable[bytes]:
-        reasons = {
-            200: "OK",
-            401: "Unauthorized",
-            403: "Forbidden",
-            404: "Not Found",
-            405: "Method Not Allowed",
-            406: "Not Acceptable",
-            409: "Conflict",
-            422: "Unprocessable Entity",
-        }
         start_response(
-            f"{status} {reasons.get(status, 'Error')}",
+            lfs_store.status_line(status),
             [("Content-Type", lfs_store.MEDIA_TYPE), *(headers or [])],
         )
         return [json.dumps(body).encode()]

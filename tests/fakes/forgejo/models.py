@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from tests.fakes.gitserver import bare_repos
+from tests.fakes.forge_server.models import GitRepo
 
 
 @dataclass
@@ -181,7 +181,7 @@ class Release:
 
 
 @dataclass
-class Repo:
+class Repo(GitRepo):
     id: int
     owner: User
     name: str
@@ -203,20 +203,3 @@ class Repo:
     reactions: list[Reaction] = field(default_factory=list)
     releases: dict[int, Release] = field(default_factory=dict)
     attachments: dict[int, Attachment] = field(default_factory=dict)
-
-    @property
-    def full_name(self) -> str:
-        return f"{self.owner.login}/{self.name}"
-
-    @property
-    def wiki_dir(self) -> Path:
-        return self.git_dir.with_name(self.git_dir.name.removesuffix(".git") + ".wiki.git")
-
-    @property
-    def default_branch(self) -> str:
-        """The bare repository's HEAD: one truth for the API and ``git``."""
-        return bare_repos.head_branch(self.git_dir)
-
-    @property
-    def empty(self) -> bool:
-        return bare_repos.is_empty(self.git_dir)

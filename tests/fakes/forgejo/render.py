@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
+from tests.fakes.forge_server.clock import iso
 from tests.fakes.forgejo.models import (
     Attachment,
     Comment,
@@ -28,7 +29,6 @@ from tests.fakes.forgejo.models import (
     User,
 )
 from tests.fakes.forgejo.state import State
-from tests.fakes.github.clock import iso
 from tests.fakes.gitserver import bare_repos
 
 Json = dict[str, Any]

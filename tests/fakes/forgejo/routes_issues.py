@@ -25,11 +25,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from tests.fakes.forge_server.clock import parse_iso
 from tests.fakes.forgejo import render, webhooks
 from tests.fakes.forgejo.errors import NOT_WRITER, ApiError, forbidden, not_found, unprocessable
 from tests.fakes.forgejo.models import Comment, Issue, Label, Milestone, Reaction, Repo
-from tests.fakes.forgejo.routing import Ctx, Reply, Route
-from tests.fakes.github.clock import parse_iso
+from tests.fakes.forgejo.routing import Ctx, Reply, under_repo
 
 ALLOWED_REACTIONS = ("+1", "-1", "laugh", "hooray", "confused", "heart", "rocket", "eyes")
 NO_DUE_DATE = datetime(9999, 12, 31, 23, 59, 59).astimezone()
@@ -554,8 +554,7 @@ def delete_comment_reaction(ctx: Ctx) -> Reply:
     return _unreact(ctx, comment.index, comment.id)
 
 
-def _issue(method: str, path: str, handler: Any, access: str = "read") -> Route:
-    return Route(method, f"/repos/{{owner}}/{{repo}}{path}", handler, scope="issue", access=access)
+_issue = under_repo(scope="issue")
 
 
 ROUTES = [

@@ -30,7 +30,7 @@ from tests.fakes.forgejo import render, webhooks
 from tests.fakes.forgejo.errors import ApiError, conflict, forbidden, not_found, unprocessable
 from tests.fakes.forgejo.models import Comment, Issue, Review
 from tests.fakes.forgejo.routes_issues import apply_edit, find_issue
-from tests.fakes.forgejo.routing import Ctx, Reply, Route
+from tests.fakes.forgejo.routing import Ctx, Reply, under_repo
 from tests.fakes.gitserver import bare_repos
 
 EVENTS = {
@@ -454,8 +454,7 @@ def delete_review_comment(ctx: Ctx) -> Reply:
     return Reply(204)
 
 
-def _pulls(method: str, path: str, handler: Any, access: str = "read") -> Route:
-    return Route(method, f"/repos/{{owner}}/{{repo}}/pulls{path}", handler, access=access)
+_pulls = under_repo("/pulls")
 
 
 R = "/{index}/reviews/{id}"

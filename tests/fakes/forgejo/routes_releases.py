@@ -19,7 +19,7 @@ from typing import Any
 from tests.fakes.forgejo import render, webhooks
 from tests.fakes.forgejo.errors import ApiError, conflict, not_found, unprocessable
 from tests.fakes.forgejo.models import Attachment, Release
-from tests.fakes.forgejo.routing import Ctx, Reply, Route
+from tests.fakes.forgejo.routing import Ctx, Reply, under_repo
 from tests.fakes.gitserver import bare_repos
 
 
@@ -211,8 +211,7 @@ def delete_attachment(ctx: Ctx) -> Reply:
     return Reply(204)
 
 
-def _rel(method: str, path: str, handler: Any, access: str = "read") -> Route:
-    return Route(method, f"/repos/{{owner}}/{{repo}}/releases{path}", handler, access=access)
+_rel = under_repo("/releases")
 
 
 A = "/{id}/assets/{attachment_id}"

@@ -11,14 +11,14 @@ replaced and the query's keys sorted (Go's ``url.Values.Encode``).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlencode
+from urllib.parse import urlencode
 
 from werkzeug.wrappers import Request
 
+from tests.fakes.forge_server.routing import Reply, RequestArgs, RouteBase, RouterBase
 from tests.fakes.forgejo.errors import unprocessable
 from tests.fakes.forgejo.models import Repo, Token, User
 from tests.fakes.forgejo.render import Urls
@@ -30,16 +30,11 @@ if TYPE_CHECKING:
 DEFAULT_PAGING_NUM = 30
 MAX_RESPONSE_ITEMS = 50
 
-
-@dataclass
-class Reply:
-    status: int
-    body: Any = None  # JSON-able, or None for no body
-    headers: dict[str, str] = field(default_factory=dict)
+__all__ = ["Ctx", "Handler", "Reply", "Route", "Router"]
 
 
 @dataclass
-class Ctx:
+class Ctx(RequestArgs[Repo]):
     state: State
     urls: Urls
     request: Request
@@ -53,19 +48,9 @@ class Ctx:
     repo: Repo | None = None
     _json: Any = None
 
-    def the_repo(self) -> Repo:
-        assert self.repo is not None
-        return self.repo
-
     def the_doer(self) -> User:
         assert self.doer is not None
         return self.doer
-
-    def arg(self, name: str, default: str | None = None) -> str | None:
-        for key, value in self.query:
-            if key == name:
-                return value
-        return default
 
     def int_param(self, name: str) -> int:
         try:
@@ -131,9 +116,7 @@ Handler = Callable[[Ctx], Reply]
 
 
 @dataclass(frozen=True)
-class Route:
-    method: str
-    template: str
+class Route(RouteBase):
     handler: Handler
     #: The token scope category (``issue``, ``repository``, ``user``, ``organization``),
     #: "" for none; a GET needs ``read:``, anything else ``write:``.
@@ -141,27 +124,21 @@ class Route:
     #: "none": anyone; "signed": a token; for repository routes "read" or "write" access.
     access: str = "read"
 
-    def pattern(self) -> re.Pattern[str]:
-        regex = re.escape(self.template)
-        for name in re.findall(r"\{(\w+)\}", self.template):
-            part = ".+" if name == "ref" else "[^/]+"
-            regex = regex.replace(re.escape("{" + name + "}"), f"(?P<{name}>{part})")
-        return re.compile(f"^{regex}$")
+
+def under_repo(prefix: str = "", scope: str = "repository") -> Callable[..., Route]:
+    """A maker of a family's routes: ``(method, path, handler, access="read")`` for
+    ``/repos/{owner}/{repo}<prefix><path>``, all of one token scope category."""
+
+    def route(method: str, path: str, handler: Handler, access: str = "read") -> Route:
+        template = f"/repos/{{owner}}/{{repo}}{prefix}{path}"
+        return Route(method, template, handler, scope=scope, access=access)
+
+    return route
 
 
-class Router:
-    def __init__(self, routes: list[Route]) -> None:
-        ordered = sorted(routes, key=lambda r: (r.template.count("{"), -len(r.template)))
-        self._routes = [(route, route.pattern()) for route in ordered]
-
+class Router(RouterBase[Route]):
     def match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
-        for route, pattern in self._routes:
-            if route.method != method:
-                continue
-            found = pattern.match(path)
-            if found:
-                return route, {k: unquote(v) for k, v in found.groupdict().items()}
-        return None
+        return self._first(path, lambda route: route.method == method)
 
     def allows_path(self, path: str) -> list[str]:
         return sorted({r.method for r, p in self._routes if p.match(path)})

@@ -4,28 +4,23 @@ attachments (git_http.py), over one state."""
 
 from __future__ import annotations
 
-import functools
-import shutil
-import tempfile
-import threading
 from collections.abc import Iterable, Sequence
 from datetime import UTC
 from email.utils import format_datetime
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import httpx
 import requests
-from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from tests.fakes.contract_base import (
-    ContractViolation,
     RecordingValidator,
     attach,
     check_exchange,
 )
 from tests.fakes.contract_forgejo import ForgejoContract
+from tests.fakes.forge_server.clock import Clock, system_clock
+from tests.fakes.forge_server.serving import FakeServer, QuietHandler, base_url, serve
 from tests.fakes.forgejo.app import API_PREFIX, ApiApp, RequestRecord
 from tests.fakes.forgejo.git_http import GitHttpApp
 from tests.fakes.forgejo.models import Repo
@@ -33,22 +28,17 @@ from tests.fakes.forgejo.render import Urls
 from tests.fakes.forgejo.routing import DEFAULT_PAGING_NUM, MAX_RESPONSE_ITEMS
 from tests.fakes.forgejo.state import RepoRef, State
 from tests.fakes.forgejo.webhooks import ForgejoHook, ForgejoWebhooks
-from tests.fakes.github.clock import Clock, system_clock
 from tests.fakes.github.faults import Faults
-from tests.fakes.github.webhooks import WebhookDelivery
 from tests.fakes.gitserver.smart_http import UploadPackRequest
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
 
 
-class _QuietHandler(WSGIRequestHandler):
+class _DatedHandler(QuietHandler):
     #: The server's clock: what its ``Date`` header says (a server's Date is its own time,
     #: the time its records are stamped with; clients narrow ``since`` windows by it).
     clock: Clock = staticmethod(system_clock)  # type: ignore[assignment]
-
-    def log(self, type: str, message: str, *args: Any) -> None:
-        pass
 
     def date_time_string(self, timestamp: float | None = None) -> str:
         if timestamp is not None:
@@ -69,7 +59,7 @@ class _Host:
         return self.web(environ, start_response)
 
 
-class ForgejoFake:
+class ForgejoFake(FakeServer):
     """A Forgejo-faithful server for tests (see tests/fakes/forgejo/__init__.py)."""
 
     def __init__(
@@ -85,8 +75,7 @@ class ForgejoFake:
         lfs_max_file_size: int = 0,
     ) -> None:
         self.clock: Clock = clock or system_clock
-        self._own_root = root is None
-        self.root = root or Path(tempfile.mkdtemp(prefix="forgejo-fake-"))
+        self.root = self._init_server(root, "forgejo-fake-")
         self.state = State(self.root, self.clock)
         #: ``[api] MAX_RESPONSE_ITEMS`` and ``DEFAULT_PAGING_NUM`` (Forgejo: 50 and 30).
         self.max_response_items = max_response_items
@@ -97,11 +86,6 @@ class ForgejoFake:
         self.lfs_max_file_size = lfs_max_file_size
         self.validate_responses = validate_responses
         self.validate_requests = validate_requests
-        self.violations: list[ContractViolation] = []
-        self.request_violations: list[ContractViolation] = []
-        self.server_errors: list[str] = []
-        #: Described operations the fake has no route for (answered 404 and recorded).
-        self.unmodelled: list[str] = []
         self.requests: list[RequestRecord] = []
         self.upload_pack_requests: list[UploadPackRequest] = []
         self.receive_pack_requests: list[list[tuple[str, str, str]]] = []
@@ -112,50 +96,18 @@ class ForgejoFake:
         self.webhooks = ForgejoWebhooks(self)
         #: Injected failures of the REST API (``tests/fakes/github/faults.py``'s kinds).
         self.faults = Faults()
-        self._server: tuple[BaseWSGIServer, threading.Thread] | None = None
 
     # -- life cycle ---------------------------------------------------------------------
 
     def start(self) -> ForgejoFake:
         app = _Host(ApiApp(self), GitHttpApp(self))
-        handler = type("Handler", (_QuietHandler,), {"clock": staticmethod(self.clock)})
-        server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=handler)
-        server.handle_error = lambda request, address: None  # type: ignore[method-assign]
-        thread = threading.Thread(
-            target=functools.partial(server.serve_forever, poll_interval=0.05),
-            name="forgejo-fake",
-            daemon=True,
-        )
-        self._server = (server, thread)
-        self.root_url = f"http://127.0.0.1:{server.server_port}"
+        handler = type("Handler", (_DatedHandler,), {"clock": staticmethod(self.clock)})
+        server, thread = serve(app, "forgejo-fake", handler)
+        self._servers.append((server, thread))
+        self.root_url = base_url(server)
         self.urls = Urls(self.root_url)
-        self.contract = ForgejoContract(base_url=self.root_url)
-        self.client_recorder = RecordingValidator(self.contract)
-        thread.start()
-        self.webhooks.start()
+        self._run(ForgejoContract(base_url=self.root_url))
         return self
-
-    def stop(self) -> None:
-        self.webhooks.stop()
-        if self._server is not None:
-            server, thread = self._server
-            server.shutdown()
-            server.server_close()
-            thread.join(timeout=10)
-            self._server = None
-        if self._own_root:
-            shutil.rmtree(self.root, ignore_errors=True)
-
-    def __enter__(self) -> ForgejoFake:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # -- what clients are given ---------------------------------------------------------
 
@@ -221,10 +173,6 @@ class ForgejoFake:
             url, org=self.state.user(org), secret=secret, events=events, active=True
         )
 
-    @property
-    def webhook_deliveries(self) -> list[WebhookDelivery]:
-        return self.webhooks.deliveries_of()
-
     def session(self, token: str | None = None) -> requests.Session:
         """A requests session as a Forgejo client sets one up, the contract attached."""
         session = requests.Session()
@@ -253,20 +201,3 @@ class ForgejoFake:
             )
 
         return httpx.Client(event_hooks={"response": [check]}, **kwargs)
-
-    # -- what went wrong -----------------------------------------------------------------
-
-    def problems(self, *, requests_too: bool = True) -> list[str]:
-        found = [str(v) for v in self.violations]
-        found += [
-            str(v) for v in self.client_recorder.violations if requests_too or not v.is_request
-        ]
-        found += self.server_errors + self.unmodelled + self.webhooks.violations
-        if requests_too:
-            found += [str(v) for v in self.request_violations]
-        return found
-
-    def assert_clean(self, *, requests_too: bool = True) -> None:
-        """No contract violation, server error or unmodelled operation so far."""
-        problems = self.problems(requests_too=requests_too)
-        assert not problems, "\n".join(problems)

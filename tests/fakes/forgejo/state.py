@@ -8,13 +8,13 @@ Repositories are named ``"owner/name"`` (or passed as a Repo); users by login.
 
 from __future__ import annotations
 
-import itertools
 import secrets
-import threading
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 
+from tests.fakes.forge_server.clock import Clock, whole_seconds
+from tests.fakes.forge_server.state import StateBase
 from tests.fakes.forgejo.models import (
     Comment,
     Issue,
@@ -26,7 +26,6 @@ from tests.fakes.forgejo.models import (
     Token,
     User,
 )
-from tests.fakes.github.clock import Clock, whole_seconds
 from tests.fakes.gitserver import bare_repos
 
 RepoRef = str | Repo
@@ -35,42 +34,29 @@ UserRef = str | User
 BOT = ("Forgejo", "noreply@forgejo.test")
 
 
-class State:
+#: Kinds of record, each a table whose ids start at 1.
+KINDS = (
+    "user",
+    "repo",
+    "issue",
+    "comment",
+    "label",
+    "milestone",
+    "review",
+    "reaction",
+    "release",
+    "attachment",
+    "hook",
+)
+
+
+class State(StateBase[Repo, User, Token]):
     """Accounts, tokens and repositories of one Forgejo instance."""
 
     def __init__(self, root: Path, clock: Clock) -> None:
-        self.root = root
-        self.clock = clock
-        self.lock = threading.RLock()
-        (root / "repositories").mkdir(parents=True, exist_ok=True)
-        (root / "attachments").mkdir(parents=True, exist_ok=True)
-        self.users: dict[str, User] = {}
-        self.repos: dict[int, Repo] = {}
-        self.tokens: dict[str, Token] = {}
+        super().__init__(root, clock, folders=("attachments",), ids=dict.fromkeys(KINDS, 1))
         #: An organization's members (lower-cased logins), by the organization's id.
         self.members: dict[int, set[str]] = {}
-        self._ids = {
-            kind: itertools.count(1)
-            for kind in (
-                "user",
-                "repo",
-                "issue",
-                "comment",
-                "label",
-                "milestone",
-                "review",
-                "reaction",
-                "release",
-                "attachment",
-                "hook",
-            )
-        }
-
-    def now(self) -> datetime:
-        return whole_seconds(self.clock())
-
-    def next_id(self, kind: str) -> int:
-        return next(self._ids[kind])
 
     # -- accounts -----------------------------------------------------------------------
 
@@ -86,16 +72,16 @@ class State:
         if isinstance(login, User):
             return login
         with self.lock:
-            found = self.users.get(login.casefold())
-            if found is None:
-                found = User(
-                    id=self.next_id("user"),
+            found = self._account(
+                login,
+                lambda id: User(
+                    id=id,
                     login=login,
                     created=self.now(),
                     full_name=full_name,
                     email=email if email is not None else f"{login}@noreply.forgejo.test",
-                )
-                self.users[login.casefold()] = found
+                ),
+            )
             if is_admin is not None:
                 found.is_admin = is_admin
             return found
@@ -130,10 +116,6 @@ class State:
             self.tokens[value] = token
             return token
 
-    def token(self, value: str) -> Token | None:
-        with self.lock:
-            return self.tokens.get(value)
-
     # -- repositories -------------------------------------------------------------------
 
     def create_repo(
@@ -150,12 +132,7 @@ class State:
         """A repository with a bare Git repository (one commit if ``auto_init``)."""
         owner_login, name = full_name.split("/", 1)
         with self.lock:
-            if self.find_repo(owner_login, name) is not None:
-                raise ValueError(f"{full_name} already exists")
-            repo_id = self.next_id("repo")
-            git_dir = self.root / "repositories" / f"{repo_id}.git"
-            now = self.now()
-            bare_repos.init(git_dir, default_branch, auto_init=auto_init, when=now, bot=BOT)
+            repo_id, git_dir, now = self._init_repo(full_name, default_branch, auto_init, BOT)
             repo = Repo(
                 id=repo_id,
                 owner=self.user(owner_login),
@@ -174,21 +151,7 @@ class State:
             return repo
 
     def find_repo(self, owner: str, name: str) -> Repo | None:
-        key = (owner.casefold(), name.casefold())
-        with self.lock:
-            for repo in self.repos.values():
-                if (repo.owner.login.casefold(), repo.name.casefold()) == key:
-                    return repo
-        return None
-
-    def repo(self, ref: RepoRef) -> Repo:
-        if isinstance(ref, Repo):
-            return ref
-        owner, name = ref.split("/", 1)
-        found = self.find_repo(owner, name)
-        if found is None:
-            raise KeyError(ref)
-        return found
+        return self._lookup(owner, name)
 
     def add_collaborator(self, ref: RepoRef, login: str) -> None:
         with self.lock:

@@ -37,7 +37,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -45,10 +44,10 @@ from urllib.parse import quote_plus
 
 import pygit2
 
+from tests.fakes.forge_server.clock import iso
 from tests.fakes.forgejo import render
 from tests.fakes.forgejo.models import Comment, Issue, Release, Repo, Review, User
-from tests.fakes.github.clock import iso
-from tests.fakes.github.webhooks import CONTENT_TYPES, Webhook, WebhookDelivery, WebhookHub, _Job
+from tests.fakes.github.webhooks import CONTENT_TYPES, Webhook, WebhookDelivery, WebhookHub
 
 if TYPE_CHECKING:
     from tests.fakes.forgejo.routing import Ctx
@@ -71,17 +70,10 @@ GROUPS = {
     "pull_request_review_rejected": "pull_request_review",
     "pull_request_review_comment": "pull_request_review",
 }
-#: ``HookEventType.Event()``: what ``X-Forgejo-Event`` says of each type.
+#: ``HookEventType.Event()``: what ``X-Forgejo-Event`` says of each type (its group's
+#: name, but for the reviews').
 EVENT_NAMES = {
-    "issue_assign": "issues",
-    "issue_label": "issues",
-    "issue_milestone": "issues",
-    "pull_request_assign": "pull_request",
-    "pull_request_label": "pull_request",
-    "pull_request_milestone": "pull_request",
-    "pull_request_sync": "pull_request",
-    "pull_request_review_request": "pull_request",
-    "pull_request_comment": "issue_comment",
+    **GROUPS,
     "pull_request_review_approved": "pull_request_approved",
     "pull_request_review_rejected": "pull_request_rejected",
     "pull_request_review_comment": "pull_request_comment",
@@ -242,21 +234,7 @@ class ForgejoWebhooks(WebhookHub):
         raw = go_json(body, indent)
         if hook.content_type == "form":
             raw = b"payload=" + quote_plus(raw).encode()
-        action = body.get("action")
-        delivery = WebhookDelivery(
-            id=next(self._delivery_ids),
-            guid=str(uuid.uuid4()),
-            hook_id=hook.id,
-            event=event_type,
-            action=action if isinstance(action, str) else None,
-            repository_id=repo.id,
-            payload=body,
-            body=raw,
-            queued_at=self.forgejo.state.now(),
-        )
-        with self._cond:
-            self.deliveries.append(delivery)
-            self._admit(_Job(delivery, redelivery=False))
+        self._deliver(hook, event_type, body, raw, repo.id)
 
     def _headers(self, hook: Webhook, delivery: WebhookDelivery, *, forged: bool) -> dict[str, str]:
         secret = (hook.secret or "") + ("-forged" if forged and hook.secret else "")
@@ -290,13 +268,7 @@ class ForgejoWebhooks(WebhookHub):
             value = delivery.payload.get(key)
             if isinstance(value, dict):
                 problems += [f"{key}: {p}" for p in contract.schema_problems(definition, value)]
-        if problems:
-            self.violations.append(
-                f"webhook {delivery.event}"
-                + (f".{delivery.action}" if delivery.action else "")
-                + f" ({delivery.guid}): "
-                + "; ".join(problems[:8])
-            )
+        self._record_problems(delivery, problems[:8])
 
 
 def _short(ref: str) -> str:

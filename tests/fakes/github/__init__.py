@@ -46,8 +46,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from tests.fakes.forge_server.clock import AcceleratedClock, ManualClock, accelerated_clock
 from tests.fakes.github.auth import KeyPair, generate_key_pair, make_app_jwt
-from tests.fakes.github.clock import AcceleratedClock, ManualClock, accelerated_clock
 from tests.fakes.github.ratelimit import SecondaryLimits
 from tests.fakes.github.server import AppInstall, GitHubFake
 from tests.fakes.github.webhooks import Webhook, WebhookDelivery, signature_256

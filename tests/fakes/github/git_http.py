@@ -21,27 +21,22 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, unquote
 
+from tests.fakes.forge_server.git_http import GIT_PATH, asks_push, moved, serve_git
 from tests.fakes.github import auth, signed_urls, webhook_events
 from tests.fakes.github.models import Repo, Token
 from tests.fakes.github.requests_log import RequestRecord
 from tests.fakes.gitserver import bare_repos
 from tests.fakes.gitserver.smart_http import (
-    ZERO,
     PushCommands,
     Refusal,
-    UploadPackRequest,
-    _gzipped,
     basic_credentials,
     file_chunks,
-    start_backend,
-    stream,
 )
 from tests.fakes.gitserver.wsgi import drop_connection as _drop_connection
 from tests.fakes.gitserver.wsgi import raw_target
@@ -52,10 +47,6 @@ if TYPE_CHECKING:
     from tests.fakes.github.server import GitHubFake
     from tests.fakes.github.state import State
 
-GIT_PATH = re.compile(
-    r"^/(?P<owner>[^/]+)/(?P<name>[^/]+?)(?:\.git)?"
-    r"/(?P<rest>info/refs|git-upload-pack|git-receive-pack|HEAD|objects/.+)$"
-)
 DOWNLOAD_PATH = re.compile(
     r"^/(?P<owner>[^/]+)/(?P<name>[^/]+)/releases/download/(?P<tag>[^/]+)/(?P<asset>[^/]+)$"
 )
@@ -112,9 +103,7 @@ class GitHttpApp:
             found = GIT_PATH.match(path)
             if found is None:
                 raise Refusal("404 Not Found", "Not Found\n")
-            push = found["rest"] == "git-receive-pack" or (
-                found["rest"] == "info/refs" and "service=git-receive-pack" in query
-            )
+            push = asks_push(found["rest"], query)
             repo, token, git_dir = self._authorize_git(
                 environ, unquote(found["owner"]), unquote(found["name"]), push
             )
@@ -131,13 +120,18 @@ class GitHttpApp:
         wiki = git_dir != repo.git_dir  # a wiki's push is no push of the repository
         served = repo.full_name + (".wiki" if wiki else "")
         pushed = push and method == "POST" and not wiki
-        commands = (
-            PushCommands(_gzipped(environ)) if pushed and rest == "git-receive-pack" else None
+        status, headers, output = serve_git(
+            self.fake,
+            environ,
+            git_dir,
+            served,
+            rest,
+            query,
+            pushed=pushed,
+            remote_user=token.user.login if token is not None else "",
+            max_push_bytes=self.fake.max_push_bytes,
+            after_push=lambda commands: self._after_push(repo, commands, token),
         )
-        process, status, headers = self._start_backend(
-            environ, git_dir, served, rest, query, token, commands
-        )
-        output = self._stream(process, repo, pushed, commands, token)
         if fault is not None and fault.kind in ("commit_then_drop", "timeout"):
             data = b"".join(output)  # the push or fetch completes on the server
             if fault.kind == "commit_then_drop":
@@ -222,54 +216,6 @@ class GitHttpApp:
             raise Refusal("403 Forbidden", "Read access to repository not granted.\n")
         return repo, token
 
-    def _start_backend(
-        self,
-        environ: WSGIEnvironment,
-        git_dir: Path,
-        served: str,
-        rest: str,
-        query: str,
-        token: Token | None,
-        commands: PushCommands | None = None,
-    ) -> tuple[subprocess.Popen[bytes], str, list[tuple[str, str]]]:
-        record: Callable[[bytes], None] | None = None
-        if rest == "git-upload-pack" and environ["REQUEST_METHOD"].upper() == "POST":
-            gzipped = _gzipped(environ)
-
-            def record(body: bytes) -> None:
-                self.fake.upload_pack_requests.append(
-                    UploadPackRequest.parse(served, body, gzipped=gzipped)
-                )
-
-        return start_backend(
-            environ,
-            git_dir,
-            rest,
-            query,
-            remote_user=token.user.login if token is not None else "",
-            home=self.fake.root,
-            max_push_bytes=self.fake.max_push_bytes,
-            record=record,
-            watch=commands.feed if commands is not None else None,
-        )
-
-    def _stream(
-        self,
-        process: subprocess.Popen[bytes],
-        repo: Repo,
-        pushed: bool,
-        commands: PushCommands | None = None,
-        token: Token | None = None,
-    ) -> Iterator[bytes]:
-        """The backend's output. For a push the last chunk waits until the backend has
-        exited and the push is recorded (``pushed_at``, pull request heads, webhook
-        events): a client that has its answer finds all of it done."""
-        return stream(
-            process,
-            hold_last=pushed,
-            finish=lambda: self._after_push(repo, commands, token) if pushed else None,
-        )
-
     def _after_push(self, repo: Repo, commands: PushCommands | None, token: Token | None) -> None:
         state = self.fake.state
         with state.lock:
@@ -279,13 +225,13 @@ class GitHttpApp:
             return
         with state.lock:
             self.fake.receive_pack_requests.append(list(commands.updates))
-            moved = [
-                (before, after, ref)
-                for before, after, ref in commands.updates
-                if bare_repos.ref_target(repo.git_dir, ref) == (None if after == ZERO else after)
-            ]
             webhook_events.ref_updates(
-                self.fake.webhooks, self.fake.urls, state, repo, moved, token.user
+                self.fake.webhooks,
+                self.fake.urls,
+                state,
+                repo,
+                moved(repo.git_dir, commands.updates),
+                token.user,
             )
 
     def _download(

@@ -37,7 +37,7 @@ from werkzeug.wsgi import get_input_stream
 from tests.fakes.github.faults import FaultRule
 from tests.fakes.github.models import Repo, Token
 from tests.fakes.gitserver import lfs_store
-from tests.fakes.gitserver.lfs_store import MEDIA_TYPE
+from tests.fakes.gitserver.lfs_store import MEDIA_TYPE, status_line
 from tests.fakes.gitserver.smart_http import Refusal
 from tests.fakes.gitserver.wsgi import drop_connection as _drop_connection
 
@@ -131,7 +131,7 @@ class LfsServer:
         except LfsRefusal as refusal:
             log(refusal.status)
             start_response(
-                f"{refusal.status} {_REASONS.get(refusal.status, 'Error')}",
+                status_line(refusal.status),
                 [("content-type", MEDIA_TYPE), *refusal.headers],
             )
             return [json.dumps({"message": refusal.message, "documentation_url": DOCS}).encode()]
@@ -153,7 +153,7 @@ class LfsServer:
             start_response("502 Bad Gateway", [("content-type", "text/plain")])
             return [b"Bad Gateway\n"]
         log(status)
-        start_response(f"{status} {_REASONS.get(status, 'OK')}", [("content-type", MEDIA_TYPE)])
+        start_response(status_line(status, "OK"), [("content-type", MEDIA_TYPE)])
         return [json.dumps(body).encode()]
 
     # -- the Batch API ------------------------------------------------------------------
@@ -292,14 +292,3 @@ class LfsServer:
 
 
 DOCS = "https://docs.github.com/repositories/working-with-files/managing-large-files"
-_REASONS = {
-    200: "OK",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    406: "Not Acceptable",
-    409: "Conflict",
-    413: "Payload Too Large",
-    422: "Unprocessable Entity",
-}

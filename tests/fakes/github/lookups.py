@@ -6,7 +6,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
-from tests.fakes.github.clock import parse_iso
+from tests.fakes.forge_server.clock import parse_iso
 from tests.fakes.github.errors import ApiError, not_found, validation_failed
 from tests.fakes.github.models import Issue
 from tests.fakes.github.routing import Ctx

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from tests.fakes.gitserver import bare_repos
+from tests.fakes.forge_server.models import GitRepo
 
 
 @dataclass
@@ -172,7 +172,7 @@ class Release:
 
 
 @dataclass
-class Repo:
+class Repo(GitRepo):
     id: int
     owner: User
     name: str
@@ -199,20 +199,6 @@ class Repo:
     review_comments: dict[int, ReviewComment] = field(default_factory=dict)
     releases: dict[int, Release] = field(default_factory=dict)
     assets: dict[int, Asset] = field(default_factory=dict)
-
-    @property
-    def full_name(self) -> str:
-        return f"{self.owner.login}/{self.name}"
-
-    @property
-    def wiki_dir(self) -> Path:
-        """The wiki's bare repository beside the repository's (there once created)."""
-        return self.git_dir.with_name(self.git_dir.name.removesuffix(".git") + ".wiki.git")
-
-    @property
-    def default_branch(self) -> str:
-        """The bare repository's HEAD, as on GitHub: one truth for the API and ``git``."""
-        return bare_repos.head_branch(self.git_dir)
 
     def label_named(self, name: str) -> Label | None:
         wanted = name.casefold()

@@ -15,7 +15,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from tests.fakes.github.clock import Clock
+from tests.fakes.forge_server.clock import Clock
 
 WINDOW = timedelta(hours=1)
 

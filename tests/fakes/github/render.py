@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from tests.fakes.github.clock import iso
+from tests.fakes.forge_server.clock import iso
 from tests.fakes.github.models import (
     App,
     Asset,

@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from tests.fakes.forge_server.clock import parse_iso
 from tests.fakes.github import lookups, render
 from tests.fakes.github import webhook_events as hooks
-from tests.fakes.github.clock import parse_iso
 from tests.fakes.github.errors import ApiError, not_found, validation_failed
 from tests.fakes.github.models import Issue, Label, Milestone, Repo
 from tests.fakes.github.routing import Ctx, Reply, read, write

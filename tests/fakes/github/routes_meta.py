@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.fakes.forge_server.clock import iso
 from tests.fakes.github import auth, render
 from tests.fakes.github import webhook_events as hooks
-from tests.fakes.github.clock import iso
 from tests.fakes.github.errors import ApiError, not_found, validation_failed
 from tests.fakes.github.models import Installation, Repo
 from tests.fakes.github.paging import page_of

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
 
 from werkzeug.wrappers import Request
 
+from tests.fakes.forge_server.routing import Reply, RequestArgs, RouteBase, RouterBase
 from tests.fakes.github.errors import ApiError
 from tests.fakes.github.models import App, Repo, Token, User
 from tests.fakes.github.paging import page_of
@@ -23,20 +22,12 @@ if TYPE_CHECKING:
 
 #: The viewer of an unauthenticated read.
 ANONYMOUS = User(login="", id=0)
-MULTI_SEGMENT = {"ref"}  # git/matching-refs/{ref} contains slashes
+
+__all__ = ["Ctx", "Handler", "Reply", "Route", "Router", "read", "write"]
 
 
 @dataclass
-class Reply:
-    status: int
-    body: Any = None  # JSON-able, or None for no body
-    headers: dict[str, str] = field(default_factory=dict)
-    #: Bytes sent as they are instead of JSON (``headers`` then names their type).
-    raw: bytes | None = None
-
-
-@dataclass
-class Ctx:
+class Ctx(RequestArgs[Repo]):
     state: State
     urls: Urls
     limiter: RateLimiter
@@ -63,16 +54,6 @@ class Ctx:
     def via_app(self) -> str | None:
         inst = self.token.installation if self.token is not None else None
         return inst.app.slug if inst is not None else None
-
-    def the_repo(self) -> Repo:
-        assert self.repo is not None
-        return self.repo
-
-    def arg(self, name: str, default: str | None = None) -> str | None:
-        for key, value in self.query:
-            if key == name:
-                return value
-        return default
 
     def json_value(self) -> Any:
         """The JSON body, whatever its type ({} when empty); 400 "Problems parsing JSON"
@@ -110,9 +91,7 @@ Handler = Callable[[Ctx], Reply]
 
 
 @dataclass(frozen=True)
-class Route:
-    method: str
-    template: str
+class Route(RouteBase):
     handler: Handler
     host: str = "api"
     #: "repo", "jwt", "user" (a person's token), "token" (any token) or "public" (any
@@ -133,28 +112,10 @@ class Route:
             return self.scopes
         return ("repo",) if self.auth == "repo" else ()
 
-    def pattern(self) -> re.Pattern[str]:
-        regex = re.escape(self.template)
-        for name in re.findall(r"\{(\w+)\}", self.template):
-            part = ".+" if name in MULTI_SEGMENT else "[^/]+"
-            regex = regex.replace(re.escape("{" + name + "}"), f"(?P<{name}>{part})")
-        return re.compile(f"^{regex}$")
 
-
-class Router:
-    def __init__(self, routes: list[Route]) -> None:
-        # Literal segments first: /issues/comments is not /issues/{issue_number}.
-        ordered = sorted(routes, key=lambda r: (r.template.count("{"), -len(r.template)))
-        self._routes = [(route, route.pattern()) for route in ordered]
-
+class Router(RouterBase[Route]):
     def match(self, host: str, method: str, raw_path: str) -> tuple[Route, dict[str, str]] | None:
-        for route, pattern in self._routes:
-            if route.host != host or route.method != method:
-                continue
-            found = pattern.match(raw_path)
-            if found:
-                return route, {k: unquote(v) for k, v in found.groupdict().items()}
-        return None
+        return self._first(raw_path, lambda route: route.host == host and route.method == method)
 
 
 def read(template: str, handler: Handler, permissions: tuple[str, ...]) -> Route:

@@ -12,25 +12,20 @@
 
 from __future__ import annotations
 
-import functools
-import shutil
-import tempfile
-import threading
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import requests
-from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
-from tests.fakes.contract import ContractViolation, GitHubContract, RecordingValidator, attach
+from tests.fakes.contract import GitHubContract, RecordingValidator, attach
+from tests.fakes.forge_server.clock import Clock, system_clock
+from tests.fakes.forge_server.serving import FakeServer, base_url, serve
 from tests.fakes.github import webhook_events
 from tests.fakes.github.app import ApiApp
 from tests.fakes.github.auth import KeyPair, generate_key_pair, make_app_jwt
-from tests.fakes.github.clock import Clock, system_clock
 from tests.fakes.github.faults import Faults
-from tests.fakes.github.git_http import GitHttpApp, UploadPackRequest
+from tests.fakes.github.git_http import GitHttpApp
 from tests.fakes.github.hosts import NAMED, ByHost, by_name
 from tests.fakes.github.lfs import LfsServer
 from tests.fakes.github.models import App, Installation
@@ -39,17 +34,13 @@ from tests.fakes.github.ratelimit import RateLimiter, SecondaryLimits
 from tests.fakes.github.render import Urls
 from tests.fakes.github.requests_log import RequestLog
 from tests.fakes.github.state import RepoRef, State
-from tests.fakes.github.webhooks import Webhook, WebhookDelivery, WebhookHub
+from tests.fakes.github.webhooks import Webhook, WebhookHub
+from tests.fakes.gitserver.smart_http import UploadPackRequest
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
-
-
-class _QuietHandler(WSGIRequestHandler):
-    def log(self, type: str, message: str, *args: Any) -> None:
-        pass
 
 
 @dataclass
@@ -113,7 +104,7 @@ class SingleHost:
         return self.web(environ, start_response)
 
 
-class GitHubFake:
+class GitHubFake(FakeServer):
     """A GitHub-faithful server for tests (see tests/fakes/github/__init__.py)."""
 
     def __init__(
@@ -133,8 +124,7 @@ class GitHubFake:
             raise ValueError(f"layout must be one of {LAYOUTS}, not {layout!r}")
         self.layout = layout
         self.clock: Clock = clock or system_clock
-        self._own_root = root is None
-        self.root = root or Path(tempfile.mkdtemp(prefix="github-fake-"))
+        self.root = self._init_server(root, "github-fake-")
         self.state = State(self.root, self.clock)
         self.limiter = RateLimiter(self.clock, primary_limit, secondary or SecondaryLimits())
         self.faults = Faults()
@@ -143,11 +133,6 @@ class GitHubFake:
         #: The OAuth web flow of GitHub Apps on the web host (Connect GitHub).
         self.oauth = OAuthFlow(self)
         self.requests_log = RequestLog()
-        self.violations: list[ContractViolation] = []
-        self.request_violations: list[ContractViolation] = []
-        self.server_errors: list[str] = []
-        #: Requests for operations GitHub has and the fake does not model (answered 501).
-        self.unmodelled: list[str] = []
         self.validate_responses = validate_responses
         #: Largest pack one push may carry (GitHub's 2 GiB); tests lower it.
         self.max_push_bytes = max_push_bytes
@@ -166,7 +151,6 @@ class GitHubFake:
         self.urls = Urls("", "", "")
         self.contract = GitHubContract()
         self.client_recorder = RecordingValidator(self.contract)
-        self._servers: list[tuple[BaseWSGIServer, threading.Thread]] = []
         #: Webhooks: hooks, deliveries and their test controls (see webhooks.py).
         self.webhooks = WebhookHub(self)
 
@@ -190,45 +174,14 @@ class GitHubFake:
             self.proxy_url = self._serve("names", ByHost(apps["api"], apps["uploads"], apps["git"]))
         self.api_url, self.uploads_url, self.git_url = urls["api"], urls["uploads"], urls["git"]
         self.urls = Urls(self.api_url, self.uploads_url, self.git_url)
-        self.contract = GitHubContract(api_url=self.api_url, uploads_url=self.uploads_url)
-        self.client_recorder = RecordingValidator(self.contract)
-        for _, thread in self._servers:
-            thread.start()
-        self.webhooks.start()
+        self._run(GitHubContract(api_url=self.api_url, uploads_url=self.uploads_url))
         return self
 
     def _serve(self, name: str, app: WSGIApplication) -> str:
         """A server for ``app`` on a free port (started by ``start``); its base URL."""
-        server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=_QuietHandler)
-        server.handle_error = lambda request, address: None  # type: ignore[method-assign]
-        thread = threading.Thread(
-            target=functools.partial(server.serve_forever, poll_interval=0.05),
-            name=f"github-fake-{name}",
-            daemon=True,
-        )
+        server, thread = serve(app, f"github-fake-{name}")
         self._servers.append((server, thread))
-        return f"http://127.0.0.1:{server.server_port}"
-
-    def stop(self) -> None:
-        self.webhooks.stop()
-        for server, thread in self._servers:
-            server.shutdown()
-            server.server_close()
-            thread.join(timeout=10)
-        self._servers.clear()
-        if self._own_root:
-            shutil.rmtree(self.root, ignore_errors=True)
-
-    def __enter__(self) -> GitHubFake:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+        return base_url(server)
 
     # -- what real clients are given -----------------------------------------------------
 
@@ -391,11 +344,6 @@ class GitHubFake:
             url, secret=secret, events=events, content_type=content_type, active=True, app=app
         )
 
-    @property
-    def webhook_deliveries(self) -> list[WebhookDelivery]:
-        """Every webhook delivery so far, in the order the events happened."""
-        return self.webhooks.deliveries_of()
-
     def git_remote(self, full_name: str, token: str | None = None) -> str:
         """The clone URL, with ``x-access-token:<token>@`` when a token is given."""
         host = self.git_url.removeprefix("http://")
@@ -413,21 +361,3 @@ class GitHubFake:
             session.headers["Authorization"] = f"Bearer {token}"
         attach(session, recorder or self.client_recorder)
         return session
-
-    def problems(self, *, requests_too: bool = True) -> list[str]:
-        """Every contract violation and server error seen so far."""
-        found = [str(v) for v in self.violations]
-        found += [
-            str(v) for v in self.client_recorder.violations if requests_too or not v.is_request
-        ]
-        found += self.server_errors
-        found += self.unmodelled
-        found += self.webhooks.violations
-        if requests_too:
-            found += [str(v) for v in self.request_violations]
-        return found
-
-    def assert_clean(self, *, requests_too: bool = True) -> None:
-        """No contract violation, server error or unmodelled operation so far."""
-        problems = self.problems(requests_too=requests_too)
-        assert not problems, "\n".join(problems)

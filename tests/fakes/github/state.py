@@ -14,15 +14,14 @@ outgrows its section is the place to cut a mixin.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import secrets
 import string
-import threading
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from tests.fakes.github.clock import Clock, whole_seconds
+from tests.fakes.forge_server.clock import Clock
+from tests.fakes.forge_server.state import StateBase
 from tests.fakes.github.models import (
     App,
     Asset,
@@ -57,44 +56,31 @@ def _random_token(prefix: str) -> str:
     return prefix + "".join(secrets.choice(alphabet) for _ in range(36))
 
 
-class State:
+#: Kinds of record and the first id of each, of the magnitude of GitHub's ids.
+FIRST_IDS = {
+    "user": 1_000_001,
+    "repo": 700_000_001,
+    "issue": 2_000_000_001,
+    "pull": 1_500_000_001,
+    "comment": 3_000_000_001,
+    "label": 4_000_000_001,
+    "milestone": 5_000_001,
+    "review": 2_500_000_001,
+    "review_comment": 1_800_000_001,
+    "release": 150_000_001,
+    "asset": 250_000_001,
+    "app": 900_001,
+    "installation": 40_000_001,
+}
+
+
+class State(StateBase[Repo, User, Token]):
     def __init__(self, root: Path, clock: Clock) -> None:
-        self.root = root
-        self.clock = clock
-        self.lock = threading.RLock()
-        (root / "repositories").mkdir(parents=True, exist_ok=True)
-        (root / "assets").mkdir(parents=True, exist_ok=True)
-        self.users: dict[str, User] = {}
-        self.repos: dict[int, Repo] = {}
+        super().__init__(root, clock, folders=("assets",), ids=FIRST_IDS)
         self.apps: dict[int, App] = {}
         self.installations: dict[int, Installation] = {}
-        self.tokens: dict[str, Token] = {}
         #: Signs the asset download URLs the API redirects to (signed_urls.py).
         self.signing_key = secrets.token_bytes(32)
-        self._ids = {
-            kind: itertools.count(start)
-            for kind, start in {
-                "user": 1_000_001,
-                "repo": 700_000_001,
-                "issue": 2_000_000_001,
-                "pull": 1_500_000_001,
-                "comment": 3_000_000_001,
-                "label": 4_000_000_001,
-                "milestone": 5_000_001,
-                "review": 2_500_000_001,
-                "review_comment": 1_800_000_001,
-                "release": 150_000_001,
-                "asset": 250_000_001,
-                "app": 900_001,
-                "installation": 40_000_001,
-            }.items()
-        }
-
-    def now(self) -> datetime:
-        return whole_seconds(self.clock())
-
-    def next_id(self, kind: str) -> int:
-        return next(self._ids[kind])
 
     # -- users --------------------------------------------------------------------------
 
@@ -102,12 +88,7 @@ class State:
         """The user ``login``, created on first use."""
         if isinstance(login, User):
             return login
-        with self.lock:
-            found = self.users.get(login.casefold())
-            if found is None:
-                found = User(login=login, id=self.next_id("user"), type=type, name=name)
-                self.users[login.casefold()] = found
-            return found
+        return self._account(login, lambda id: User(login=login, id=id, type=type, name=name))
 
     def add_member(self, org: str, login: str) -> User:
         """Make ``login`` a member of the organization ``org`` (both created on first use):
@@ -133,12 +114,7 @@ class State:
         """A repository with an empty bare Git repository (one commit if ``auto_init``)."""
         owner_login, name = full_name.split("/", 1)
         with self.lock:
-            if self._lookup(owner_login, name) is not None:
-                raise ValueError(f"{full_name} already exists")
-            repo_id = self.next_id("repo")
-            git_dir = self.root / "repositories" / f"{repo_id}.git"
-            now = self.now()
-            bare_repos.init(git_dir, default_branch, auto_init=auto_init, when=now)
+            repo_id, git_dir, now = self._init_repo(full_name, default_branch, auto_init)
             repo = Repo(
                 id=repo_id,
                 owner=self.user(owner_login),
@@ -155,13 +131,6 @@ class State:
             self.repos[repo_id] = repo
             return repo
 
-    def _lookup(self, owner: str, name: str) -> Repo | None:
-        key = (owner.casefold(), name.casefold())
-        for repo in self.repos.values():
-            if (repo.owner.login.casefold(), repo.name.casefold()) == key:
-                return repo
-        return None
-
     def find_repo(self, owner: str, name: str) -> tuple[Repo | None, bool]:
         """The repository by its name, or by a former name (then ``moved`` is True)."""
         with self.lock:
@@ -174,16 +143,6 @@ class State:
                 ):
                     return candidate, True
             return None, False
-
-    def repo(self, ref: RepoRef) -> Repo:
-        if isinstance(ref, Repo):
-            return ref
-        owner, name = ref.split("/", 1)
-        with self.lock:
-            repo = self._lookup(owner, name)
-            if repo is None:
-                raise KeyError(ref)
-            return repo
 
     def rename_repo(self, ref: RepoRef, new_name: str) -> Repo:
         """Rename (as in Settings): the id stays, the old name redirects."""
@@ -811,7 +770,3 @@ class State:
             )
             self.tokens[token.value] = token
             return token
-
-    def token(self, value: str) -> Token | None:
-        with self.lock:
-            return self.tokens.get(value)

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from tests.fakes.forge_server.clock import iso
 from tests.fakes.github import webhook_payloads as payloads
-from tests.fakes.github.clock import iso
 from tests.fakes.github.models import (
     Installation,
     Issue,

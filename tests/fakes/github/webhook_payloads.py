@@ -22,8 +22,8 @@ from typing import Any
 
 import pygit2
 
+from tests.fakes.forge_server.clock import iso
 from tests.fakes.github import render
-from tests.fakes.github.clock import iso
 from tests.fakes.github.models import (
     App,
     Installation,

@@ -58,8 +58,8 @@ from urllib.parse import quote_plus
 
 import requests
 
+from tests.fakes.forge_server.clock import iso
 from tests.fakes.github import webhook_payloads as payloads
-from tests.fakes.github.clock import iso
 from tests.fakes.webhook_schema import payload_problems
 
 if TYPE_CHECKING:
@@ -487,6 +487,12 @@ class WebhookHub:
         if len(raw) > self.max_payload_bytes:
             self.oversized.append((event, len(raw)))
             return
+        self._deliver(hook, event, payload, raw, repo.id if repo is not None else None)
+
+    def _deliver(
+        self, hook: Webhook, event: str, payload: Json, raw: bytes, repository_id: int | None
+    ) -> None:
+        """A new delivery of ``raw`` (the body as sent, ``payload`` as built), queued."""
         action = payload.get("action")
         delivery = WebhookDelivery(
             id=next(self._delivery_ids),
@@ -494,7 +500,7 @@ class WebhookHub:
             hook_id=hook.id,
             event=event,
             action=action if isinstance(action, str) else None,
-            repository_id=repo.id if repo is not None else None,
+            repository_id=repository_id,
             payload=payload,
             body=raw,
             queued_at=self.fake.state.now(),
@@ -738,7 +744,10 @@ class WebhookHub:
         """Validate the payload against the event's definition in GitHub's schema."""
         if not self.fake.validate_responses:
             return
-        problems = payload_problems(delivery.event, delivery.payload)
+        self._record_problems(delivery, payload_problems(delivery.event, delivery.payload))
+
+    def _record_problems(self, delivery: WebhookDelivery, problems: list[str]) -> None:
+        """A violation naming the delivery, when its payload has problems."""
         if problems:
             self.violations.append(
                 f"webhook {delivery.event}"

@@ -19,6 +19,23 @@ from typing import IO, Any
 MEDIA_TYPE = "application/vnd.git-lfs+json"
 OID = re.compile(r"^[0-9a-f]{64}$")
 CHUNK = 1 << 16
+#: The reason phrases of the statuses the test servers' LFS APIs answer.
+REASONS = {
+    200: "OK",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    406: "Not Acceptable",
+    409: "Conflict",
+    413: "Payload Too Large",
+    422: "Unprocessable Entity",
+}
+
+
+def status_line(status: int, unknown: str = "Error") -> str:
+    """``<status> <reason>``, ``unknown`` the reason of a status ``REASONS`` lacks."""
+    return f"{status} {REASONS.get(status, unknown)}"
 
 
 class BatchRefusal(Exception):

@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs
 
-from werkzeug.serving import WSGIRequestHandler, make_server
+from werkzeug.serving import make_server
 
+from tests.fakes.forge_server.serving import QuietHandler
 from tests.fakes.gitserver.plain_lfs import LFS_PATH, LfsEndpoints
 from tests.fakes.gitserver.smart_http import CHUNK, basic_credentials, start_backend
 from tests.fakes.gitserver.wsgi import drop_connection
@@ -38,11 +39,6 @@ GIT_PATH = re.compile(
 )
 #: No pack-size limit of its own (``receive.maxInputSize``): a plain server's default.
 NO_LIMIT = 1 << 40
-
-
-class _QuietHandler(WSGIRequestHandler):
-    def log(self, type: str, message: str, *args: object) -> None:
-        pass
 
 
 @dataclass(frozen=True)
@@ -74,7 +70,7 @@ class GitHttpServer:
         self.lfs = LfsEndpoints(lambda: self.base_url)
         self._lock = threading.Lock()
         self._server = make_server(
-            "127.0.0.1", 0, self._app, threaded=True, request_handler=_QuietHandler
+            "127.0.0.1", 0, self._app, threaded=True, request_handler=QuietHandler
         )
         self.port = self._server.server_port
         self._thread = threading.Thread(

@@ -94,6 +94,18 @@ def source_repo(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def owners_dirs(tmp_path: Path) -> tuple[Path, Path]:
+    """A directory of local repositories (``app``, ``lib``) and an empty one to bind
+    them into: a local owner's source and target."""
+    source = tmp_path / "forge"
+    for name in ("app", "lib"):
+        generate(source / f"{name}.git", commits=1, branches=0, tags=0)
+    target = tmp_path / "mirror"
+    target.mkdir()
+    return source, target
+
+
+@pytest.fixture
 def binding(ctx: ServiceContext, source_repo: Path, tmp_path: Path) -> Binding:
     return bind(ctx, SyncRequest(f"local:{source_repo}", f"local:{tmp_path / 'dst.git'}"))
 

@@ -4,6 +4,7 @@ on a GitHub repository, and deliveries signed as GitHub signs them."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 from typing import Any
 
 from reposync.lifecycle import Side
@@ -52,11 +53,24 @@ def add_binding(
     local_id = f"local-{next(_locals)}"
     local = {"provider": "local", "repository_id": local_id, "locator": f"/{local_id}.git"}
     sides = (github, local) if github_side is Side.A else (local, github)
+    return binding_row(ctx, *sides, sync_enabled=sync_enabled)
+
+
+def binding_row(
+    ctx: ServiceContext,
+    a: Mapping[str, Any],
+    b: Mapping[str, Any],
+    *,
+    authority_side: str = "a",
+    sync_enabled: bool = True,
+) -> int:
+    """A Binding's row between side ``a`` and side ``b`` (each its ``provider``,
+    ``repository_id``, ``locator``...), nothing checked or made on either forge."""
     with ctx.db.transaction() as session:
         binding = Binding(
-            **{f"a_{k}": v for k, v in sides[0].items()},
-            **{f"b_{k}": v for k, v in sides[1].items()},
-            authority_side="a",
+            **{f"a_{k}": v for k, v in a.items()},
+            **{f"b_{k}": v for k, v in b.items()},
+            authority_side=authority_side,
             sync_enabled=sync_enabled,
         )
         session.add(binding)

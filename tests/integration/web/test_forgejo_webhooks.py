@@ -35,7 +35,7 @@ from tests.fakes.forgejo import ForgejoFake
 from tests.forgejo_env import instance, locator
 from tests.gitrepo import commit_on, generate, refs
 from tests.integration.web.conftest import url
-from tests.integration.web.intake import Recorder
+from tests.integration.web.intake import Recorder, binding_row
 
 REPO = "acme/app"
 SECRET = "this instance's hook secret"
@@ -89,16 +89,7 @@ class World:
         }
         local = {"provider": "local", "repository_id": f"l-{provider}-{authority}"}
         local["locator"] = f"/{local['repository_id']}.git"
-        with self.ctx.db.transaction() as session:
-            binding = Binding(
-                **{f"a_{k}": v for k, v in forgejo.items()},
-                **{f"b_{k}": v for k, v in local.items()},
-                authority_side="a" if authority else "b",
-                sync_enabled=True,
-            )
-            session.add(binding)
-            session.flush()
-            return binding.id
+        return binding_row(self.ctx, forgejo, local, authority_side="a" if authority else "b")
 
     def due(self, binding_id: int) -> bool:
         with self.ctx.db.session() as session:

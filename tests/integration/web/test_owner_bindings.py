@@ -6,36 +6,20 @@ forgetting an owner binding keeps its Bindings."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
-from sqlalchemy import func, select
 
 from reposync.models import Binding, OwnerBinding, utcnow
 from reposync.service import owners
 from reposync.service.users import create_user, issue_token
 from tests.gitrepo import generate
+from tests.integration.test_owners import count
 from tests.integration.web.conftest import assert_problem, bearer, url
 
 
 @pytest.fixture
 def admin(ctx) -> dict[str, str]:
     return bearer(issue_token(ctx, create_user(ctx, "ada", role="admin").id))
-
-
-@pytest.fixture
-def owners_dirs(tmp_path: Path) -> tuple[Path, Path]:
-    source = tmp_path / "forge"
-    for name in ("app", "lib"):
-        generate(source / f"{name}.git", commits=1, branches=0, tags=0)
-    target = tmp_path / "mirror"
-    target.mkdir()
-    return source, target
-
-
-def rows(ctx, model: type) -> int:
-    with ctx.db.session() as session:
-        return int(session.execute(select(func.count()).select_from(model)).scalar_one())
 
 
 def test_a_dry_run_answers_what_a_pass_would_do_and_writes_nothing(client, ctx, admin, owners_dirs):
@@ -50,7 +34,7 @@ def test_a_dry_run_answers_what_a_pass_would_do_and_writes_nothing(client, ctx, 
         ("app", "would_create"),
         ("lib", "would_create"),
     ]
-    assert (rows(ctx, OwnerBinding), rows(ctx, Binding), os.listdir(target)) == (0, 0, [])
+    assert (count(ctx, OwnerBinding), count(ctx, Binding), os.listdir(target)) == (0, 0, [])
 
 
 def test_creating_queues_the_first_pass_whose_report_reads_back(client, ctx, admin, owners_dirs):
@@ -111,7 +95,7 @@ def test_owners_and_repositories_outside_the_roots_are_refused(client, ctx, admi
     body = {"source": f"local:{outside}", "target": f"local:{tmp_path / 'x'}"}
     refused = client.post(url("/owner-bindings"), headers=admin, json=body)
     assert_problem(refused, 403, "locator_refused")
-    assert rows(ctx, OwnerBinding) == 0
+    assert count(ctx, OwnerBinding) == 0
     source = tmp_path / "forge"
     generate(source / "fine.git", commits=1, branches=0, tags=0)
     (source / "sneaky.git").symlink_to(outside / "secret.git")
@@ -148,4 +132,4 @@ def test_forgetting_an_owner_binding_keeps_its_bindings(client, ctx, admin, owne
     assert response.status_code == 204
     gone = client.get(url(f"/owner-bindings/{row.id}"), headers=admin)
     assert_problem(gone, 404, "record_not_found")
-    assert rows(ctx, Binding) == 2
+    assert count(ctx, Binding) == 2

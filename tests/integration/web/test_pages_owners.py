@@ -5,30 +5,10 @@ forgetting it keeps its Bindings."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-from sqlalchemy import func, select
-
 from reposync.models import Binding, OwnerBinding
 from reposync.service import owners
-from tests.gitrepo import generate
+from tests.integration.test_owners import count
 from tests.integration.web.test_pages import csrf_of, sign_in
-
-
-@pytest.fixture
-def forge(tmp_path: Path) -> tuple[Path, Path]:
-    source = tmp_path / "forge"
-    for name in ("app", "lib"):
-        generate(source / f"{name}.git", commits=1, branches=0, tags=0)
-    target = tmp_path / "mirror"
-    target.mkdir()
-    return source, target
-
-
-def rows(ctx, model: type) -> int:
-    with ctx.db.session() as session:
-        return int(session.execute(select(func.count()).select_from(model)).scalar_one())
 
 
 def test_owners_are_for_admins_only(client, tokens):
@@ -43,10 +23,10 @@ def test_owners_are_for_admins_only(client, tokens):
     assert 'id="nav-owners"' in page
 
 
-def test_the_dry_run_box_shows_the_report_and_writes_nothing(client, ctx, tokens, forge):
+def test_the_dry_run_box_shows_the_report_and_writes_nothing(client, ctx, tokens, owners_dirs):
     """With the dry-run box the form answers each repository's would-be outcome, and
     leaves no owner binding, Binding or repository behind."""
-    source, target = forge
+    source, target = owners_dirs
     sign_in(client, tokens.admin)
     token = csrf_of(client.get("/owners").get_data(as_text=True))
     form = {
@@ -61,14 +41,14 @@ def test_the_dry_run_box_shows_the_report_and_writes_nothing(client, ctx, tokens
     assert 'id="dry-run-note"' in html
     assert html.count('class="outcome">would_create<') == 2
     # the tokens' fixture made one Binding: still the only one
-    assert (rows(ctx, OwnerBinding), rows(ctx, Binding), list(target.iterdir())) == (0, 1, [])
+    assert (count(ctx, OwnerBinding), count(ctx, Binding), list(target.iterdir())) == (0, 1, [])
 
 
-def test_binding_owners_leads_to_their_page_and_its_pass(client, ctx, tokens, forge):
+def test_binding_owners_leads_to_their_page_and_its_pass(client, ctx, tokens, owners_dirs):
     """The form creates the owner binding (its pass queued); once a worker ran the pass,
     the page lists each repository's outcome and its Binding; Pass now queues another,
     Dry run shows one, Forget removes the owner binding and keeps the Bindings."""
-    source, target = forge
+    source, target = owners_dirs
     sign_in(client, tokens.admin)
     token = csrf_of(client.get("/owners").get_data(as_text=True))
     created = client.post(
@@ -92,15 +72,15 @@ def test_binding_owners_leads_to_their_page_and_its_pass(client, ctx, tokens, fo
     assert owners.get_owner_binding(ctx, owner_id).next_pass_at is not None
     forgotten = client.post(f"/owners/{owner_id}/delete", data={"csrf": token})
     assert forgotten.status_code == 302
-    assert (rows(ctx, OwnerBinding), rows(ctx, Binding)) == (0, 3)  # the fixture's + two
+    assert (count(ctx, OwnerBinding), count(ctx, Binding)) == (0, 3)  # the fixture's + two
 
 
-def test_a_form_without_its_csrf_token_changes_nothing(client, ctx, tokens, forge):
+def test_a_form_without_its_csrf_token_changes_nothing(client, ctx, tokens, owners_dirs):
     """The bind form posted without its CSRF token is refused (400), nothing bound."""
-    source, target = forge
+    source, target = owners_dirs
     sign_in(client, tokens.admin)
     response = client.post(
         "/owners", data={"source": f"local:{source}", "target": f"local:{target}"}
     )
     assert response.status_code == 400
-    assert rows(ctx, OwnerBinding) == 0
+    assert count(ctx, OwnerBinding) == 0

@@ -21,7 +21,7 @@ from reposync.service.bindings import SyncRequest, bind
 from reposync.service.context import ServiceContext
 from reposync.service.users import create_user, issue_token
 from reposync.web.app import create_app
-from tests.github_env import embedded_world
+from tests.github_env import embedded_world, github_env
 from tests.gitrepo import generate
 from tests.integration.test_cli import nothing_written
 from tests.integration.web.conftest import assert_problem, bearer, url
@@ -101,12 +101,7 @@ def test_the_command_line_refused_by_the_rate_limit_says_nothing_was_queued(
     and retry_at, suggesting to run it again; the database holds no Binding."""
     github_fake.state.create_repo(REPO, private=True)
     source = generate(tmp_path / "src.git", commits=2, branches=0, tags=0)
-    for name, value in {
-        "REPOSYNC_GITHUB_API_URL": github_fake.api_url,
-        "REPOSYNC_GITHUB_UPLOADS_URL": github_fake.uploads_url,
-        "REPOSYNC_GITHUB_GIT_URL": github_fake.git_url,
-        "REPOSYNC_GITHUB_TOKEN": github_fake.add_token("acme"),
-    }.items():
+    for name, value in github_env(github_fake, github_fake.add_token("acme")).items():
         monkeypatch.setenv(name, value)
     use_up_the_quota(github_fake)
 

@@ -43,7 +43,7 @@ from reposync.web import webhooks as web_webhooks
 from reposync.web.app import create_app
 from tests import webhooks
 from tests.integration.web.conftest import assert_problem, url
-from tests.integration.web.intake import Recorder, deliver
+from tests.integration.web.intake import Recorder, binding_row, deliver
 
 ACME_TOKEN = "acme's shared token"
 SHA_A, SHA_B = "a" * 40, "b" * 40
@@ -162,16 +162,7 @@ def acme_binding(ctx: ServiceContext, repo: str, *, authority: bool = True) -> i
     acme = {"provider": "acme", "repository_id": repo, "locator": f"team/{repo}"}
     other = f"local-{next(_locals)}"
     local = {"provider": "local", "repository_id": other, "locator": f"/{other}.git"}
-    with ctx.db.transaction() as session:
-        binding = Binding(
-            **{f"a_{k}": v for k, v in acme.items()},
-            **{f"b_{k}": v for k, v in local.items()},
-            authority_side="a" if authority else "b",
-            sync_enabled=True,
-        )
-        session.add(binding)
-        session.flush()
-        return binding.id
+    return binding_row(ctx, acme, local, authority_side="a" if authority else "b")
 
 
 def moved(repo: str, before: str, after: str, at: int = 1_800_000_000) -> bytes:

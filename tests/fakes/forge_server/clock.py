@@ -1,4 +1,4 @@
-"""Clocks for the fake: real UTC time, a hand-driven clock, and an accelerated one."""
+"""Clocks for the test servers: real UTC time, a hand-driven clock, and an accelerated one."""
 
 from __future__ import annotations
 
