@@ -31,7 +31,7 @@ from reposync.errors import (
 )
 from reposync.models import User
 from reposync.web.errors import database_unavailable, retry_headers
-from reposync.web.pages import session
+from reposync.web.pages import glance, session
 from reposync.web.redaction import redact_paths
 
 blueprint = Blueprint(
@@ -41,6 +41,8 @@ blueprint = Blueprint(
     static_folder="static",
     static_url_path="/ui/static",
 )
+
+glance.register(blueprint)
 
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
