@@ -102,7 +102,9 @@ def ago(moment: datetime | None, reference: datetime | None = None) -> str:
     delta = (reference or now()) - moment
     if timedelta(seconds=-1) < delta < timedelta(seconds=1):
         return "now"
-    return humanize.naturaltime(delta) if delta > timedelta(0) else f"in {_words(-delta)}"
+    if delta > timedelta(0):
+        return str(humanize.naturaltime(delta))
+    return f"in {humanize.naturaldelta(-delta)}"
 
 
 def duration(value: float | int | timedelta | None) -> str:
@@ -252,5 +254,6 @@ def register(blueprint: Blueprint) -> None:
     ):
         blueprint.add_app_template_filter(function, name)
     blueprint.add_app_template_global(settled, "settled")
-    blueprint.app_context_processor(lambda: {"ITEM_STATES": ITEM_STATES})
+    # A global, not a context value: imported macros (the progress table) see globals only.
+    blueprint.record_once(lambda state: state.app.jinja_env.globals.update(ITEM_STATES=ITEM_STATES))
     blueprint.add_app_template_global(run_duration, "run_duration")

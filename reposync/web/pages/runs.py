@@ -78,6 +78,19 @@ KIND_ACTIONS: dict[ProblemType, str] = {
 }
 
 
+#: The same actions in two or three words, for the Overview's one-line rows (the whole
+#: sentence is the link's title).
+SHORT_ACTIONS: dict[ProblemType, str] = {
+    ProblemType.AUTHORIZATION_REQUIRED: "grant access",
+    ProblemType.TEMPORARILY_RATE_LIMITED: "wait",
+    ProblemType.QUOTA_EXCEEDED: "raise quota",
+    ProblemType.EXTERNAL_RESULT_UNKNOWN: "Recover",
+    ProblemType.REPOSITORY_CONFLICT: "resolve",
+    ProblemType.VERIFICATION_FAILED: "Full audit",
+    ProblemType.SYNC_FAILED: "fix, Retry",
+}
+
+
 def _shown(problem: dict[str, Any]) -> dict[str, Any]:
     """A report's problem as the page shows it: its kind (a report written before kinds
     existed has none: the error tree's, by code), whether it is a notice, and the kind's
@@ -90,6 +103,7 @@ def _shown(problem: dict[str, Any]) -> dict[str, Any]:
         "problem_type": kind.value,
         "notice": problem.get("category") in NOTICE_CATEGORIES,
         "kind_action": KIND_ACTIONS[kind],
+        "short_action": SHORT_ACTIONS[kind],
     }
 
 
@@ -105,15 +119,18 @@ def last_problem(row: OverviewRow) -> dict[str, Any] | None:
             "error_code": ResultUnknown.code,
             "message": f"{row.result_unknown} write(s) whose outcome nobody observed",
             "kind_action": KIND_ACTIONS[kind],
+            "short_action": SHORT_ACTIONS[kind],
             "run_id": last.id if last else None,
         }
     if last is None or last.status == "completed":
         return None
     if last.error_code:
+        kind = problem_type_of(last.error_code)
         return {
             "error_code": last.error_code,
             "message": last.error_message or "",
-            "kind_action": KIND_ACTIONS[problem_type_of(last.error_code)],
+            "kind_action": KIND_ACTIONS[kind],
+            "short_action": SHORT_ACTIONS[kind],
             "run_id": last.id,
         }
     for problem in last.problems:
@@ -190,8 +207,9 @@ def _timeline(run: Run, reached: dict[str, datetime]) -> list[dict[str, Any]]:
     current = order.index(run.stage) if run.stage in order else 0
     starts = sorted((at, stage) for stage, at in reached.items() if stage in order)
     ends: dict[str, datetime | None] = {}
-    for (_, stage), following in zip(starts, [*starts[1:], None], strict=True):
-        ends[stage] = following[0] if following else (run.finished_at or glance.now())
+    for index, (_, stage) in enumerate(starts):
+        following = starts[index + 1][0] if index + 1 < len(starts) else None
+        ends[stage] = following or run.finished_at or glance.now()
     steps = []
     for i, stage in enumerate(order):
         at, end = reached.get(stage), ends.get(stage)

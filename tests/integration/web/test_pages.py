@@ -213,6 +213,8 @@ def test_the_run_page_shows_stages_progress_events_and_items(client, tokens, fin
     assert 'id="run-status" class="status s-completed">completed<' in page
     assert '<li class="current" data-stage="completed">' in page
     assert '<tr data-type="git_ref">' in page
+    for state in ("planned", "applying", "verifying", "completed", "failed", "superseded"):
+        assert f"<th>{state}</th>" in page  # every item state is a column
     assert 'id="retry"' not in page  # a completed Run has nothing to retry
     assert 'id="cancel"' not in page
     assert "run_created" in page  # its events

@@ -9,11 +9,12 @@ from pathlib import Path
 
 from sqlalchemy import select, update
 
-from reposync.models import Binding, RunEvent
+from reposync.models import Binding, Run, RunEvent
 from reposync.service import queries
 from reposync.service.bindings import SyncRequest
 from reposync.service.embedded import sync
 from tests.integration.web.test_pages import sign_in
+from tests.many_bindings import seed
 
 MICROSECONDS = re.compile(r"\d{2}:\d{2}:\d{2}\.\d")
 
@@ -165,3 +166,19 @@ def test_a_stage_that_lasted_shows_its_duration_in_words(ctx, client, tokens, fi
     assert re.search(
         r'data-stage="applying">applying <span class="muted took">1 minute and 30 seconds', page
     )
+
+
+def test_a_run_without_events_renders_without_durations(ctx, client, tokens, binding):
+    """A Run nobody has written an event for yet (or whose events were pruned): the
+    timeline has stages and no durations, and the page renders."""
+    ids = seed(ctx, 2)
+    with ctx.db.session() as session:
+        failed = session.execute(
+            select(Run.id).where(Run.binding_id == ids[1], Run.status == "failed")
+        ).scalar_one()
+    sign_in(client, tokens.admin)
+    response = client.get(f"/runs/{failed}")
+    assert response.status_code == 200
+    page = response.get_data(as_text=True)
+    assert 'class="muted took"' not in page
+    assert 'id="retry"' in page  # a failed Run offers a retry
