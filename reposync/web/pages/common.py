@@ -20,6 +20,7 @@ from flask import (
     redirect,
     render_template,
     request,
+    send_from_directory,
     url_for,
 )
 from werkzeug.exceptions import HTTPException, InternalServerError
@@ -31,7 +32,7 @@ from reposync.errors import (
 )
 from reposync.models import User
 from reposync.web.errors import database_unavailable, retry_headers
-from reposync.web.pages import session
+from reposync.web.pages import glance, session
 from reposync.web.redaction import redact_paths
 
 blueprint = Blueprint(
@@ -42,11 +43,13 @@ blueprint = Blueprint(
     static_url_path="/ui/static",
 )
 
+glance.register(blueprint)
+
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
 )
 #: Endpoints open without a session.
-PUBLIC = {"pages.signin", "pages.static"}
+PUBLIC = {"pages.signin", "pages.static", "pages.favicon"}
 PAGE_SIZE = 25
 STATUSES = (
     "queued",
@@ -97,6 +100,15 @@ def _no_store(response: Response) -> Response:
     return response
 
 
+@blueprint.route("/favicon.ico")
+def favicon() -> Response:
+    """Browsers ask for ``/favicon.ico`` whatever the page links: the same SVG icon."""
+    assert blueprint.static_folder is not None
+    return send_from_directory(
+        blueprint.static_folder, "favicon.svg", mimetype="image/svg+xml", max_age=86400
+    )
+
+
 @blueprint.app_template_global()
 def csrf() -> str:
     """The CSRF token of this page's forms."""
@@ -121,7 +133,9 @@ def signed_in_user() -> User:
 Page = tuple[str, int, dict[str, str]]
 
 
-def _problem_page(error: ReposyncError | HTTPException) -> Page:
+def problem_page(error: ReposyncError | HTTPException) -> Page:
+    """An error as an HTML page (the status, what happened, what to do, a way back),
+    for the page's routes and for any path outside the API that no route matched."""
     headers: dict[str, str] = {}
     if isinstance(error, ReposyncError):
         status, title, detail = error.http_status, error.code, error.message
@@ -147,12 +161,12 @@ def _problem_page(error: ReposyncError | HTTPException) -> Page:
 
 @blueprint.errorhandler(ReposyncError)
 def _reposync_error(error: ReposyncError) -> Page:
-    return _problem_page(error)
+    return problem_page(error)
 
 
 @blueprint.errorhandler(HTTPException)
 def _http_error(error: HTTPException) -> Page:
-    return _problem_page(error)
+    return problem_page(error)
 
 
 @blueprint.errorhandler(Exception)
@@ -161,9 +175,9 @@ def _unexpected(error: Exception) -> Page:
     its 500, not the API's JSON."""
     unavailable = database_unavailable(error)
     if unavailable is not None:
-        return _problem_page(unavailable)
+        return problem_page(unavailable)
     current_app.logger.error("the web page failed", exc_info=error)
-    return _problem_page(InternalServerError())
+    return problem_page(InternalServerError())
 
 
 def same_site(target: str | None) -> bool:

@@ -9,6 +9,9 @@ action instead (``common``). The Run page is in ``runs``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -29,6 +32,7 @@ from reposync.errors import (
     UsageError,
 )
 from reposync.lifecycle import AuditMode, RunMode
+from reposync.models import Binding
 from reposync.service import github_connect
 from reposync.service.authorization import (
     authorize_binding,
@@ -45,17 +49,21 @@ from reposync.service.bindings import (
 from reposync.service.confinement import confine
 from reposync.service.handoff import start_handoff
 from reposync.service.queries import (
+    OverviewRow,
     get_binding_for,
     list_runs,
     overview,
+    overview_rows,
+    run_history,
 )
 from reposync.service.runs import enqueue_run
 from reposync.service.users import grant
 from reposync.sync.vocabulary import RefConflictPolicy
 from reposync.web import github as github_api
 from reposync.web.errors import retry_headers
-from reposync.web.pages import session
+from reposync.web.pages import glance, session
 from reposync.web.pages.common import PAGE_SIZE, STATUSES, blueprint, same_site, signed_in_user
+from reposync.web.pages.runs import last_problem
 
 # --- signing in and out -----------------------------------------------------------------
 
@@ -99,17 +107,108 @@ def signout() -> BaseResponse:
 # --- Overview -----------------------------------------------------------------------------
 
 
+#: The Overview's orders: worst state first (the default), by name, longest out of
+#: sync first, next scheduled Run first. Each key puts what has no value last.
+SORTS = ("state", "name", "last_sync", "next")
+_LATE = datetime.max.replace(tzinfo=UTC)
+_EARLY = datetime.min.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One Overview row as the template shows it."""
+
+    row: OverviewRow
+    authority: str
+    standby: str
+    state: glance.State
+    problem: dict[str, Any] | None
+    fraction: glance.Fraction
+
+    @property
+    def b(self) -> Binding:
+        return self.row.binding
+
+    @classmethod
+    def of(cls, row: OverviewRow) -> Entry:
+        b = row.binding
+        authority, standby = (
+            (b.a_locator, b.b_locator) if b.authority_side == "a" else (b.b_locator, b.a_locator)
+        )
+        return cls(
+            row,
+            authority,
+            standby,
+            glance.state_of(row),
+            last_problem(row),
+            glance.settled(row.progress),
+        )
+
+
+def _sort_key(sort: str) -> Callable[[Entry], tuple[Any, ...]]:
+    def key(entry: Entry) -> tuple[Any, ...]:
+        b = entry.b
+        if sort == "name":
+            return (entry.authority.casefold(), b.id)
+        if sort == "last_sync":
+            return (entry.row.last_in_sync_at or _EARLY, b.id)
+        if sort == "next":
+            return (b.next_run_at or _LATE, b.id)
+        return (entry.state.rank, entry.authority.casefold(), b.id)
+
+    return key
+
+
+def _overview_entries() -> tuple[list[Entry], dict[str, Any]]:
+    """The Overview's rows as the query string filters (``q``: text in either side's
+    locator; ``state``: one state) and orders them (``sort``), and the count of each
+    state over all rows; rows and counts come from one fixed set of statements."""
+    ctx, user = session.service_context(), signed_in_user()
+    text = request.args.get("q", "").strip()
+    state = request.args.get("state", "")
+    sort = request.args.get("sort", "state")
+    if state and glance.state_named(state) is None:
+        raise UsageError(f"state must be one of {', '.join(s.key for s in glance.STATES)}")
+    if sort not in SORTS:
+        raise UsageError(f"sort must be one of {', '.join(SORTS)}")
+    entries = []
+    counts = dict.fromkeys((s.key for s in glance.STATES), 0)
+    for row in overview_rows(ctx, user):
+        entry = Entry.of(row)
+        counts[entry.state.key] += 1
+        if state and entry.state.key != state:
+            continue
+        if text and text.casefold() not in f"{entry.authority}\n{entry.standby}".casefold():
+            continue
+        entries.append(entry)
+    entries.sort(key=_sort_key(sort))
+    query = {"q": text, "state": state, "sort": sort}
+    return entries, {"counts": counts, "query": query, "total": sum(counts.values())}
+
+
 @blueprint.route("/")
 def index() -> str:
-    """Every Binding the user may see, with health, authority, schedule and Runs."""
+    """Every Binding the user may see, one row each: its state, when it was last in
+    sync, its next scheduled Run, the active Run's progress and the last problem."""
     ctx, user = session.service_context(), signed_in_user()
-    entries = overview(ctx, user)
+    entries, summary = _overview_entries()
     return render_template(
         "pages/overview.html",
         entries=entries,
+        states=glance.STATES,
+        sorts=SORTS,
+        **summary,
         policies=[p.value for p in RefConflictPolicy],
         picks=github_connect.repositories(ctx, user.id),
     )
+
+
+@blueprint.route("/overview/rows")
+def overview_rows_part() -> str:
+    """The Overview's table body alone, as filtered and sorted: ``overview.js`` swaps it
+    in every few seconds, so progress and states move without a reload."""
+    entries, summary = _overview_entries()
+    return render_template("pages/_overview_rows.html", entries=entries, **summary)
 
 
 def _side(form_prefix: str) -> tuple[str, str | None]:
@@ -224,6 +323,10 @@ def github_disconnect() -> BaseResponse:
 # --- Binding ------------------------------------------------------------------------------
 
 
+#: Runs in the Binding page's history chart.
+HISTORY_RUNS = 30
+
+
 @blueprint.route("/bindings/<int:binding_id>")
 def binding(binding_id: int) -> str:
     """A Binding's settings and actions, and why sync can or cannot be enabled."""
@@ -233,10 +336,12 @@ def binding(binding_id: int) -> str:
         raise RecordNotFound(f"binding {binding_id} does not exist")  # not visible: the same
     entry = entries[0]
     recent = list_runs(ctx, user, binding_id=binding_id, limit=10)
+    history = run_history(ctx, user, binding_id, limit=HISTORY_RUNS)
     return render_template(
         "pages/binding.html",
         entry=entry,
         b=entry["binding"],
+        chart=glance.history_chart(history, slots=HISTORY_RUNS),
         blockers=sync_blockers(ctx, binding_id),
         runs=recent,
         policies=[p.value for p in RefConflictPolicy],

@@ -7,7 +7,7 @@ import re
 
 import pytest
 from flask.testing import FlaskClient
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from reposync.models import Binding, Run
 from reposync.service.context import ServiceContext
@@ -213,11 +213,38 @@ def test_the_run_page_shows_stages_progress_events_and_items(client, tokens, fin
     assert 'id="run-status" class="status s-completed">completed<' in page
     assert '<li class="current" data-stage="completed">' in page
     assert '<tr data-type="git_ref">' in page
-    assert 'id="retry"' in page  # an ended Run offers a retry, not a cancel
+    for state in ("planned", "applying", "verifying", "completed", "failed", "superseded"):
+        assert f"<th>{state}</th>" in page  # every item state is a column
+    assert 'id="retry"' not in page  # a completed Run has nothing to retry
     assert 'id="cancel"' not in page
     assert "run_created" in page  # its events
     filtered = client.get(f"/runs/{finished_run.id}?state=failed").get_data(as_text=True)
     assert "No items." in filtered
+
+
+@pytest.mark.parametrize(
+    ("status", "error_code", "offered"),
+    [
+        ("failed", "git_transport_error", True),
+        ("cancelled", None, True),
+        ("blocked", "result_unknown", False),  # Recover settles it, not a retry
+        ("completed_with_pending_changes", None, False),  # a follow-up Run comes by itself
+    ],
+)
+def test_retry_is_offered_where_running_again_helps(
+    ctx, client, tokens, finished_run, status, error_code, offered
+):
+    """Retry follows how the Run ended: offered after a failure or a cancel, not after
+    unknown writes or a completed Run."""
+    with ctx.db.transaction() as session:
+        session.execute(
+            update(Run)
+            .where(Run.id == finished_run.id)
+            .values(status=status, error_code=error_code, error_message="it stopped")
+        )
+    sign_in(client, tokens.admin)
+    page = client.get(f"/runs/{finished_run.id}").get_data(as_text=True)
+    assert ('id="retry"' in page) is offered
 
 
 def test_the_stream_endpoint_opens_the_apis_event_stream(client, tokens, finished_run):

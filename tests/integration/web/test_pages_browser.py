@@ -1,5 +1,7 @@
 """The web page in a real browser: headless chromium against ``reposync api`` (gunicorn,
-two worker processes) and a real ``celery worker`` on PostgreSQL and Redis.
+two worker processes) and a real ``celery worker`` on PostgreSQL and Redis. Each page is
+kept as a screenshot (``tests/browser.py: screenshot``, in ``$REPOSYNC_TEST_ARTIFACTS`` or
+``tests/.artifacts``) for a person to look at.
 
 What a person does: sign in with a token, create a Binding on the Overview, sync it,
 watch the Run's progress arrive on its page without reloading, cancel it, and recover a
@@ -23,7 +25,9 @@ from reposync.models import Binding, Run
 from reposync.service.bindings import SyncRequest, bind
 from reposync.service.context import ServiceContext
 from reposync.service.users import create_user, grant, issue_token
+from tests.browser import screenshot
 from tests.gitrepo import generate, init_bare, install_gate_hook, refs
+from tests.many_bindings import seed
 from tests.servers import free_port
 from tests.unknown_writes import plant_unknown
 from tests.workers import start_api, start_worker, wait_for
@@ -71,6 +75,7 @@ def test_sign_in_create_sync_watch_live_cancel_and_recover(
     browser.find_element(By.ID, "create").click()
     wait.until(ec.text_to_be_present_in_element((By.ID, "authority"), str(source)))
     assert str(target) in text_of(browser, "standby")
+    screenshot(browser, "binding-new")
     assert "no successful full apply" in text_of(browser, "sync-why") + browser.page_source
 
     # Sync now: the Run's page, then the worker's progress arrives while we look.
@@ -89,6 +94,7 @@ def test_sign_in_create_sync_watch_live_cancel_and_recover(
     ).get_attribute("class")
     assert browser.execute_script(SAME_DOCUMENT), "the page reloaded instead of updating"
     assert text_of(browser, "run-status") == "running"
+    screenshot(browser, "run-live")
 
     # Cancel: asked at once, honoured when the held push is let go, seen live.
     browser.find_element(By.ID, "cancel").click()
@@ -105,8 +111,9 @@ def test_sign_in_create_sync_watch_live_cancel_and_recover(
     )
     wait.until(ec.text_to_be_present_in_element((By.ID, "stream-state"), "ended"))
     assert browser.execute_script(SAME_DOCUMENT), "the page reloaded instead of updating"
-    assert browser.find_elements(By.ID, "retry")  # an ended Run offers a retry
+    assert browser.find_elements(By.ID, "retry")  # a cancelled Run offers a retry
     assert not browser.find_elements(By.ID, "cancel")
+    screenshot(browser, "run-cancelled")
     with dctx.db.session() as session:
         assert session.get(Run, run_id).status == "cancelled"
 
@@ -193,3 +200,65 @@ def test_a_member_does_not_see_anothers_binding(
     problem = wait.until(ec.presence_of_element_located((By.ID, "problem")))
     assert "not_found" in problem.text or "does not exist" in problem.text
     assert theirs.a_locator not in browser.page_source
+
+
+def test_an_overview_of_500_bindings_in_the_browser(
+    tmp_path: Path, dctx: ServiceContext, env, processes, browser
+):
+    """500 Bindings in every state: every row is in the page, the tally's filter and the
+    sort work, the rows refresh in place, and the Binding, Run and error pages render;
+    each is kept as a screenshot."""
+    ids = seed(dctx, 500)
+    port = free_port()
+    processes.append(start_api(env, tmp_path, port))
+    base = f"http://127.0.0.1:{port}"
+    wait = WebDriverWait(browser, 60)
+    browser.get(base + "/signin")
+    browser.find_element(By.ID, "token").send_keys(
+        issue_token(dctx, create_user(dctx, "ops", role="admin").id)
+    )
+    browser.find_element(By.ID, "signin").click()
+    wait.until(ec.presence_of_element_located((By.ID, "overview")))
+    rows = browser.find_elements(By.CSS_SELECTOR, "#overview-rows tr[data-state]")
+    assert len(rows) == 500
+    assert rows[0].get_attribute("data-state") == "failed"  # worst first
+    assert "failed" in rows[0].find_element(By.CSS_SELECTOR, "td.state").text  # a word too
+    screenshot(browser, "overview-500")
+    screenshot(browser, "overview-500-first-screen", whole=False)
+
+    # The rows refresh in place while Runs are active (overview.js, every 5 s).
+    mark_document(browser)
+    wait.until(lambda b: b.find_element(By.ID, "overview-rows").get_attribute("data-refreshed"))
+    assert browser.execute_script(SAME_DOCUMENT), "the page reloaded instead of updating"
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#overview-rows tr[data-state]")) == 500
+
+    # The tally filters by state; the form sorts and finds.
+    browser.find_element(By.CSS_SELECTOR, '#tally a[data-state="attention"]').click()
+    wait.until(ec.url_contains("state=attention"))
+    states = {
+        r.get_attribute("data-state")
+        for r in browser.find_elements(By.CSS_SELECTOR, "#overview-rows tr[data-state]")
+    }
+    assert states == {"attention"}
+    screenshot(browser, "overview-attention")
+    browser.get(f"{base}/?q=service-{ids[7]:04d}&sort=name")
+    [row] = browser.find_elements(By.CSS_SELECTOR, "#overview-rows tr[data-state]")
+    assert row.get_attribute("id") == f"binding-{ids[7]}"
+
+    # A Binding with a history: its chart has a bar per Run.
+    browser.get(f"{base}/bindings/{ids[1]}")
+    bars = wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#history a[data-run]") or None)
+    assert len(bars) == 4
+    screenshot(browser, "binding-history")
+    with dctx.db.session() as session:
+        failed = session.execute(
+            select(Run.id).where(Run.binding_id == ids[1], Run.status == "failed")
+        ).scalar_one()
+    browser.get(f"{base}/runs/{failed}")
+    wait.until(ec.presence_of_element_located((By.ID, "retry")))
+    screenshot(browser, "run-failed")
+
+    browser.get(f"{base}/no/such/page")
+    problem = wait.until(ec.presence_of_element_located((By.ID, "problem")))
+    assert problem.get_attribute("data-status") == "404"
+    screenshot(browser, "error-404")

@@ -3,9 +3,10 @@
 // The page asks for a stream token (POST, with the page's CSRF token) because an
 // EventSource cannot send credentials of its own; each event is appended to the list as
 // text (never as HTML), and the live part (status, stage timeline, progress, problems,
-// actions) is re-rendered by the server at most every 300 ms while events arrive. A
-// stream the server ends after its time is resumed by the browser with Last-Event-ID;
-// one refused (an expired token) is resumed with a new token, after the last event seen.
+// actions) and the items table are re-rendered by the server at most every 300 ms while
+// events arrive, and once more when the Run ends. A stream the server ends after its
+// time is resumed by the browser with Last-Event-ID; one refused (an expired token) is
+// resumed with a new token, after the last event seen.
 (function () {
   "use strict";
   var script = document.currentScript;
@@ -22,14 +23,18 @@
     return live !== null && live.dataset.active === "true";
   }
 
-  function refresh() {
-    refreshTimer = null;
-    fetch(script.dataset.live, { credentials: "same-origin" })
+  function swap(url, holderId) {
+    return fetch(url, { credentials: "same-origin" })
       .then(function (response) {
-        if (!response.ok) { throw new Error("live part: " + response.status); }
+        if (!response.ok) { throw new Error(holderId + ": " + response.status); }
         return response.text();
       })
-      .then(function (html) { document.getElementById("live-holder").innerHTML = html; })
+      .then(function (html) { document.getElementById(holderId).innerHTML = html; });
+  }
+
+  function refresh() {
+    refreshTimer = null;
+    Promise.all([swap(script.dataset.live, "live-holder"), swap(script.dataset.items, "items-holder")])
       .catch(function () { streamState.textContent = "could not refresh; reload the page"; });
   }
 
@@ -43,9 +48,16 @@
     var item = document.createElement("li");
     item.dataset.seq = String(data.seq);
     var seq = document.createElement("span");
-    seq.className = "muted";
+    seq.className = "seq";
     seq.textContent = String(data.seq);
     item.appendChild(seq);
+    if (typeof data.created_at === "string") {
+      var at = document.createElement("time");
+      at.className = "muted";
+      at.dateTime = data.created_at;
+      at.textContent = new Date(data.created_at).toISOString().substring(11, 19);
+      item.appendChild(at);
+    }
     var text = " " + data.stage + " · " + data.type + (data.message ? ": " + data.message : "");
     item.appendChild(document.createTextNode(text));
     events.appendChild(item);
