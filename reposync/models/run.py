@@ -67,6 +67,9 @@ class Run(Base):
     rejected: Mapped[dict[str, Any]] = mapped_column(default=dict, server_default="{}")
     #: Reads and writes per side, for "every Run explains itself".
     io: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    #: While a push runs, what git reports of it (``TransferProgress.to_dict``); None
+    #: otherwise.
+    transfer: Mapped[dict[str, Any] | None]
     counters: Mapped[dict[str, Any]] = mapped_column(default=dict)
     report: Mapped[dict[str, Any]] = mapped_column(default=dict)
     error_code: Mapped[str | None] = mapped_column(String(64))

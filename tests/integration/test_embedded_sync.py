@@ -449,3 +449,55 @@ def test_a_fresh_ref_lock_is_left_to_its_writer(pair, ctx):
     lock.unlink()
     assert sync(ctx, request).status == "completed"
     assert synced_refs(target) == synced_refs(source)
+
+
+def test_a_push_reports_git_s_progress_on_the_line_the_run_and_its_events(tmp_path, ctx):
+    """Issue 25: a push is not one silent step. While it runs, the command line hears
+    git's updates (several, objects going up), the Run's progress as the API reads it
+    carries them, and a ``git_progress`` event says where it is; once it ended, the Run
+    shows no transfer any more."""
+    from reposync.service import queries
+    from reposync.service.embedded import Progress
+    from reposync.service.users import operator
+
+    source = generate(tmp_path / "src.git", commits=600, branches=40, tags=40, file_bytes=400)
+    target = tmp_path / "dst.git"
+    heard: list[Progress] = []
+    stored: list[dict] = []
+
+    def listen(progress: Progress) -> None:
+        heard.append(progress)
+        if progress.transfer is not None:  # in the push: what the API answers right now
+            shown = queries.run_progress(ctx, operator(), progress.run_id)
+            stored.append(shown.get("transfer") or {})
+
+    run = sync(ctx, SyncRequest(f"local:{source}", f"local:{target}"), listen)
+
+    assert run.status == "completed"
+    assert synced_refs(target) == synced_refs(source)
+    pushing = [p.transfer for p in heard if p.transfer is not None]
+    assert len(pushing) > 1
+    writing = [t.objects_done for t in pushing if t.phase == "writing objects"]
+    assert len(writing) > 1
+    assert writing == sorted(writing)
+    assert writing[0] < writing[-1]
+    assert pushing[-1].bytes_done > 0
+    # The Run's row carries git's figures during the push (written at the first update,
+    # then at most once a second): the API's ``transfer`` key, in the documented shape.
+    assert stored[1:]
+    assert all(
+        set(shown) == {"phase", "objects_done", "objects_total", "bytes_done"}
+        for shown in stored[1:]
+    )
+    assert "transfer" not in queries.run_progress(ctx, operator(), run.id)
+    with ctx.db.session() as session:
+        events = (
+            session.execute(
+                select(RunEvent).where(RunEvent.run_id == run.id, RunEvent.type == "git_progress")
+            )
+            .scalars()
+            .all()
+        )
+        assert events
+        assert events[0].message.startswith(pushing[0].phase)
+        assert session.get(Run, run.id).transfer is None

@@ -89,11 +89,34 @@ class ProgressSchema(Schema):
     items = fields.Integer(required=True)
 
 
+class TransferSchema(Schema):
+    """What git reports of the push a Run is running (git 2.39's own phases and figures)."""
+
+    phase = fields.String(
+        required=True,
+        metadata={
+            "description": "git's phase in lower case (counting objects, writing objects); "
+            "the target's own phases start with 'target: '"
+        },
+    )
+    objects_done = fields.Integer(required=True)
+    objects_total = fields.Integer(
+        required=True, allow_none=True, metadata={"description": "null while git enumerates"}
+    )
+    bytes_done = fields.Integer(
+        required=True, metadata={"description": "bytes sent so far by this batch's pushes"}
+    )
+
+
 class RunProgressSchema(ProgressSchema):
     run_id = fields.Integer(required=True)
     stage = fields.String(required=True)
     status = fields.String(required=True)
     plan_complete = fields.Boolean(required=True)
+    transfer = fields.Nested(
+        TransferSchema,
+        metadata={"description": "present only while a push runs: what git reports of it"},
+    )
 
 
 class RecoverySchema(Schema):
