@@ -232,7 +232,10 @@ RUN_COLUMNS: list[tuple[str, Callable[[Any], Any]]] = [
     ("MODE", lambda run: run["mode"]),
     ("AUDIT", lambda run: run["audit_mode"]),
     ("TRIGGER", lambda run: run["trigger"]),
-    ("STATUS", lambda run: run["status"]),
+    (
+        "STATUS",
+        lambda run: f"{run['status']} (interrupted)" if run.get("interrupted") else run["status"],
+    ),
     ("STAGE", lambda run: run["stage"]),
     ("CREATED", lambda run: when(run.get("created_at"))),
     ("FINISHED", lambda run: when(run.get("finished_at"))),
@@ -304,6 +307,11 @@ def render_run(
         lines.append(f"  deferred until {when(run['retry_at'])}")
     if run.get("cancel_requested_at"):
         lines.append(f"  cancel requested at {when(run['cancel_requested_at'])}")
+    if run.get("interrupted"):
+        lines.append(
+            "  interrupted: nothing executes it now (its process stopped or its lease ran "
+            "out); the next `reposync sync` of the pair, or a worker, resumes it"
+        )
     if run.get("error_code") and not report.get("problems"):
         lines.append(f"  error: [{run['error_code']}] {run.get('error_message') or ''}".rstrip())
     return "\n".join(lines)

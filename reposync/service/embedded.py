@@ -78,11 +78,14 @@ def _conclude(ctx: ServiceContext, run_id: int, progress: ProgressCallback | Non
 
 def _answers(run: Run, request: SyncRequest) -> bool:
     """Whether a resumed Run is what ``request`` asks for (a full audit answers a
-    checkpoint request too, never the other way round)."""
+    checkpoint request too, never the other way round). A Run that ended cancelled
+    answers nothing: somebody stopped it (``runs cancel``), and this call asks for a
+    sync, so it syncs."""
     mode = RunMode.DRY_RUN if request.dry_run else RunMode.APPLY
     full = run.audit_mode == AuditMode.FULL.value
     return (
-        run.kind == RunKind.NORMAL.value
+        run.status != RunStatus.CANCELLED.value
+        and run.kind == RunKind.NORMAL.value
         and run.mode == mode.value
         and (full or not request.full_audit)
     )

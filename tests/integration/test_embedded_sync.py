@@ -501,3 +501,46 @@ def test_a_push_reports_git_s_progress_on_the_line_the_run_and_its_events(tmp_pa
         assert events
         assert events[0].message.startswith(pushing[0].phase)
         assert session.get(Run, run.id).transfer is None
+
+
+def test_an_interrupted_run_is_listed_as_such_and_a_cancelled_one_syncs_on_the_next_call(
+    pair, ctx, monkeypatch
+):
+    """Issue 25: a Run whose execution stopped (Ctrl-C gave its lease up) is listed
+    ``running`` and ``interrupted`` (the API and ``runs list``), not as one making
+    progress; once cancelled, the very next ``sync`` of the pair syncs (it used to answer
+    with the cancelled Run, and only the call after it synced)."""
+    from reposync.service import queries
+    from reposync.service.users import operator
+    from reposync.web.schemas.runs import RunSchema, RunSummarySchema
+
+    source, target, request = pair
+    commit_on(source, "refs/heads/branch-00003", "interrupted")
+    real_apply = applying.apply_items
+    seen_running: list[bool] = []
+
+    def interrupt(ex, *args, **kwargs):
+        # Mid-stage, lease held: running, and not interrupted.
+        shown = RunSchema().dump(queries.get_run_for(ctx, operator(), ex.run_id))
+        seen_running.append(shown["interrupted"])
+        monkeypatch.setattr(applying, "apply_items", real_apply)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(applying, "apply_items", interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        sync(ctx, request)
+    [listed] = RunSummarySchema(many=True).dump(queries.list_runs(ctx, operator(), limit=1))
+    assert (listed["status"], listed["interrupted"]) == ("running", True)
+    assert seen_running == [False]
+
+    request_cancel(ctx, listed["id"])
+    again = sync(ctx, request)
+
+    assert again.id != listed["id"]
+    assert again.status == "completed"
+    assert synced_refs(target) == synced_refs(source)
+    cancelled = load_run(ctx, listed["id"])
+    assert cancelled.status == "cancelled"
+    assert (
+        RunSchema().dump(queries.get_run_for(ctx, operator(), cancelled.id))["interrupted"] is False
+    )

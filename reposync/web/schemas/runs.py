@@ -7,6 +7,7 @@ from typing import Any
 from marshmallow import Schema, fields, post_dump
 
 from reposync.lifecycle import AuditMode, RunMode, RunStatus
+from reposync.service.pipeline.leases import interrupted
 from reposync.web.pagination import PageArgsSchema
 from reposync.web.redaction import for_viewer
 from reposync.web.schemas.common import one_of, record_id
@@ -42,6 +43,14 @@ class RunSummarySchema(Schema):
     parent_run_id = fields.Integer(allow_none=True)
     attempt = fields.Integer()
     cancel_requested_at = fields.DateTime(allow_none=True)
+    interrupted = fields.Function(
+        interrupted,
+        dump_only=True,
+        metadata={
+            "description": "a running Run nobody executes now (its lease expired or was "
+            "given up, or its process ended); it goes on where it stopped once resumed"
+        },
+    )
     scheduled_for = fields.DateTime(allow_none=True)
     retry_at = fields.DateTime(allow_none=True)
     created_at = fields.DateTime()

@@ -31,8 +31,9 @@ log = logging.getLogger(__name__)
 
 #: Seconds between two writes of the Run's ``transfer`` (readers poll about once a second).
 STORE_EVERY = 1.0
-#: Seconds between two ``git_progress`` events.
-EVENT_EVERY = 5.0
+#: Seconds between two ``git_progress`` events (git updates about once a second: a reader
+#: of the events sees one at least every 5 s).
+EVENT_EVERY = 4.0
 
 
 class PushProgress:

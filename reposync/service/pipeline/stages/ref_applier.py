@@ -152,6 +152,12 @@ class GitRefApplier:
         return to_write, settled
 
     def write(self, ex: StageExecution, items: Sequence[ApplyItem]) -> WriteReport:
+        # A cancel stops the fetch and the push it runs (``RunCancelled``); ``applying``
+        # then reads back what they may have written before the Run ends cancelled.
+        with transport.guarded(ex.lease.check_write):
+            return self._write(ex, items)
+
+    def _write(self, ex: StageExecution, items: Sequence[ApplyItem]) -> WriteReport:
         source_remote = self.repository.remote(ex.source(), False)
         target_remote = self._target_remote or self.repository.remote(ex.target(), True)
         transfer: Path | None = None
