@@ -31,9 +31,10 @@ log = logging.getLogger(__name__)
 
 #: Seconds between two writes of the Run's ``transfer`` (readers poll about once a second).
 STORE_EVERY = 1.0
-#: Seconds between two ``git_progress`` events (git updates about once a second: a reader
-#: of the events sees one at least every 5 s).
-EVENT_EVERY = 4.0
+#: Seconds between two ``git_progress`` events. Events follow git's updates, which came at
+#: most 2.4 s apart in ``bench/git_progress.py``: a reader of the events sees one at least
+#: every 5 s.
+EVENT_EVERY = 3.0
 
 
 class PushProgress:
