@@ -78,10 +78,17 @@ def runs(ctx: ServiceContext, args: argparse.Namespace) -> int:
         run = dump(RunSchema(), request_cancel(ctx, args.run_id))
         if args.json:
             print(json.dumps(run))
+        elif run.get("interrupted"):
+            print(
+                f"run {run['id']}: cancel requested; nothing executes it now, so it ends "
+                f"cancelled when the next `reposync sync` of the pair (or a worker) resumes "
+                f"it (it is {run['status']} in stage {run['stage']})"
+            )
         elif RunStatus(run["status"]).is_active:
             print(
                 f"run {run['id']}: cancel requested; it stops at its next cancellation "
-                f"point (it is {run['status']} in stage {run['stage']})"
+                f"point, a running push within seconds (it is {run['status']} in stage "
+                f"{run['stage']})"
             )
         else:
             print(f"run {run['id']} already ended: {run['status']}")

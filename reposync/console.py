@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
+from reposync.git.progress import TransferProgress
 from reposync.service.embedded import Progress
 from reposync.sync.report import COUNTER_NAMES
 
@@ -41,14 +42,14 @@ class ProgressLine:
             return
         width = shutil.get_terminal_size((80, 20)).columns
         label = f"run {progress.run_id} {progress.stage:<16}"
-        if progress.items_total:
-            share = progress.items_done / progress.items_total
-            bar_width = max(10, width - len(label) - 24)
+        share, figures = _figures(progress)
+        if share is not None:
+            bar_width = max(10, min(50, width - len(label) - len(figures) - 5))
             filled = int(bar_width * share)
             bar = "#" * filled + "-" * (bar_width - filled)
-            line = f"{label} [{bar}] {progress.items_done}/{progress.items_total}"
+            line = f"{label} [{bar}] {figures}"
         else:
-            line = label
+            line = f"{label} {figures}".rstrip()
         self._stream.write("\r" + line[: width - 1].ljust(width - 1))
         self._stream.flush()
         self._drawn = True
@@ -59,9 +60,27 @@ class ProgressLine:
             self._stream.flush()
 
 
+def _figures(progress: Progress) -> tuple[float | None, str]:
+    """What a terminal's bar shows (a share, when there is one) and its words: items,
+    and while a push runs git's phase, objects and bytes (the bar follows git then: the
+    batch's items move only once its push has ended)."""
+    parts: list[str] = []
+    share: float | None = None
+    if progress.items_total:
+        share = progress.items_done / progress.items_total
+        parts.append(f"{progress.items_done}/{progress.items_total} items")
+    transfer = progress.transfer
+    if transfer is not None:
+        if transfer.objects_total:
+            share = transfer.objects_done / transfer.objects_total
+        parts.append(f"git {transfer.describe()}")
+    return share, ", ".join(parts)
+
+
 class ProgressLog:
     """A line every ``interval`` seconds while a Run goes on: its stage, item counts and
-    rate since the previous line, and the time elapsed.
+    rate since the previous line, what git reports of a push running, and the time
+    elapsed.
 
     The Run reports progress between its steps; a thread writes the latest report on
     time even while one step (a long push) holds the main thread, so a quiet log still
@@ -111,6 +130,8 @@ class ProgressLog:
             if baseline is not None and baseline[0] == progress.run_id and now > baseline[2]:
                 rate = max(0, progress.items_done - baseline[1]) / (now - baseline[2])
                 parts.append(f"{rate:.0f} items/s")
+        if progress.transfer is not None:
+            parts.append(f"git {progress.transfer.describe()}")
         parts.append(f"{now - self._started:.0f}s elapsed")
         self._baseline = (progress.run_id, progress.items_done, now)
         self._stream.write(", ".join(parts) + "\n")
@@ -211,7 +232,10 @@ RUN_COLUMNS: list[tuple[str, Callable[[Any], Any]]] = [
     ("MODE", lambda run: run["mode"]),
     ("AUDIT", lambda run: run["audit_mode"]),
     ("TRIGGER", lambda run: run["trigger"]),
-    ("STATUS", lambda run: run["status"]),
+    (
+        "STATUS",
+        lambda run: f"{run['status']} (interrupted)" if run.get("interrupted") else run["status"],
+    ),
     ("STAGE", lambda run: run["stage"]),
     ("CREATED", lambda run: when(run.get("created_at"))),
     ("FINISHED", lambda run: when(run.get("finished_at"))),
@@ -276,10 +300,18 @@ def render_run(
     if totals:
         shown = "  ".join(f"{state}={count}" for state, count in sorted(totals.items()))
         lines.append(f"  items: {shown}")
+    if progress.get("transfer"):
+        pushing = TransferProgress.from_dict(progress["transfer"]).describe()
+        lines.append(f"  pushing: git {pushing}")
     if run.get("retry_at"):
         lines.append(f"  deferred until {when(run['retry_at'])}")
     if run.get("cancel_requested_at"):
         lines.append(f"  cancel requested at {when(run['cancel_requested_at'])}")
+    if run.get("interrupted"):
+        lines.append(
+            "  interrupted: nothing executes it now (its process stopped or its lease ran "
+            "out); the next `reposync sync` of the pair, or a worker, resumes it"
+        )
     if run.get("error_code") and not report.get("problems"):
         lines.append(f"  error: [{run['error_code']}] {run.get('error_message') or ''}".rstrip())
     return "\n".join(lines)

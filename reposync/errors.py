@@ -48,6 +48,7 @@ into this tree at one boundary each, never leaked.
     ├── OwnerBindingBusy                owner_binding_busy       (a pass is running)
     ├── IdempotencyKeyInProgress        idempotency_key_in_progress (retryable)
     ├── LeaseLost                       lease_lost
+    ├── RunCancelled                    run_cancelled            (a cancel stopped a running push)
     ├── AttemptsExhausted               attempts_exhausted
     ├── GitTransportError               git_transport_failed     (retryable)
     └── ProviderError                   provider_error
@@ -555,6 +556,16 @@ class LeaseLost(ReposyncError):
     code = "lease_lost"
     http_status = 409
     suggested_action = "none: another execution owns the Run now"
+
+
+class RunCancelled(ReposyncError):
+    """Somebody cancelled the Run while one of its writes ran (a ``git push``): the write
+    was stopped, and what it may have written is read back before the Run ends
+    ``cancelled``. Never shown as a problem: the Run's status says it."""
+
+    code = "run_cancelled"
+    http_status = 409
+    suggested_action = "none: the Run was cancelled; start a new one to sync"
 
 
 class AttemptsExhausted(ReposyncError):

@@ -6,16 +6,22 @@ exactly as ``git push --mirror`` would. Every update and delete carries
 compare-and-swap on the remote: a stale worker, or a human who moved a branch on the
 standby, makes the push fail instead of overwriting anything.
 
-When the step running git is interrupted, or (inside ``guarded``) its lease is lost,
-the git child is killed together with everything it started. Over the local transport
-that includes the ``receive-pack`` holding the target's ref locks, which would otherwise
-complete the push after another execution took over.
+When the step running git is interrupted, or (inside ``guarded``) its lease is lost or
+its Run is cancelled, the git child is killed together with everything it started. Over
+the local transport that includes the ``receive-pack`` holding the target's ref locks,
+which would otherwise complete the push after another execution took over.
+
+A push reports its progress as git does (``--progress``, ``reposync.git.progress``),
+read from its stderr as it is written.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import queue
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -27,6 +33,7 @@ from reposync.errors import GitTransportError
 from reposync.git import procfs
 from reposync.git.environment import git_env
 from reposync.git.packsize import PackEstimator, advertised_oids, store_bytes
+from reposync.git.progress import ProgressReader, TransferProgress, without_progress
 from reposync.git.push_report import Refusal, describe, parse_porcelain, refusal, remote_words
 from reposync.git.workspace import PushWorkspace, set_alternates
 
@@ -45,7 +52,8 @@ log = logging.getLogger(__name__)
 
 @contextmanager
 def guarded(check: Callable[[], None]) -> Iterator[None]:
-    """Run every git child started in this context under ``check`` (``Lease.check``).
+    """Run every git child started in this context under ``check`` (``Lease.check``, or
+    a write's guard that also stops for a cancelled Run); the innermost context's.
 
     ``check`` is called before the child starts and every ``GUARD_INTERVAL`` seconds
     while it runs; when it raises, the child and all its descendants are killed and the
@@ -131,6 +139,7 @@ def push(
     max_pack_bytes: int | None = None,
     max_refs_per_push: int | None = None,
     on_push: Callable[[int, int], None] | None = None,
+    on_progress: Callable[[TransferProgress], None] | None = None,
 ) -> PushOutcome:
     """Push ``updates`` to ``target_url`` from a staged workspace, in atomic groups.
 
@@ -156,6 +165,9 @@ def push(
 
     ``on_push`` is told, after each group, how many of the refs have been pushed (or
     refused) and how many there are: a batch of several pushes says how far it is.
+    ``on_progress`` is told, while each push runs, what git reports of it
+    (``reposync.git.progress``: phase, objects, bytes); the bytes add up over the
+    groups of one call, so they only ever grow.
 
     Raises ``GitTransportError`` when git cannot talk to the target at all; refused refs
     are reported, not raised: ``rejected`` (conflicts) apart from ``refused`` (the
@@ -168,6 +180,7 @@ def push(
         if store_bytes([str(workspace.path / "objects"), workspace.objects_dir]) <= limit:
             limit = None  # no pack can be larger than everything there is
     target_has: set[str] | None = None
+    progress = _Progress(on_progress) if on_progress is not None else None
     for argv_group in _groups(updates, argv_budget, max_refs_per_push):
         groups: list[list[RefUpdate]] = [argv_group]
         if limit is not None:
@@ -182,7 +195,7 @@ def push(
                     f"{limit:,} bytes for one push"
                 )
         for group in groups:
-            _push_group(workspace, target_url, group, outcome, env, receive_pack)
+            _push_group(workspace, target_url, group, outcome, env, receive_pack, progress)
             if limit is not None and target_has is not None:
                 target_has.update(u.new for u in group if u.new and u.name in outcome.accepted)
             if on_push is not None:
@@ -196,6 +209,33 @@ def push(
     return outcome
 
 
+class _Progress:
+    """One ``push`` call's progress: each git process read by its own reader, the bytes
+    of the pushes before it added (a batch of several pushes never goes back to 0)."""
+
+    def __init__(self, report: Callable[[TransferProgress], None]) -> None:
+        self._report = report
+        self._sent_before = 0
+        self._sent = 0
+
+    def reader(self) -> Callable[[str], None]:
+        """A line handler for the next git process."""
+        self._sent_before += self._sent
+        self._sent = 0
+        reader = ProgressReader()
+
+        def heard(line: str) -> None:
+            update = reader.feed(line)
+            if update is not None:
+                self._sent = update.bytes_done
+                total = self._sent_before + update.bytes_done
+                self._report(
+                    TransferProgress(update.phase, update.objects_done, update.objects_total, total)
+                )
+
+        return heard
+
+
 def _push_group(
     workspace: PushWorkspace,
     target_url: str,
@@ -203,6 +243,7 @@ def _push_group(
     outcome: PushOutcome,
     env: Mapping[str, str] | None,
     receive_pack: str | None,
+    progress: _Progress | None = None,
 ) -> None:
     """An atomic ``git push`` of ``group``; what it said, per ref, into ``outcome``.
 
@@ -216,7 +257,9 @@ def _push_group(
     remaining = list(group)
     while remaining:
         outcome.groups += 1
-        parsed, words, too_large = _push_once(workspace, target_url, remaining, env, receive_pack)
+        parsed, words, too_large = _push_once(
+            workspace, target_url, remaining, env, receive_pack, progress
+        )
         held_back: list[RefUpdate] = []
         own: dict[str, str] = {}
         for update in remaining:
@@ -250,10 +293,12 @@ def _push_once(
     group: Sequence[RefUpdate],
     env: Mapping[str, str] | None,
     receive_pack: str | None,
+    progress: _Progress | None = None,
 ) -> tuple[dict[str, tuple[bool, str]], list[str], str | None]:
     """One ``git push --atomic`` of ``group``: its porcelain lines per ref, the target's
     own words (``remote_words``), and its "pack too large" refusal when that is why it
-    failed."""
+    failed. With ``progress``, git reports its progress (``--progress``: stderr is not a
+    terminal) and it is read as it comes; it is no part of what the target said."""
     workspace.stage({u.name: u.new for u in group if u.new is not None})
     leases = [u.argv()[0] for u in group if u.expected_old is not None]
     deletes = [f":{u.name}" for u in group if u.new is None]
@@ -265,6 +310,7 @@ def _push_once(
         "--porcelain",
         "--atomic",
         "--no-verify",
+        *(["--progress"] if progress is not None else []),
         *([f"--receive-pack={receive_pack}"] if receive_pack else []),
         *leases,
         target_url,
@@ -272,8 +318,11 @@ def _push_once(
         *deletes,
     ]
     started = time.monotonic()
-    result = run_git(argv, env=env, check=False)
+    result = run_git(
+        argv, env=env, check=False, on_stderr=progress.reader() if progress is not None else None
+    )
     parsed = parse_porcelain(result.stdout)
+    said = without_progress(result.stderr)
     log.info(
         "git push to %s: %d ref(s), %d accepted, in %.2fs",
         target_url,
@@ -282,11 +331,9 @@ def _push_once(
         time.monotonic() - started,
     )
     if result.returncode != 0 and not parsed:
-        raise GitTransportError(f"git push to {target_url} failed: {last_line(result.stderr)}")
-    too_large = next(
-        (line.strip() for line in result.stderr.splitlines() if PACK_TOO_LARGE in line), None
-    )
-    return parsed, remote_words(result.stderr), too_large
+        raise GitTransportError(f"git push to {target_url} failed: {last_line(said)}")
+    too_large = next((line.strip() for line in said.splitlines() if PACK_TOO_LARGE in line), None)
+    return parsed, remote_words(said), too_large
 
 
 def fetch_refs(
@@ -411,9 +458,15 @@ def run_git(
     env: Mapping[str, str] | None = None,
     check: bool = True,
     input_text: str | None = None,
+    on_stderr: Callable[[str], None] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run git; on any interruption (time limit, signal, a ``guarded`` check) kill it
-    and every process it started rather than orphan them."""
+    """Run git; on any interruption (time limit, signal, a ``guarded`` check, an error
+    of ``on_stderr``) kill it and every process it started rather than orphan them.
+
+    ``on_stderr`` is handed each line of git's stderr as git writes it (a ``\r`` ends
+    a line, as it ends a progress update), in this thread; the result still holds the
+    whole of it.
+    """
     guard = _guard.get()
     if guard is not None:
         guard()
@@ -429,7 +482,10 @@ def run_git(
         env=git_env(env),
     )
     try:
-        stdout, stderr = _communicate(proc, input_text, guard)
+        if on_stderr is None:
+            stdout, stderr = _communicate(proc, input_text, guard)
+        else:
+            stdout, stderr = _stream(proc, input_text, guard, on_stderr)
     except BaseException:
         if proc.returncode is None:  # not reaped yet, so its pid is still its own
             procfs.kill_tree(proc.pid)
@@ -456,6 +512,74 @@ def _communicate(
             input_text = None  # the input is already Popen's to send (it refuses it twice)
             continue
         return stdout, stderr
+
+
+def _stream(
+    proc: subprocess.Popen[str],
+    input_text: str | None,
+    guard: Callable[[], None] | None,
+    on_stderr: Callable[[str], None],
+) -> tuple[str, str]:
+    """Like ``_communicate``, handing each stderr line to ``on_stderr`` as it comes.
+
+    Threads only move bytes (stdin in, stdout and stderr out); the lines are handled and
+    ``guard`` is called in this thread, so what either raises kills the child in
+    ``run_git`` as any interruption does (the threads then end at the pipes' end).
+    """
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    stdout_pipe, stderr_pipe = proc.stdout, proc.stderr
+    lines: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+    out: list[str] = []
+
+    def read_stdout() -> None:
+        out.append(stdout_pipe.read())
+
+    def read_stderr() -> None:
+        try:
+            for line in stderr_pipe:  # universal newlines: "\r" ends a line too
+                lines.put(line)
+        finally:
+            lines.put(None)
+
+    def write_stdin() -> None:
+        assert proc.stdin is not None
+        assert input_text is not None
+        with contextlib.suppress(BrokenPipeError, OSError):
+            proc.stdin.write(input_text)
+            proc.stdin.close()
+
+    workers = [read_stdout, read_stderr, *([write_stdin] if input_text is not None else [])]
+    threads = [threading.Thread(target=work, daemon=True) for work in workers]
+    for thread in threads:
+        thread.start()
+    err: list[str] = []
+    next_check = time.monotonic() + GUARD_INTERVAL
+    while True:
+        try:
+            line = lines.get(timeout=max(0.0, next_check - time.monotonic()))
+        except queue.Empty:
+            pass
+        else:
+            if line is None:
+                break
+            err.append(line)
+            on_stderr(line.rstrip("\n"))
+        if guard is not None and time.monotonic() >= next_check:
+            guard()
+            next_check = time.monotonic() + GUARD_INTERVAL
+    while True:  # stderr is closed: git is ending (or closed it and goes on)
+        try:
+            proc.wait(timeout=GUARD_INTERVAL)
+            break
+        except subprocess.TimeoutExpired:
+            if guard is not None:
+                guard()
+    for thread in threads:
+        thread.join()
+    stdout_pipe.close()
+    stderr_pipe.close()
+    return "".join(out), "".join(err)
 
 
 def last_line(text: str) -> str:

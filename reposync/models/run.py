@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import CheckConstraint, ForeignKey, Index, String, text
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy import CheckConstraint, ForeignKey, Index, String, select, text
+from sqlalchemy.orm import Mapped, column_property, mapped_column
 
 from reposync.lifecycle import AuditMode, RunKind, RunMode, RunStatus, Stage, Trigger
 from reposync.models.base import Base, utcnow
+from reposync.models.binding import Binding
 
 _ACTIVE = "status IN ('queued', 'running')"
 
@@ -67,6 +68,9 @@ class Run(Base):
     rejected: Mapped[dict[str, Any]] = mapped_column(default=dict, server_default="{}")
     #: Reads and writes per side, for "every Run explains itself".
     io: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    #: While a push runs, what git reports of it (``TransferProgress.to_dict``); None
+    #: otherwise.
+    transfer: Mapped[dict[str, Any] | None]
     counters: Mapped[dict[str, Any]] = mapped_column(default=dict)
     report: Mapped[dict[str, Any]] = mapped_column(default=dict)
     error_code: Mapped[str | None] = mapped_column(String(64))
@@ -90,6 +94,22 @@ class Run(Base):
     started_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+    #: Who holds the Binding's lease for this Run, and until when (None: nobody), read
+    #: with the Run (two primary-key look-ups): what tells a Run being executed from one
+    #: whose execution stopped (``service.runs.interrupted``).
+    lease_holder: Mapped[str | None] = column_property(
+        select(Binding.lease_owner)
+        .where(Binding.id == binding_id, Binding.lease_run_id == id)
+        .correlate_except(Binding)
+        .scalar_subquery()
+    )
+    lease_held_until: Mapped[datetime | None] = column_property(
+        select(Binding.lease_expires_at)
+        .where(Binding.id == binding_id, Binding.lease_run_id == id)
+        .correlate_except(Binding)
+        .scalar_subquery()
+    )
 
     @property
     def is_active(self) -> bool:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from reposync.config import Settings
+from reposync.git.progress import TransferProgress
 from reposync.lifecycle import Stage, Trigger
 from reposync.models.db import Database
 from reposync.providers.base import EndpointSpec, Provider, ProviderEnvironment
@@ -98,6 +99,9 @@ class ServiceContext:
     #: When set, steps borrow providers from it instead of opening (and closing) their own.
     providers: ProviderPool | None = None
     environment: ProviderEnvironment | None = None
+    #: Told (run id, progress) of every update of a push this process runs: the embedded
+    #: command line's progress line, which cannot wait for the next step.
+    on_transfer: Callable[[int, TransferProgress], None] | None = None
 
     def __post_init__(self) -> None:
         if self.environment is None:

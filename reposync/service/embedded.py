@@ -14,6 +14,7 @@ from datetime import timedelta
 from sqlalchemy import func, select
 
 from reposync.errors import BindingBusy
+from reposync.git.progress import TransferProgress
 from reposync.lifecycle import AuditMode, RunKind, RunMode, RunStatus, Stage, Trigger
 from reposync.models import Binding, Run, RunItem
 from reposync.service.bindings import SyncRequest, bind
@@ -33,6 +34,8 @@ class Progress:
     stage: str
     items_total: int
     items_done: int
+    #: While a push runs: what git reports of it (the items move once it has ended).
+    transfer: TransferProgress | None = None
 
 
 ProgressCallback = Callable[[Progress], None]
@@ -75,11 +78,14 @@ def _conclude(ctx: ServiceContext, run_id: int, progress: ProgressCallback | Non
 
 def _answers(run: Run, request: SyncRequest) -> bool:
     """Whether a resumed Run is what ``request`` asks for (a full audit answers a
-    checkpoint request too, never the other way round)."""
+    checkpoint request too, never the other way round). A Run that ended cancelled
+    answers nothing: somebody stopped it (``runs cancel``), and this call asks for a
+    sync, so it syncs."""
     mode = RunMode.DRY_RUN if request.dry_run else RunMode.APPLY
     full = run.audit_mode == AuditMode.FULL.value
     return (
-        run.kind == RunKind.NORMAL.value
+        run.status != RunStatus.CANCELLED.value
+        and run.kind == RunKind.NORMAL.value
         and run.mode == mode.value
         and (full or not request.full_audit)
     )
@@ -147,12 +153,26 @@ def resume_stalled(
 
 
 def execute(ctx: ServiceContext, first: Step, progress: ProgressCallback | None) -> None:
+    """Run ``first`` and the steps after it here, telling ``progress`` before each step
+    and, while a push runs, at each of git's updates."""
+    latest: dict[int, Progress] = {}
+
     def on_step(step: Step) -> None:
         if progress is not None:
-            progress(read_progress(ctx, step.run_id))
+            latest[step.run_id] = read_progress(ctx, step.run_id)
+            progress(latest[step.run_id])
+
+    def on_transfer(run_id: int, transfer: TransferProgress) -> None:
+        assert progress is not None
+        before = latest.get(run_id) or Progress(run_id, Stage.APPLYING.value, 0, 0)
+        progress(replace(before, transfer=transfer))
 
     assert ctx.open_provider is not None
-    pooled = replace(ctx, providers=ProviderPool(ctx.open_provider))
+    pooled = replace(
+        ctx,
+        providers=ProviderPool(ctx.open_provider),
+        on_transfer=on_transfer if progress is not None else None,
+    )
     try:
         run_until_done(pooled, first, on_step=on_step)
     finally:

@@ -242,16 +242,21 @@ def list_runs(
 
 
 def run_progress(ctx: ServiceContext, user: User, run_id: int) -> dict[str, Any]:
-    """Totals and per-type state counts from one aggregate; no item is loaded."""
+    """Totals and per-type state counts from one aggregate; no item is loaded. While a
+    push runs, ``transfer`` says what git reports of it (phase, objects, bytes): the
+    items of a batch only move once its push has ended."""
     run = get_run_for(ctx, user, run_id)
     progress = _progress(ctx, [run_id]).get(run_id, Progress())
-    return {
+    shown = {
         "run_id": run.id,
         "stage": run.stage,
         "status": run.status,
         "plan_complete": run.plan_complete,
         **progress.to_dict(),
     }
+    if run.transfer is not None and run.is_active:
+        shown["transfer"] = run.transfer
+    return shown
 
 
 @dataclass

@@ -423,6 +423,54 @@ def test_sigterm_during_a_push_ends_git_and_everything_it_started(tmp_path, data
     assert refs(target) == refs(source)
 
 
+def test_a_cancel_stops_a_running_push_within_seconds_and_the_next_sync_syncs(
+    capsys, tmp_path, data_dir, source
+):
+    """Issue 25: ``runs cancel`` while ``git push`` waits on the target (an update hook
+    that would sleep ten minutes) stops the push's whole process tree at once instead of
+    waiting for it; the Run ends ``cancelled`` with its refs read back (none landed), and
+    the very next ``reposync sync`` of the pair syncs everything."""
+    target = init_bare(tmp_path / "dst.git")
+    hook_pid = tmp_path / "hook.pid"
+    hook = target / "hooks" / "update"
+    hook.write_text(f"#!/bin/sh\necho $$ > {hook_pid}\nexec sleep 600\n")
+    hook.chmod(0o755)
+    argv = [sys.executable, "-m", "reposync", "sync", f"local:{source}", f"local:{target}"]
+    env = {**os.environ, "REPOSYNC_LOCAL_TARGET_HOOKS": "1"}  # the target's hooks run
+    syncing = subprocess.Popen([*argv, "--json"], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not hook_pid.exists() or not hook_pid.read_text().strip():
+            assert syncing.poll() is None, syncing.communicate()
+            assert time.monotonic() < deadline, "the push never reached the target's hook"
+            time.sleep(0.1)
+        sleeper = int(hook_pid.read_text())
+        status, out, _ = run_cli(capsys, "runs", "cancel", "1")
+        assert status == 0
+        assert "cancel requested" in out
+        # Without the cancel reaching the push this waits for the hook's ten minutes.
+        out, _ = syncing.communicate(timeout=120)
+    finally:
+        if syncing.poll() is None:
+            syncing.kill()
+            syncing.communicate()
+    report = json.loads(out)
+    assert (report["run_id"], report["status"]) == (1, "cancelled")
+    assert syncing.returncode == 1
+    assert not _running(sleeper), "the target's hook outlived the cancel"
+    assert refs(target) == {}
+    assert report["counters"]["created"] == 0  # read back: nothing of the push landed
+    status, out, _ = run_cli(capsys, "runs", "events", "1")
+    assert "the running push stopped" in out
+
+    hook.unlink()
+    again = subprocess.run([*argv, "--json"], env=env, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    second = json.loads(again.stdout)
+    assert (second["run_id"], second["status"]) == (2, "completed")
+    assert refs(target) == refs(source)
+
+
 def _running(pid: int) -> bool:
     """Whether ``pid`` is a live process (a zombie awaiting its parent is not)."""
     try:

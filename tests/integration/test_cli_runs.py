@@ -156,7 +156,8 @@ def test_misuse_and_unknown_records_are_refused(capsys, data_dir, pair):
 
 def test_cancel_of_a_run_nobody_is_executing(capsys, data_dir, pair):
     """Embedded: a Run no process holds is asked to stop; the next ``sync`` of the pair
-    resumes it and it ends cancelled."""
+    ends it cancelled and then syncs (issue 25: it used to answer with the cancelled
+    Run, so syncing took one call more)."""
     source, target = pair
     db = Database(f"sqlite:///{data_dir / 'reposync.db'}")
     try:
@@ -168,12 +169,15 @@ def test_cancel_of_a_run_nobody_is_executing(capsys, data_dir, pair):
     status, out, _ = run_cli(capsys, "runs", "cancel", str(run.id))
     assert status == 0
     assert out == (
-        f"run {run.id}: cancel requested; it stops at its next cancellation point "
-        "(it is queued in stage queued)\n"
+        f"run {run.id}: cancel requested; it stops at its next cancellation point, a "
+        "running push within seconds (it is queued in stage queued)\n"
     )
     assert json_of(capsys, "runs", "show", str(run.id))["cancel_requested_at"] is not None
     status, out, _ = run_cli(capsys, "sync", source, target, "--json")
-    assert (status, json.loads(out)["status"]) == (1, "cancelled")
+    report = json.loads(out)
+    assert (status, report["status"]) == (0, "completed")
+    assert report["run_id"] != run.id
+    assert json_of(capsys, "runs", "show", str(run.id))["status"] == "cancelled"
 
 
 def test_a_follower_prints_nothing_while_it_waits(capsys, tmp_path, data_dir, pair):

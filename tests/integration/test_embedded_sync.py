@@ -449,3 +449,98 @@ def test_a_fresh_ref_lock_is_left_to_its_writer(pair, ctx):
     lock.unlink()
     assert sync(ctx, request).status == "completed"
     assert synced_refs(target) == synced_refs(source)
+
+
+def test_a_push_reports_git_s_progress_on_the_line_the_run_and_its_events(tmp_path, ctx):
+    """Issue 25: a push is not one silent step. While it runs, the command line hears
+    git's updates (several, objects going up), the Run's progress as the API reads it
+    carries them, and a ``git_progress`` event says where it is; once it ended, the Run
+    shows no transfer any more."""
+    from reposync.service import queries
+    from reposync.service.embedded import Progress
+    from reposync.service.users import operator
+
+    source = generate(tmp_path / "src.git", commits=600, branches=40, tags=40, file_bytes=400)
+    target = tmp_path / "dst.git"
+    heard: list[Progress] = []
+    stored: list[dict] = []
+
+    def listen(progress: Progress) -> None:
+        heard.append(progress)
+        if progress.transfer is not None:  # in the push: what the API answers right now
+            shown = queries.run_progress(ctx, operator(), progress.run_id)
+            stored.append(shown.get("transfer") or {})
+
+    run = sync(ctx, SyncRequest(f"local:{source}", f"local:{target}"), listen)
+
+    assert run.status == "completed"
+    assert synced_refs(target) == synced_refs(source)
+    pushing = [p.transfer for p in heard if p.transfer is not None]
+    assert len(pushing) > 1
+    writing = [t.objects_done for t in pushing if t.phase == "writing objects"]
+    assert len(writing) > 1
+    assert writing == sorted(writing)
+    assert writing[0] < writing[-1]
+    assert pushing[-1].bytes_done > 0
+    # The Run's row carries git's figures during the push (written at the first update,
+    # then at most once a second): the API's ``transfer`` key, in the documented shape.
+    assert stored[1:]
+    assert all(
+        set(shown) == {"phase", "objects_done", "objects_total", "bytes_done"}
+        for shown in stored[1:]
+    )
+    assert "transfer" not in queries.run_progress(ctx, operator(), run.id)
+    with ctx.db.session() as session:
+        events = (
+            session.execute(
+                select(RunEvent).where(RunEvent.run_id == run.id, RunEvent.type == "git_progress")
+            )
+            .scalars()
+            .all()
+        )
+        assert events
+        assert events[0].message.startswith(pushing[0].phase)
+        assert session.get(Run, run.id).transfer is None
+
+
+def test_an_interrupted_run_is_listed_as_such_and_a_cancelled_one_syncs_on_the_next_call(
+    pair, ctx, monkeypatch
+):
+    """Issue 25: a Run whose execution stopped (Ctrl-C gave its lease up) is listed
+    ``running`` and ``interrupted`` (the API and ``runs list``), not as one making
+    progress; once cancelled, the very next ``sync`` of the pair syncs (it used to answer
+    with the cancelled Run, and only the call after it synced)."""
+    from reposync.service import queries
+    from reposync.service.users import operator
+    from reposync.web.schemas.runs import RunSchema, RunSummarySchema
+
+    source, target, request = pair
+    commit_on(source, "refs/heads/branch-00003", "interrupted")
+    real_apply = applying.apply_items
+    seen_running: list[bool] = []
+
+    def interrupt(ex, *args, **kwargs):
+        # Mid-stage, lease held: running, and not interrupted.
+        shown = RunSchema().dump(queries.get_run_for(ctx, operator(), ex.run_id))
+        seen_running.append(shown["interrupted"])
+        monkeypatch.setattr(applying, "apply_items", real_apply)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(applying, "apply_items", interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        sync(ctx, request)
+    [listed] = RunSummarySchema(many=True).dump(queries.list_runs(ctx, operator(), limit=1))
+    assert (listed["status"], listed["interrupted"]) == ("running", True)
+    assert seen_running == [False]
+
+    request_cancel(ctx, listed["id"])
+    again = sync(ctx, request)
+
+    assert again.id != listed["id"]
+    assert again.status == "completed"
+    assert synced_refs(target) == synced_refs(source)
+    cancelled = load_run(ctx, listed["id"])
+    assert cancelled.status == "cancelled"
+    assert (
+        RunSchema().dump(queries.get_run_for(ctx, operator(), cancelled.id))["interrupted"] is False
+    )

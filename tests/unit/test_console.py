@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import threading
 import time
+from dataclasses import replace
 
 from reposync.console import (
     ProgressLine,
@@ -123,3 +124,28 @@ def test_an_event_line_carries_its_message_and_counts():
         "   12  2026-12-04 07:35:48  applying          batch_settled     batch 1 "
         "completed=3 settled=3"
     )
+
+
+def test_a_push_moves_the_log_line_and_the_terminal_bar():
+    """While a push runs the batch's items stay put; git's phase, objects and bytes are
+    what moves, in the log's line and in the terminal's bar."""
+    from reposync.git.progress import TransferProgress
+
+    stream, clock = io.StringIO(), Clock()
+    log = ProgressLog(stream, interval=5, clock=clock, start=False)
+    terminal = Terminal()
+    line = ProgressLine(terminal)
+    items = Progress(run_id=3, stage="applying", items_total=1017, items_done=0)
+    for done in (1000, 240_125):
+        pushed = TransferProgress("writing objects", done, 480_250, done * 100)
+        log(replace(items, transfer=pushed))
+        line(replace(items, transfer=pushed))
+        clock.now += 5
+        log.emit()
+    first, second = stream.getvalue().splitlines()
+    assert first.startswith("reposync: run 3 applying, 0/1017 items (0%), git writing objects 0%")
+    assert "git writing objects 50% (240,125/480,250), 22.9 MiB" in second
+    drawn = [frame for frame in terminal.getvalue().split("\r") if frame]
+    assert drawn[0].count("#") == 0
+    assert drawn[1].count("#") > 0
+    assert "0/1017 items, git writing objects 50%" in drawn[1]

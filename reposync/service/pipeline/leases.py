@@ -16,6 +16,9 @@ Rules that make this hold under READ COMMITTED (measured in the Celery note, §5
 * The heartbeat renews at a third of the TTL and the local deadline ends a safety margin
   before the expiry it last obtained: a stalled worker stops external writes before
   anyone else may claim.
+* The heartbeat also watches for a cancel of the Run (``Lease.cancelled``, every
+  ``CANCEL_POLL`` seconds: one primary-key read), so a write that can run for minutes
+  (a push) is stopped within seconds of the request rather than at the next batch.
 """
 
 from __future__ import annotations
@@ -28,11 +31,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import ColumnElement, func, or_, select, update
+from sqlalchemy import ColumnElement, func, inspect, or_, select, update
 from sqlalchemy.orm import Session
 
 from reposync import metrics
-from reposync.errors import LeaseLost
+from reposync.errors import LeaseLost, RunCancelled
 from reposync.lifecycle import ACTIVE_RUN_STATUSES, RunStatus, Stage
 from reposync.models import Binding, Run
 from reposync.models.db import Database
@@ -43,6 +46,8 @@ log = logging.getLogger(__name__)
 
 #: Fraction of the TTL kept as a safety margin before the lease could be taken over.
 SAFETY_MARGIN = 0.2
+#: Seconds between two looks of a running stage's heartbeat at its Run's cancel request.
+CANCEL_POLL = 1.0
 
 
 def new_owner(label: str = "") -> str:
@@ -71,6 +76,8 @@ class Lease:
     #: ``time.monotonic()`` after which no external write may start.
     deadline: float
     lost: threading.Event = field(default_factory=threading.Event)
+    #: Set by the heartbeat once somebody asked the Run to stop (``Heartbeat``).
+    cancelled: threading.Event = field(default_factory=threading.Event)
 
     def check(self) -> None:
         """Call right before every external write."""
@@ -84,6 +91,14 @@ class Lease:
 
     def extend_from(self, started: float) -> None:
         self.deadline = started + self.ttl * (1 - SAFETY_MARGIN)
+
+    def check_write(self) -> None:
+        """``check``, and stop a write that is running for a Run somebody cancelled (the
+        guard of a push: ``transport.guarded``); the caller reads back what it may have
+        written."""
+        self.check()
+        if self.cancelled.is_set():
+            raise RunCancelled(f"run {self.run_id} was cancelled while it was writing")
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,12 +286,18 @@ class Heartbeat:
     It stops renewing on the first refusal, and it gives up (without renewing further)
     when a renewal fails for a database error until the local deadline passes: the stage
     then fails its next ``Lease.check()`` before it can write after expiry.
+
+    With ``watch_cancel`` it also reads the Run's cancel request every ``CANCEL_POLL``
+    seconds and sets ``lease.cancelled`` once there is one.
     """
 
-    def __init__(self, db: Database, lease: Lease, interval: float) -> None:
+    def __init__(
+        self, db: Database, lease: Lease, interval: float, *, watch_cancel: bool = False
+    ) -> None:
         self._db = db
         self._lease = lease
         self._interval = interval
+        self._watch_cancel = watch_cancel
         self._stop = threading.Event()
         self._thread = threading.Thread(
             target=self._loop, name=f"lease-heartbeat-{lease.binding_id}", daemon=True
@@ -291,7 +312,14 @@ class Heartbeat:
         self._thread.join(timeout=self._interval + 5)
 
     def _loop(self) -> None:
-        while not self._stop.wait(self._interval):
+        tick = min(self._interval, CANCEL_POLL) if self._watch_cancel else self._interval
+        renew_at = time.monotonic() + self._interval
+        while not self._stop.wait(tick):
+            if self._watch_cancel and not self._lease.cancelled.is_set():
+                self._look_for_cancel()
+            if time.monotonic() < renew_at:
+                continue
+            renew_at = time.monotonic() + self._interval
             try:
                 if not renew(self._db, self._lease):
                     log.warning("lease %s lost; heartbeat stops", self._lease.generation)
@@ -301,6 +329,19 @@ class Heartbeat:
                 if time.monotonic() >= self._lease.deadline:
                     self._lease.lost.set()
                     return
+
+    def _look_for_cancel(self) -> None:
+        try:
+            with self._db.session() as session:
+                asked = session.execute(
+                    select(Run.cancel_requested_at).where(Run.id == self._lease.run_id)
+                ).scalar_one_or_none()
+        except Exception:  # the renewal says what a database outage means
+            log.debug("could not read run %s's cancel request", self._lease.run_id)
+            return
+        if asked is not None:
+            log.info("run %s: cancel requested; a running write stops", self._lease.run_id)
+            self._lease.cancelled.set()
 
 
 def claim_binding(
@@ -342,3 +383,22 @@ def _take(
         )
         .returning(Binding.lease_generation)
     ).scalar_one_or_none()
+
+
+def interrupted(run: Run, now: datetime | None = None) -> bool:
+    """Whether ``run`` is ``running`` although nobody executes it any more: its lease ran
+    out, was given up (a ``reposync sync`` stopped by a signal) or is held by a process
+    of this host that has ended. Its status stays ``running`` (the Run goes on where it
+    stopped once resumed: the next ``reposync sync`` of the pair, or a worker's recovery
+    tick); this is what a listing adds so nobody takes it for one making progress.
+
+    On this host's clock (a display, never a fence). A Run read without its lease
+    columns (just created) is not judged.
+    """
+    if run.status != RunStatus.RUNNING.value:
+        return False
+    if {"lease_holder", "lease_held_until"} & inspect(run).unloaded:
+        return False
+    if run.lease_held_until is None:  # no lease names this Run
+        return True
+    return run.lease_held_until <= (now or datetime.now(UTC)) or holder_gone(run.lease_holder)

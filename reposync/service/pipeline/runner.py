@@ -121,7 +121,11 @@ def _execute_claimed(ctx: ServiceContext, lease: Lease, run: Run) -> Step | None
             )
             return None
         # A git child of this stage dies as soon as the lease is lost (``guarded``).
-        with Heartbeat(ctx.db, lease, ctx.settings.heartbeat_interval), guarded(lease.check):
+        # A cancel stops a running push too (``Lease.check_write``, ``ref_applier``).
+        with (
+            Heartbeat(ctx.db, lease, ctx.settings.heartbeat_interval, watch_cancel=True),
+            guarded(lease.check),
+        ):
             try:
                 next_stage = HANDLERS[Stage(run.stage)](ex)
             except LeaseLost:

@@ -7,6 +7,7 @@ from typing import Any
 from marshmallow import Schema, fields, post_dump
 
 from reposync.lifecycle import AuditMode, RunMode, RunStatus
+from reposync.service.pipeline.leases import interrupted
 from reposync.web.pagination import PageArgsSchema
 from reposync.web.redaction import for_viewer
 from reposync.web.schemas.common import one_of, record_id
@@ -42,6 +43,14 @@ class RunSummarySchema(Schema):
     parent_run_id = fields.Integer(allow_none=True)
     attempt = fields.Integer()
     cancel_requested_at = fields.DateTime(allow_none=True)
+    interrupted = fields.Function(
+        interrupted,
+        dump_only=True,
+        metadata={
+            "description": "a running Run nobody executes now (its lease expired or was "
+            "given up, or its process ended); it goes on where it stopped once resumed"
+        },
+    )
     scheduled_for = fields.DateTime(allow_none=True)
     retry_at = fields.DateTime(allow_none=True)
     created_at = fields.DateTime()
@@ -89,11 +98,34 @@ class ProgressSchema(Schema):
     items = fields.Integer(required=True)
 
 
+class TransferSchema(Schema):
+    """What git reports of the push a Run is running (git 2.39's own phases and figures)."""
+
+    phase = fields.String(
+        required=True,
+        metadata={
+            "description": "git's phase in lower case (counting objects, writing objects); "
+            "the target's own phases start with 'target: '"
+        },
+    )
+    objects_done = fields.Integer(required=True)
+    objects_total = fields.Integer(
+        required=True, allow_none=True, metadata={"description": "null while git enumerates"}
+    )
+    bytes_done = fields.Integer(
+        required=True, metadata={"description": "bytes sent so far by this batch's pushes"}
+    )
+
+
 class RunProgressSchema(ProgressSchema):
     run_id = fields.Integer(required=True)
     stage = fields.String(required=True)
     status = fields.String(required=True)
     plan_complete = fields.Boolean(required=True)
+    transfer = fields.Nested(
+        TransferSchema,
+        metadata={"description": "present only while a push runs: what git reports of it"},
+    )
 
 
 class RecoverySchema(Schema):

@@ -2,24 +2,27 @@
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from reposync.errors import GitTransportError, LeaseLost
 from reposync.git import procfs
+from reposync.git.progress import TransferProgress
 from reposync.git.transport import RefUpdate, _groups, guarded, run_git
 from reposync.git.transport import push as push_from
 from reposync.git.workspace import PushWorkspace
 from tests.gitrepo import bad_tree_commit, commit_on, generate, init_bare, refs
 
 
-def push(source: str, target: str, updates: list[RefUpdate]):
+def push(source: str, target: str, updates: list[RefUpdate], **options: Any):
     """Push from a workspace that borrows ``source``'s objects (as the applier does)."""
     workspace = PushWorkspace(Path(source).parent / "workspace.git", f"{source}/objects")
-    return push_from(workspace, target, updates)
+    return push_from(workspace, target, updates, **options)
 
 
 @pytest.fixture
@@ -102,11 +105,15 @@ def test_a_target_that_refuses_every_ref_is_asked_once(pair):
     assert (outcome.accepted, outcome.groups, refs(target)) == (set(), 1, {})
 
 
-def test_an_update_hook_declining_one_ref_holds_back_only_that_ref(pair):
+@pytest.mark.parametrize("progress", [False, True], ids=["quiet", "with-progress"])
+def test_an_update_hook_declining_one_ref_holds_back_only_that_ref(pair, progress):
     """An update hook refuses one ref of an atomic push: receive-pack refuses the others
     as "atomic push failure"; they are pushed again without it and land; the declined
-    ref is the target's refusal, not a conflict."""
+    ref is the target's refusal, not a conflict (its words quoted, never git's progress
+    lines when progress is read)."""
     source, target = pair
+    heard: list[TransferProgress] = []
+    options = {"on_progress": heard.append} if progress else {}
     _hook(
         target,
         "update",
@@ -114,9 +121,13 @@ def test_an_update_hook_declining_one_ref_holds_back_only_that_ref(pair):
         "exit 1; fi\n",
     )
     src = refs(source)
-    outcome = push(str(source), str(target), [RefUpdate(n, o, None) for n, o in src.items()])
+    outcome = push(
+        str(source), str(target), [RefUpdate(n, o, None) for n, o in src.items()], **options
+    )
     assert set(outcome.refused) == {"refs/heads/branch-00001"}
     assert "branch-00001 is frozen" in outcome.refused["refs/heads/branch-00001"]
+    assert "%" not in outcome.refused["refs/heads/branch-00001"]
+    assert bool(heard) is progress
     assert outcome.rejected == {}
     assert outcome.accepted == set(src) - {"refs/heads/branch-00001"}
     assert outcome.groups == 2
@@ -246,3 +257,78 @@ def test_a_push_whose_lease_is_lost_mid_transaction_never_completes(pair, tmp_pa
     assert refs(target) == {}
     # What it leaves are locks whose writer is gone: ``remove_stale_locks``' business.
     assert list((target / "refs").rglob("*.lock"))
+
+
+def test_a_push_reports_git_s_progress_while_it_runs(tmp_path):
+    """``on_progress`` hears git's phases as they happen, in order; the objects written
+    go up, and the bytes sent add up over the groups of one call (never back to 0)."""
+    source = generate(tmp_path / "src.git", commits=400, branches=20, tags=20, file_bytes=400)
+    target = init_bare(tmp_path / "dst.git")
+    heard: list[TransferProgress] = []
+    updates = [RefUpdate(name, oid, None) for name, oid in refs(source).items()]
+    outcome = push(
+        str(source), str(target), updates, on_progress=heard.append, max_refs_per_push=20
+    )
+    assert outcome.accepted == set(refs(source))
+    assert outcome.groups == 3
+    assert refs(target) == refs(source)
+    writing = [u for u in heard if u.phase == "writing objects"]
+    assert len(writing) > 1
+    assert any(b.objects_done > a.objects_done for a, b in itertools.pairwise(writing))
+    sent = [u.bytes_done for u in heard]
+    assert sent == sorted(sent)
+    assert sent[-1] > 0
+
+
+@pytest.mark.skipif(not procfs.available(), reason="needs Linux /proc")
+def test_a_push_read_as_it_runs_still_dies_whole_when_its_guard_raises(pair, tmp_path):
+    """Reading git's progress does not loosen the guard: a lost lease mid-transaction
+    kills receive-pack too, and no ref lands."""
+    source, target = pair
+    holding = tmp_path / "receive-pack-holds-the-locks"
+    hook = target / "hooks" / "reference-transaction"
+    hook.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = prepared ]; then\n'
+        f'  cat >/dev/null; echo $PPID > "{holding}"; sleep 1\n'
+        "else\n"
+        "  cat >/dev/null\n"
+        "fi\n"
+    )
+    hook.chmod(0o755)
+    updates = [RefUpdate(name, oid, None) for name, oid in refs(source).items()]
+    heard: list[TransferProgress] = []
+    with pytest.raises(LeaseLost), guarded(lease_lost_once(holding.exists)):
+        push(str(source), str(target), updates, on_progress=heard.append)
+    receive_pack = int(holding.read_text())
+    time.sleep(1.5)  # the hook would be done by now, and its transaction committed
+    assert not alive(receive_pack)
+    assert refs(target) == {}
+    assert heard
+
+
+def test_an_error_of_the_stderr_handler_kills_git(tmp_path):
+    """A handler that raises (a progress write that finds its lease gone) stops git
+    like a guard does: nothing of the command lands."""
+
+    class Stop(Exception):
+        pass
+
+    def handler(line: str) -> None:
+        raise Stop(line)
+
+    argv = ["sh", "-c", f'echo started >&2; sleep 1; touch "{tmp_path / "finished"}"']
+    with pytest.raises(Stop):
+        run_git(argv, on_stderr=handler)
+    time.sleep(1.5)
+    assert not (tmp_path / "finished").exists()
+
+
+def test_run_git_hands_stderr_lines_over_as_they_come_and_keeps_them_all():
+    """Lines split at ``\\r`` as at ``\\n``, stdin and stdout as without a handler."""
+    heard: list[str] = []
+    script = "printf 'a 1%%\\ra 2%%\\rdone\\n' >&2; cat"
+    result = run_git(["sh", "-c", script], input_text="in\n" * 10000, on_stderr=heard.append)
+    assert heard == ["a 1%", "a 2%", "done"]
+    assert result.stdout == "in\n" * 10000
+    assert result.stderr == "a 1%\na 2%\ndone\n"

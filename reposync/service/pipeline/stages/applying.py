@@ -4,7 +4,8 @@ Order of one execution:
 
 1. Settle what an earlier execution left ``applying``/``verifying`` (it may have died
    mid-write): read back, mark completed what arrived, re-plan what did not.
-2. Check for cancellation.
+2. Check for cancellation (a cancel during the write stops a push at once: its items
+   are read back, then the Run ends ``cancelled``).
 3. Claim the lowest unfinished batch: ``planned -> applying`` in one fenced, guarded
    UPDATE that also counts the attempt (items over the cap fail instead).
 4. Write (the applier re-reads the source first and supersedes what moved), mark the
@@ -37,6 +38,7 @@ from reposync.errors import (
     RateLimited,
     ReposyncError,
     ResultUnknown,
+    RunCancelled,
     VerifyMismatch,
 )
 from reposync.lifecycle import Stage
@@ -102,6 +104,11 @@ def apply_next_batch(ex: StageExecution) -> Stage:
         sent: set[int] = set()
         try:
             outcomes, retry_at = apply_items(ex, items, sent=sent)
+        except RunCancelled:
+            # A cancel stopped the push (its git is dead): read back what it may have
+            # written, then end the Run as any cancel does.
+            settle_unfinished(ex)
+            return ex.advance_now(Stage.FINALIZING, "cancel requested; the running push stopped")
         except ReposyncError as error:
             if error.retryable:  # the forge's trouble, not the items': the retry is free
                 refund_attempts(ex, [item for item in items if item.id not in sent])

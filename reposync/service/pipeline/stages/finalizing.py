@@ -100,6 +100,7 @@ def finish(
             "report": report,
             "finished_at": now,
             "stage_attempts": 0,
+            "transfer": None,  # a push a cancel or an error cut short shows no more
         }
         if status is not RunStatus.CANCELLED and error is None:
             values["stage"] = Stage.COMPLETED.value

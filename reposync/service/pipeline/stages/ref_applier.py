@@ -43,6 +43,7 @@ from reposync.service.pipeline.stages.applier_contract import (
     superseded,
 )
 from reposync.service.pipeline.stages.lfs_objects import move_lfs_objects
+from reposync.service.pipeline.stages.push_progress import PushProgress
 from reposync.sync.vocabulary import Action, ItemState, ObjectType
 
 
@@ -151,6 +152,12 @@ class GitRefApplier:
         return to_write, settled
 
     def write(self, ex: StageExecution, items: Sequence[ApplyItem]) -> WriteReport:
+        # A cancel stops the fetch and the push it runs (``RunCancelled``); ``applying``
+        # then reads back what they may have written before the Run ends cancelled.
+        with transport.guarded(ex.lease.check_write):
+            return self._write(ex, items)
+
+    def _write(self, ex: StageExecution, items: Sequence[ApplyItem]) -> WriteReport:
         source_remote = self.repository.remote(ex.source(), False)
         target_remote = self._target_remote or self.repository.remote(ex.target(), True)
         transfer: Path | None = None
@@ -194,6 +201,7 @@ class GitRefApplier:
             )
             for item in items
         ]
+        progress = PushProgress(ex)
         try:
             pushed = transport.push(
                 workspace,
@@ -206,6 +214,7 @@ class GitRefApplier:
                 ),
                 max_refs_per_push=type(target).max_ref_updates_per_push,
                 on_push=_push_progress(ex, len(updates), type(target).max_ref_updates_per_push),
+                on_progress=progress,
             )
         except GitTransportError as error:
             refusal = self.repository.refusal(error, ex.spec("target").display)
@@ -216,6 +225,8 @@ class GitRefApplier:
                 identities={i.id: i.target_identity or "" for i in items},
                 refused={**held_back, **{i.id: failed for i in items}},
             )
+        finally:
+            progress.close()
         if transfer is not None:  # what it fetched is in the target now (or not wanted)
             transport.discard_objects(transfer)
         ex.count_io("pushes", pushed.groups)
