@@ -32,6 +32,12 @@ from reposync.forge_instances import (
 
 ENV_PREFIX = "REPOSYNC_"
 
+#: The broker Celery uses when ``REPOSYNC_BROKER_URL`` is not set.
+DEFAULT_BROKER_URL = "redis://127.0.0.1:6379/0"
+
+#: The values of ``REPOSYNC_EXECUTOR``.
+EXECUTORS = ("auto", "celery", "in-process")
+
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
@@ -47,8 +53,15 @@ class Settings:
     data_dir: Path = field(default_factory=default_data_dir)
     #: SQLAlchemy URL; empty means the embedded SQLite file in ``data_dir``.
     database_url: str = ""
-    #: Celery broker (distributed mode only).
-    broker_url: str = "redis://127.0.0.1:6379/0"
+    #: Celery broker. Empty: ``DEFAULT_BROKER_URL`` wherever Celery runs (the distributed
+    #: mode), and nothing to send to in the embedded mode (``executor``).
+    broker_url: str = ""
+    #: Who executes the Runs the API queues: ``celery`` (a broker, ``reposync worker``
+    #: and ``reposync beat``), ``in-process`` (threads inside ``reposync api``: one
+    #: process serves, so exactly one executor and one tick exist), or ``auto``:
+    #: in-process on the embedded database when no broker is configured
+    #: (``REPOSYNC_BROKER_URL`` unset), else Celery. See ``runs_in_process``.
+    executor: str = "auto"
     #: Seconds a Run's lease on its Binding lives without a heartbeat.
     lease_ttl: float = 120.0
     #: Physical batch limits for the applying stage.
@@ -262,6 +275,10 @@ class Settings:
                 "REPOSYNC_LEASE_TTL and the REPOSYNC_*BATCH_MAX_* limits must be positive "
                 "(REPOSYNC_GIT_MAX_PUSH_PACK_BYTES: 0 or more)"
             )
+        if self.executor not in EXECUTORS:
+            raise ConfigurationError(
+                f"REPOSYNC_EXECUTOR must be one of {', '.join(EXECUTORS)} (got {self.executor!r})"
+            )
         if self.progress_interval <= 0:
             raise ConfigurationError("REPOSYNC_PROGRESS_INTERVAL must be a positive number")
         if self.log_format not in ("text", "json"):
@@ -352,6 +369,19 @@ class Settings:
         if self.database_url:
             return self.database_url
         return f"sqlite:///{self.data_dir / 'reposync.db'}"
+
+    @property
+    def effective_broker_url(self) -> str:
+        return self.broker_url or DEFAULT_BROKER_URL
+
+    @property
+    def runs_in_process(self) -> bool:
+        """Whether ``reposync api`` executes Runs itself (``executor``): asked for, or
+        ``auto`` on the embedded database with no broker configured. A configured
+        database stays with Celery unless asked, so the distributed mode is unchanged."""
+        if self.executor != "auto":
+            return self.executor == "in-process"
+        return not self.database_url and not self.broker_url
 
     @property
     def effective_metrics_dir(self) -> Path:
@@ -478,6 +508,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     ),
     "database_url": str,
     "broker_url": str,
+    "executor": lambda raw: raw.strip().lower(),
     "lease_ttl": float,
     "batch_max_items": int,
     "batch_max_bytes": int,

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from typing import Any
+from urllib.parse import urlsplit
 
+import redis
 from celery import Celery, Task
 from celery.signals import worker_process_init
 from kombu.exceptions import OperationalError as KombuOperationalError
@@ -30,6 +33,12 @@ OWNER_PASS_TASK = "reposync.owner_binding.pass"
 
 _context: ServiceContext | None = None
 
+#: A queued Run is said to be waiting for a worker after this many seconds.
+UNTAKEN_AFTER = 10.0
+#: Seconds one answer about the broker is reused, and the most asking it may take.
+BROKER_CHECK_TTL = 10.0
+BROKER_CHECK_TIMEOUT = 0.5
+
 
 def task_name(stage: Stage | None) -> str:
     return RESUME_TASK if stage is None else f"reposync.stage.{stage.value}"
@@ -40,6 +49,7 @@ class CeleryDispatcher:
 
     def __init__(self, app: Celery | None = None) -> None:
         self._app = app
+        self._broker_checked: tuple[float, str | None] | None = None
 
     def dispatch(self, step: Step) -> None:
         self._send(task_name(step.stage), step.run_id, [step.run_id, step.generation])
@@ -71,6 +81,50 @@ class CeleryDispatcher:
             what="a pass of owner binding",
         )
 
+    def describe_wait(self, run_id: int, waited: float) -> str | None:
+        """What a queued Run waits for here (``service/waits.py``): a worker, and the
+        broker when it does not answer."""
+        if waited < UNTAKEN_AFTER:
+            return "sent to the Celery workers"
+        text = (
+            f"no worker has taken it for {waited:.0f}s: in the distributed mode a "
+            "`reposync worker` and a `reposync beat` must run"
+        )
+        away = self._broker_away()
+        return f"{text} ({away})" if away else text
+
+    def _broker_away(self) -> str | None:
+        """Why the broker does not answer (None: it does, or this cannot tell), asked
+        at most every ``BROKER_CHECK_TTL`` seconds: every listing of Runs may ask."""
+        now = time.monotonic()
+        if self._broker_checked is not None and now - self._broker_checked[0] < BROKER_CHECK_TTL:
+            return self._broker_checked[1]
+        url = str(self._celery().conf.broker_url or "")
+        parts = urlsplit(url)
+        away: str | None = None
+        if parts.scheme in ("redis", "rediss"):
+            where = f"{parts.scheme}://{parts.hostname}:{parts.port or 6379}"  # no password
+            client = redis.Redis.from_url(
+                url,
+                socket_timeout=BROKER_CHECK_TIMEOUT,
+                socket_connect_timeout=BROKER_CHECK_TIMEOUT,
+            )
+            try:
+                client.ping()
+            except redis.RedisError:
+                away = f"the broker at {where} is unreachable"
+            finally:
+                client.close()
+        self._broker_checked = (now, away)
+        return away
+
+    def _celery(self) -> Celery:
+        if self._app is None:
+            from reposync.tasks.app import app as default_app
+
+            return default_app
+        return self._app
+
     def _send(
         self,
         name: str,
@@ -84,11 +138,7 @@ class CeleryDispatcher:
         tick re-dispatches a Run nobody claimed within ``dispatch_grace`` (a delivery
         overdue by as much; an owed webhook Run once due). Failing the caller here would
         report a Run that exists as not created."""
-        app = self._app
-        if app is None:
-            from reposync.tasks.app import app as default_app
-
-            app = default_app
+        app = self._celery()
         try:
             app.send_task(name, args=args, countdown=countdown if countdown > 0 else None)
         except KombuOperationalError as exc:

@@ -25,10 +25,10 @@ def celery_settings(settings: Settings) -> dict[str, Any]:
         "unacked_restore_throttle": settings.unacked_restore_throttle,
     }
     return {
-        "broker_url": settings.broker_url,
+        "broker_url": settings.effective_broker_url,
         # kombu's Redis transport with the workaround that keeps a busy worker alive
         # through a broker restart (reposync.tasks.broker says why).
-        "broker_transport": transport_for(settings.broker_url),
+        "broker_transport": transport_for(settings.effective_broker_url),
         "broker_transport_options": transport,
         "result_backend_transport_options": {"visibility_timeout": visibility},
         "visibility_timeout": visibility,

@@ -1,8 +1,8 @@
 """The HTTP API application factory: ``create_app(settings, ctx=...)``.
 
 Views reach the database only through ``reposync.service``, with the ``ServiceContext``
-the factory was given (tests pass theirs; ``reposync api`` lets the factory build one for
-the distributed mode, dispatching to Celery).
+the factory was given (tests pass theirs; ``reposync api`` lets the factory build one:
+dispatching to Celery, or in the embedded mode to an in-process executor).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 from reposync.config import Settings
 from reposync.models.db import Database
 from reposync.service.context import ServiceContext
+from reposync.service.executor import InProcessExecutor
 from reposync.web import (
     bindings,
     events,
@@ -112,14 +113,16 @@ class ReposyncApi(Api):
 
 
 def default_context(settings: Settings, db: Database | None = None) -> ServiceContext:
-    """The distributed mode's context: the configured database, Celery dispatch."""
+    """The API's own context: the configured database; Runs dispatched to Celery, or to
+    an in-process executor when ``settings.runs_in_process`` (the embedded mode with no
+    broker). That executor is not started here: ``reposync api`` starts it in its one
+    worker process (``web/server.py``), so building an app starts no thread."""
+    db = db or Database(settings.effective_database_url)
+    if settings.runs_in_process:
+        return InProcessExecutor(settings, db).context
     from reposync.tasks.base import CeleryDispatcher
 
-    return ServiceContext(
-        settings=settings,
-        db=db or Database(settings.effective_database_url),
-        dispatcher=CeleryDispatcher(),
-    )
+    return ServiceContext(settings=settings, db=db, dispatcher=CeleryDispatcher())
 
 
 def create_app(

@@ -142,8 +142,10 @@ def exposition(settings: Settings) -> Exposition:
         sources.append(FilesCollector(settings.effective_metrics_dir))
     else:
         sources.append(REGISTRY)
-    if urlsplit(settings.broker_url).scheme in ("redis", "rediss"):
-        sources.append(QueueCollector(settings.broker_url))
+    broker = settings.effective_broker_url
+    # Runs executed inside the API have no broker to read a queue from.
+    if not settings.runs_in_process and urlsplit(broker).scheme in ("redis", "rediss"):
+        sources.append(QueueCollector(broker))
     return Exposition(sources)
 
 

@@ -6,6 +6,7 @@ recovering need the admin role or a grant on the Run's Binding.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from flask import url_for
@@ -13,10 +14,12 @@ from flask.views import MethodView
 from flask_smorest import Blueprint
 
 from reposync.lifecycle import AuditMode, RunMode
+from reposync.models import Run
 from reposync.service.authorization import authorize_binding, authorize_run
 from reposync.service.queries import get_run_for, list_runs, run_progress
 from reposync.service.recovery import recover_run
 from reposync.service.runs import enqueue_run, request_cancel, retry_run
+from reposync.service.waits import waiting
 from reposync.web.auth import current_user, load_user, service_context
 from reposync.web.errors import documents
 from reposync.web.pagination import page
@@ -36,8 +39,28 @@ blueprint.before_request(load_user)
 LOCATION = {"Location": {"schema": {"type": "string"}}}
 
 
-def _accepted(run: Any) -> tuple[Any, int, dict[str, str]]:
-    return run, 202, {"Location": url_for("runs.RunView", run_id=run.id)}
+def _accepted(run: Run) -> tuple[Any, int, dict[str, str]]:
+    return _with_waiting(run), 202, {"Location": url_for("runs.RunView", run_id=run.id)}
+
+
+class _Waiting:
+    """A Run and where it waits (``waiting``), as the Run schemas dump it."""
+
+    def __init__(self, run: Run, where: str) -> None:
+        self._run = run
+        self.waiting = where
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._run, name)
+
+
+def _with_waiting(run: Run) -> Any:
+    return _all_with_waiting([run])[0]
+
+
+def _all_with_waiting(runs: Sequence[Run]) -> list[Any]:
+    found = waiting(service_context(), runs)
+    return [_Waiting(run, found[run.id]) if run.id in found else run for run in runs]
 
 
 @blueprint.route(f"/bindings/{id_rule('binding_id')}/runs")
@@ -68,7 +91,7 @@ class RunsView(MethodView):
     def get(self, args: dict[str, Any]) -> Any:
         """List the visible Runs, newest first; ``after_id`` continues below the last id."""
         rows = list_runs(service_context(), current_user(), **args)
-        return page(rows, args["limit"])
+        return page(_all_with_waiting(rows), args["limit"])
 
 
 @blueprint.route(f"/runs/{id_rule('run_id')}")
@@ -78,7 +101,7 @@ class RunView(MethodView):
     @documents(blueprint, 401, 404)
     def get(self, run_id: int) -> Any:
         """Show one Run: stage, status, counters and report."""
-        return get_run_for(service_context(), current_user(), run_id)
+        return _with_waiting(get_run_for(service_context(), current_user(), run_id))
 
 
 @blueprint.route(f"/runs/{id_rule('run_id')}/progress")
@@ -103,7 +126,7 @@ class CancelView(MethodView):
         """
         ctx = service_context()
         authorize_run(ctx, current_user(), run_id)
-        return request_cancel(ctx, run_id)
+        return _with_waiting(request_cancel(ctx, run_id))
 
 
 @blueprint.route(f"/runs/{id_rule('run_id')}/retry")

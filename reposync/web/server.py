@@ -1,4 +1,12 @@
-"""``reposync api``: the API under gunicorn (the distributed mode).
+"""``reposync api``: the API under gunicorn.
+
+Two worker processes serve the distributed mode (Celery executes the Runs). In the
+embedded mode with no broker (``Settings.runs_in_process``) the API executes them itself
+(``service/executor.py``), so it runs ONE worker process: exactly one executor and one
+tick exist. That process starts the executor once gunicorn's signal handlers are in
+place, begins stopping it at the SIGTERM that starts a graceful shutdown (a Run's step
+gives its lease up at once, not after the requests in flight end), and waits for it
+when the worker exits.
 
 It starts only on a database at the schema it was built for: a configured database
 (``REPOSYNC_DATABASE_URL``) that is unreachable or not migrated makes it exit at once,
@@ -10,6 +18,9 @@ database is migrated here, as every command of the CLI does with it.
 from __future__ import annotations
 
 import json
+import signal
+import threading
+from types import FrameType
 from typing import Any
 
 from gunicorn import glogging
@@ -19,6 +30,7 @@ from gunicorn.app.base import BaseApplication
 from reposync import logs, metrics
 from reposync.config import Settings
 from reposync.models.db import Database
+from reposync.service.executor import InProcessExecutor
 from reposync.web.app import create_app
 from reposync.web.errors import PROBLEM_CONTENT_TYPE, TYPE_PREFIX
 
@@ -72,6 +84,38 @@ def _child_exit(server: Any, worker: Any) -> None:
     metrics.process_dead(worker.pid)
 
 
+#: The worker process's in-process executor (``load`` builds it, the hooks below run it).
+_executor: InProcessExecutor | None = None
+
+
+def _start_executor(worker: Any) -> None:
+    """``post_worker_init``: start the executor; SIGTERM (a graceful stop) stops it too."""
+    executor = _executor
+    if executor is None:
+        return
+    executor.start()
+    graceful = signal.getsignal(signal.SIGTERM)
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        # A thread of its own: a signal handler must not wait for the executor's lock.
+        threading.Thread(target=executor.stop, name="reposync-executor-stop").start()
+        if callable(graceful):
+            graceful(signum, frame)
+
+    signal.signal(signal.SIGTERM, on_term)
+
+
+def _stop_executor(worker: Any) -> None:
+    """``worker_int`` (SIGINT, SIGQUIT): stop it, waiting (bounded) before the exit."""
+    if _executor is not None:
+        _executor.stop()
+
+
+def _executor_exit(server: Any, worker: Any) -> None:
+    """``worker_exit``: whatever ended the worker, the executor's threads end first."""
+    _stop_executor(worker)
+
+
 class _Gunicorn(BaseApplication):
     def __init__(self, settings: Settings, bind: str) -> None:
         self._settings = settings
@@ -81,7 +125,8 @@ class _Gunicorn(BaseApplication):
     def load_config(self) -> None:
         gunicorn_util.write_error = write_problem  # inherited by the forked workers
         self.cfg.set("bind", self._bind)
-        self.cfg.set("workers", 2)
+        # One process when it executes Runs itself: one executor, one tick (module).
+        self.cfg.set("workers", 1 if self._settings.runs_in_process else 2)
         # Threads: the API's own, and one more for each event stream the process may
         # hold, so that streams (up to 25 s each, capped per process) never take the
         # threads the rest of the API answers with.
@@ -91,11 +136,20 @@ class _Gunicorn(BaseApplication):
         self.cfg.set("worker_connections", max(1000, 2 * threads))
         self.cfg.set("accesslog", "-")
         self.cfg.set("child_exit", _child_exit)
+        if self._settings.runs_in_process:
+            self.cfg.set("post_worker_init", _start_executor)
+            self.cfg.set("worker_int", _stop_executor)
+            self.cfg.set("worker_exit", _executor_exit)
         if self._settings.log_format == "json":
             self.cfg.set("logger_class", JsonGunicornLogger)
 
     def load(self) -> Any:
-        return create_app(self._settings)
+        global _executor
+        app = create_app(self._settings)
+        dispatcher = app.extensions["reposync.ctx"].dispatcher
+        if isinstance(dispatcher, InProcessExecutor):
+            _executor = dispatcher
+        return app
 
 
 def check_database(settings: Settings) -> None:

@@ -233,3 +233,29 @@ def test_a_missing_env_file_is_a_clear_error(tmp_path):
 )
 def test_which_urls_carry_a_password(url, expected):
     assert url_has_password(url) is expected
+
+
+@pytest.mark.parametrize(
+    ("environment", "in_process"),
+    [
+        ({}, True),  # the embedded mode, no broker: the API runs its Runs itself
+        ({"REPOSYNC_BROKER_URL": "redis://h:6379/0"}, False),
+        ({"REPOSYNC_DATABASE_URL": "postgresql://h/rs"}, False),  # the distributed mode
+        ({"REPOSYNC_EXECUTOR": "celery"}, False),
+        ({"REPOSYNC_EXECUTOR": "In-Process", "REPOSYNC_DATABASE_URL": "postgresql://h/rs"}, True),
+    ],
+)
+def test_who_executes_the_apis_runs(environment, in_process):
+    """Issue 25: ``auto`` runs in-process on the embedded database unless a broker is
+    configured; Celery's broker stays the local Redis when none is given."""
+    settings = Settings.from_env(environment)
+    assert settings.runs_in_process is in_process
+    assert settings.effective_broker_url == environment.get(
+        "REPOSYNC_BROKER_URL", "redis://127.0.0.1:6379/0"
+    )
+
+
+def test_an_unknown_executor_is_refused():
+    """Anything but auto, celery or in-process is a configuration error naming them."""
+    with pytest.raises(ConfigurationError, match="auto, celery, in-process"):
+        Settings.from_env({"REPOSYNC_EXECUTOR": "threads"})

@@ -62,11 +62,15 @@ def _machine() -> str:
 
 
 def _start_time(pid: int) -> str | None:
-    """The pid's start time in clock ticks since boot (``/proc/PID/stat`` field 22)."""
+    """The pid's start time in clock ticks since boot (``/proc/PID/stat`` field 22);
+    None for a process that ended, even one its parent has not reaped yet (a zombie:
+    a killed process stays one until then, and a container's init may take its time)."""
     try:
         stat = (PROC / str(pid) / "stat").read_text()
     except OSError:
         return None
     # The command name (field 2) may hold spaces and parentheses: count after its end.
     fields = stat[stat.rindex(")") + 2 :].split()
+    if fields and fields[0] in ("Z", "X"):  # field 3, the state: zombie or dead
+        return None
     return fields[19] if len(fields) > 19 else None

@@ -57,6 +57,13 @@ class RunSummarySchema(Schema):
     started_at = fields.DateTime(allow_none=True)
     finished_at = fields.DateTime(allow_none=True)
     updated_at = fields.DateTime()
+    waiting = fields.String(
+        metadata={
+            "description": "Where a queued Run waits, in words: deferred until when, "
+            "behind which Run, at which place of whose queue, or that nothing takes it (no "
+            "worker, a broker away). Absent when the Run is not queued or nothing is known."
+        }
+    )
 
 
 class RunSchema(RunSummarySchema):

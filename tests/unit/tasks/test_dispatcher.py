@@ -32,3 +32,19 @@ def test_an_unreachable_broker_is_logged_not_raised(caplog):
     assert any("run 41 is saved but the broker is unreachable" in m for m in messages)
     assert any("run 42 is saved but the broker is unreachable" in m for m in messages)
     assert any("webhook delivery 43 is saved but the broker is unreachable" in m for m in messages)
+
+
+def test_a_run_no_worker_took_says_a_worker_is_needed_and_the_broker_is_away():
+    """Issue 25: a queued Run's ``waiting`` in the distributed mode: just sent, or no
+    worker took it (naming the commands), and the broker's address when it is away."""
+    app = unreachable_app()
+    app.conf.broker_url = f"redis://:hunter2@127.0.0.1:{free_port()}/0"
+    dispatcher = CeleryDispatcher(app)
+    assert dispatcher.describe_wait(1, 2.0) == "sent to the Celery workers"
+    text = dispatcher.describe_wait(1, 75.0)
+    assert text is not None
+    assert text.startswith("no worker has taken it for 75s")
+    assert "`reposync worker` and a `reposync beat` must run" in text
+    assert "redis://127.0.0.1:" in text
+    assert "is unreachable" in text
+    assert "hunter2" not in text

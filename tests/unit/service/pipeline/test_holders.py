@@ -36,6 +36,19 @@ def test_a_running_child_is_not_gone_and_an_ended_one_is():
     assert holders.holder_gone(name)
 
 
+def test_a_killed_holder_is_gone_before_it_is_reaped():
+    """Issue 25: a killed process stays a zombie until its parent reaps it (a container's
+    init may take its time); it runs no more code, so its lease is free at once."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    name = _name_of(child.pid)
+    child.kill()
+    try:
+        os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # ended, still unreaped
+        assert holders.holder_gone(name)
+    finally:
+        child.wait()
+
+
 def test_a_reused_pid_is_not_its_old_holder():
     """The same pid started at another time is another process: the holder is gone."""
     start = holders._start_time(os.getpid())

@@ -1,5 +1,5 @@
-"""The beat's tick purges expired idempotency keys, sessions and throttle windows,
-whatever happened before it."""
+"""The tick (beat's, or the in-process executor's) purges expired idempotency keys,
+sessions and throttle windows, whatever happened before it."""
 
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ import pytest
 from sqlalchemy import select, update
 
 from reposync.models import ApiToken, AuthFailure, IdempotencyKey, utcnow
-from reposync.service import idempotency
+from reposync.service import idempotency, ticks
 from reposync.service.idempotency import Answer, Claim
 from reposync.service.users import create_user, issue_session_token
-from reposync.tasks import recovery
 
 
 def test_the_tick_purges_expired_keys_even_when_scheduling_fails(ctx, monkeypatch):
@@ -27,11 +26,10 @@ def test_the_tick_purges_expired_keys_even_when_scheduling_fails(ctx, monkeypatc
         raise RuntimeError("a schedule failed")
 
     redispatched: list[object] = []
-    monkeypatch.setattr(recovery, "context", lambda: ctx)
-    monkeypatch.setattr(recovery.schedules, "tick", broken)
-    monkeypatch.setattr(recovery, "redispatch_stalled", redispatched.append)
+    monkeypatch.setattr(ticks.schedules, "tick", broken)
+    monkeypatch.setattr(ticks.recovery, "redispatch_stalled", redispatched.append)
     with pytest.raises(RuntimeError, match="a schedule failed"):
-        recovery.tick()
+        ticks.tick(ctx)
     assert redispatched == [ctx]
     with ctx.db.session() as session:
         keys = session.execute(select(IdempotencyKey.key)).scalars().all()
@@ -50,11 +48,10 @@ def test_the_tick_purges_expired_sessions_and_throttle_windows(ctx, monkeypatch)
     def broken(_ctx) -> None:
         raise RuntimeError("a schedule failed")
 
-    monkeypatch.setattr(recovery, "context", lambda: ctx)
-    monkeypatch.setattr(recovery.schedules, "tick", broken)
-    monkeypatch.setattr(recovery, "redispatch_stalled", lambda _ctx: None)
+    monkeypatch.setattr(ticks.schedules, "tick", broken)
+    monkeypatch.setattr(ticks.recovery, "redispatch_stalled", lambda _ctx: None)
     with pytest.raises(RuntimeError, match="a schedule failed"):
-        recovery.tick()
+        ticks.tick(ctx)
     with ctx.db.session() as session:
         assert session.execute(select(ApiToken)).first() is None
         assert session.execute(select(AuthFailure)).first() is None
@@ -72,10 +69,11 @@ def test_the_tick_reaches_owner_bindings_even_when_scheduling_fails(ctx, monkeyp
         reached.append("owners")
         raise RuntimeError("an owner binding failed")
 
-    monkeypatch.setattr(recovery, "context", lambda: ctx)
-    monkeypatch.setattr(recovery.schedules, "tick", broken)
-    monkeypatch.setattr(recovery.owners, "tick", owners_tick)
-    monkeypatch.setattr(recovery, "redispatch_stalled", lambda _ctx: reached.append("stalled"))
+    monkeypatch.setattr(ticks.schedules, "tick", broken)
+    monkeypatch.setattr(ticks.owners, "tick", owners_tick)
+    monkeypatch.setattr(
+        ticks.recovery, "redispatch_stalled", lambda _ctx: reached.append("stalled")
+    )
     with pytest.raises(RuntimeError, match="a schedule failed"):
-        recovery.tick()
+        ticks.tick(ctx)
     assert reached == ["owners", "stalled"]
