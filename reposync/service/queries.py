@@ -509,6 +509,8 @@ class RunGlance:
     counters: dict[str, Any]
     #: The report's problems (only its ``problems`` key is read), for a finished Run.
     problems: list[dict[str, Any]] = field(default_factory=list)
+    #: Where a queued Run waits (``service.waits``), filled in by whoever shows it.
+    waiting: str | None = None
 
     @property
     def is_active(self) -> bool:

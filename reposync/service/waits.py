@@ -16,9 +16,24 @@ from typing import Protocol, runtime_checkable
 from sqlalchemy import select
 
 from reposync.lifecycle import RunStatus
-from reposync.models import Binding, Run
+from reposync.models import Binding
 from reposync.service.context import ServiceContext
 from reposync.service.pipeline.leases import database_now
+
+
+class QueuedRun(Protocol):
+    """What telling a Run's wait reads of it: a ``Run`` row, or the page's glance of one."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def binding_id(self) -> int: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def retry_at(self) -> datetime | None: ...
+    @property
+    def created_at(self) -> datetime: ...
 
 
 @runtime_checkable
@@ -29,7 +44,7 @@ class DescribesWaits(Protocol):
         """Where ``run_id``, queued ``waited`` seconds ago, is; None when it cannot tell."""
 
 
-def waiting(ctx: ServiceContext, runs: Iterable[Run]) -> dict[int, str]:
+def waiting(ctx: ServiceContext, runs: Iterable[QueuedRun]) -> dict[int, str]:
     """``run id -> where it waits`` for the queued Runs among ``runs`` (the others are
     left out: a running or ended Run waits for nothing)."""
     queued = [run for run in runs if run.status == RunStatus.QUEUED.value]
@@ -59,7 +74,7 @@ def waiting(ctx: ServiceContext, runs: Iterable[Run]) -> dict[int, str]:
     return found
 
 
-def _deferred(run: Run, now: datetime) -> str | None:
+def _deferred(run: QueuedRun, now: datetime) -> str | None:
     if run.retry_at is None or run.retry_at <= now:
         return None
     until = run.retry_at.strftime("%Y-%m-%d %H:%M:%S UTC")
@@ -67,7 +82,7 @@ def _deferred(run: Run, now: datetime) -> str | None:
 
 
 def _behind(
-    run: Run, lease_run_id: int | None, expires_at: datetime | None, now: datetime
+    run: QueuedRun, lease_run_id: int | None, expires_at: datetime | None, now: datetime
 ) -> str | None:
     if lease_run_id is None or lease_run_id == run.id:
         return None

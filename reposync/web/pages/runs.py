@@ -39,6 +39,7 @@ from reposync.models import Run
 from reposync.service.authorization import (
     authorize_run,
 )
+from reposync.service.pipeline.leases import interrupted
 from reposync.service.queries import (
     OverviewRow,
     get_binding_for,
@@ -53,6 +54,7 @@ from reposync.service.queries import (
 from reposync.service.recovery import recover_run
 from reposync.service.runs import request_cancel, retry_run
 from reposync.service.users import issue_stream_token
+from reposync.service.waits import waiting
 from reposync.sync.report import NOTICE_CATEGORIES, problem_type_of
 from reposync.web.pages import glance, session
 from reposync.web.pages.common import PAGE_SIZE, blueprint, signed_in_user
@@ -184,6 +186,8 @@ def _live_context(run_id: int) -> dict[str, Any]:
     shown = [_shown(p) for p in problems]
     return {
         "run": run,
+        "waiting": waiting(ctx, [run]).get(run.id),
+        "interrupted": interrupted(run),
         "progress": progress,
         "fraction": settled(progress),
         "transfer": progress.get("transfer"),

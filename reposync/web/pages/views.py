@@ -10,7 +10,7 @@ action instead (``common``). The Run page is in ``runs``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -58,6 +58,7 @@ from reposync.service.queries import (
 )
 from reposync.service.runs import enqueue_run
 from reposync.service.users import grant
+from reposync.service.waits import waiting
 from reposync.sync.vocabulary import RefConflictPolicy
 from reposync.web import github as github_api
 from reposync.web.errors import retry_headers
@@ -173,7 +174,11 @@ def _overview_entries() -> tuple[list[Entry], dict[str, Any]]:
         raise UsageError(f"sort must be one of {', '.join(SORTS)}")
     entries = []
     counts = dict.fromkeys((s.key for s in glance.STATES), 0)
-    for row in overview_rows(ctx, user):
+    rows = overview_rows(ctx, user)
+    waits = waiting(ctx, [row.active for row in rows if row.active is not None])
+    for row in rows:
+        if row.active is not None and row.active.id in waits:
+            row.active = replace(row.active, waiting=waits[row.active.id])
         entry = Entry.of(row)
         counts[entry.state.key] += 1
         if state and entry.state.key != state:

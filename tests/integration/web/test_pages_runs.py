@@ -95,26 +95,32 @@ def test_the_progress_bar_counts_settled_items_and_shows_gits_transfer(
     assert 'id="transfer-bar" max="1000" value="250"' in shown.group(0)
 
 
-def test_a_queued_run_says_where_it_waits_when_the_api_says_so(
-    ctx, client, tokens, binding, monkeypatch
+def test_a_queued_run_says_where_it_waits_and_an_interrupted_one_says_so(
+    ctx, client, tokens, binding
 ):
-    """The optional ``waiting`` of a queued Run is shown on its page; absent, nothing."""
+    """Where a queued Run waits (``service.waits``: here deferred until a time) is on its
+    page and its Overview row; a running Run nobody executes says it was interrupted."""
+    from datetime import UTC, datetime
+
     from reposync.service.runs import create_run
 
     run = create_run(ctx, binding.id)
     sign_in(client, tokens.admin)
     assert 'id="waiting"' not in client.get(f"/runs/{run.id}").get_data(as_text=True)
 
-    real = queries.get_run_for
-
-    def waiting(*args, **kwargs):
-        found = real(*args, **kwargs)
-        found.waiting = "no worker has taken it: the broker is unreachable"
-        return found
-
-    monkeypatch.setattr("reposync.web.pages.runs.get_run_for", waiting)
+    later = datetime.now(UTC) + timedelta(hours=2)
+    with ctx.db.transaction() as session:
+        session.execute(update(Run).where(Run.id == run.id).values(retry_at=later))
+    words = f"deferred until {later.strftime('%Y-%m-%d %H:%M:%S UTC')}"
     page = client.get(f"/runs/{run.id}").get_data(as_text=True)
-    assert 'id="waiting">Waiting: no worker has taken it: the broker is unreachable' in page
+    assert f'id="waiting">Waiting: {words}' in page
+    assert words in client.get("/overview/rows").get_data(as_text=True)
+
+    with ctx.db.transaction() as session:  # running, and no lease names it: nobody runs it
+        session.execute(update(Run).where(Run.id == run.id).values(status="running", retry_at=None))
+    page = client.get(f"/runs/{run.id}").get_data(as_text=True)
+    assert 'id="interrupted">Interrupted:' in page
+    assert 'id="waiting"' not in page
 
 
 def test_the_items_table_is_served_alone_with_the_pages_filters(ctx, client, tokens, finished_run):
