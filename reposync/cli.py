@@ -119,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _json_option(events)
     cancel = runs_commands.add_parser(
-        "cancel", help="ask an active Run to stop at its next cancellation point"
+        "cancel", help="ask an active Run to stop (a running push within about a second)"
     )
     cancel.add_argument("run_id", type=int, metavar="RUN")
     _json_option(cancel)
@@ -588,8 +588,9 @@ def _hooks(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _hook_dispatcher(settings: Settings) -> Any:
-    """Celery in the distributed mode; the embedded mode has no worker to tell (the next
-    ``reposync sync`` of the pair syncs the change)."""
+    """Celery in the distributed mode. In the embedded mode no queue reaches the process
+    that runs Runs: the change is recorded, and the owed Run is started by a running
+    ``reposync api``'s tick, or else by the next ``reposync sync`` of the pair."""
     if not settings.database_url:
         from reposync.service.context import NoDispatch
 

@@ -123,7 +123,8 @@ def retry_run(ctx: ServiceContext, run_id: int) -> Run:
 
 
 def request_cancel(ctx: ServiceContext, run_id: int) -> Run:
-    """Ask a Run to stop; it is honoured at the next cancellation point."""
+    """Ask a Run to stop; its execution honours it between steps, and its heartbeat passes
+    it to a running git push or fetch within about a second (``pipeline.leases``)."""
     with ctx.db.transaction() as session:
         run = get_run(session, run_id)
         mark_cancel_requested(session, run)

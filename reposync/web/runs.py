@@ -120,7 +120,9 @@ class CancelView(MethodView):
     @blueprint.response(200, RunSchema)
     @documents(blueprint, 401, 404)
     def post(self, run_id: int) -> Any:
-        """Ask an active Run to stop at its next cancellation point (admin, or a grant).
+        """Ask an active Run to stop (admin, or a grant): between two steps, or within
+        about a second while git pushes or fetches (the git child is stopped and what it
+        may have written is read back); a forge API batch already sent finishes first.
 
         A Run that already ended is returned unchanged.
         """
