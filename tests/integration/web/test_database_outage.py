@@ -10,7 +10,10 @@ for root as well).
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import itertools
+import json
 import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -18,9 +21,11 @@ from pathlib import Path
 
 import pytest
 from flask import Flask
+from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
 from reposync.config import Settings
+from reposync.forge_instances import ForgejoInstance
 from reposync.models.db import Database
 from reposync.service.context import ServiceContext
 from reposync.service.users import create_user, issue_token
@@ -45,6 +50,39 @@ class Outage:
     start: Callable[[], None]
 
 
+#: An instance whose hooks are signed, so a Forgejo delivery reaches the database.
+FORGEJO = ForgejoInstance(
+    "git.example.test", "https://git.example.test", "t" * 40, webhook_secret="hook secret"
+)
+
+
+def _forgejo_push(client: FlaskClient) -> TestResponse:
+    """A push delivery signed as the instance's hook signs it."""
+    body = json.dumps(
+        {
+            "ref": "refs/heads/main",
+            "before": "a" * 40,
+            "after": "b" * 40,
+            "repository": {
+                "id": 7,
+                "full_name": "acme/app",
+                "html_url": f"{FORGEJO.url}/acme/app",
+            },
+        }
+    ).encode()
+    signature = hmac.new(FORGEJO.webhook_secret.encode(), body, hashlib.sha256).hexdigest()
+    return client.post(
+        url("/webhooks/forgejo"),
+        data=body,
+        headers={
+            "Content-Type": "application/json",
+            "X-Forgejo-Event": "push",
+            "X-Forgejo-Delivery": "0b7c6a52-outage",
+            "X-Forgejo-Signature": signature,
+        },
+    )
+
+
 def _settings(tmp_path: Path, database_url: str = "") -> Settings:
     """Connect GitHub and webhooks configured, so their endpoints reach the database."""
     return Settings(
@@ -52,6 +90,7 @@ def _settings(tmp_path: Path, database_url: str = "") -> Settings:
         database_url=database_url,
         secret_key=TEST_SECRET_KEY,
         github_webhook_secret=WEBHOOK_SECRET,
+        forgejo_instances=(FORGEJO,),
         github_client_id="Iv1.outage",
         github_client_secret="outage-secret",
         github_app_slug="reposync-outage",
@@ -166,6 +205,8 @@ def test_every_endpoint_answers_503_while_the_database_is_away(outage: Outage):
     outage.stop()
     wrong: dict[str, str] = {}
     for endpoint in ENDPOINTS:
+        if endpoint.access == "signature":
+            continue  # unsigned, a delivery is refused before any read: signed ones follow
         verdict = _is_unavailable(call(client, endpoint, bearer(token)))
         if verdict:
             wrong[str(endpoint)] = verdict
@@ -174,6 +215,8 @@ def test_every_endpoint_answers_503_while_the_database_is_away(outage: Outage):
     )
     if verdict := _is_unavailable(delivery):
         wrong["POST /webhooks/github"] = verdict
+    if verdict := _is_unavailable(_forgejo_push(client)):
+        wrong["POST /webhooks/forgejo"] = verdict
     health = client.get(url("/health"))  # its own document: degraded, unreachable
     if health.status_code != 503 or not health.headers.get("Retry-After", "").isdigit():
         wrong["GET /health"] = f"{health.status_code} {health.headers.get('Retry-After')!r}"
@@ -183,7 +226,7 @@ def test_every_endpoint_answers_503_while_the_database_is_away(outage: Outage):
     csrf = session.csrf_token(token)
     for method, path in _page_requests(app):
         response = page.open(path, method=method, data={"csrf": csrf})
-        if path == "/signin":  # the form needs no database; its POST is below
+        if path in ("/signin", "/favicon.ico"):  # need no database (the form's POST below)
             continue
         if verdict := _is_unavailable(response, problem_json=False):
             wrong[f"page {method} {path}"] = verdict

@@ -12,6 +12,7 @@ reload (a reload would make a new window object).
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -96,7 +97,8 @@ def test_sign_in_create_sync_watch_live_cancel_and_recover(
     assert text_of(browser, "run-status") == "running"
     screenshot(browser, "run-live")
 
-    # Cancel: asked at once, honoured when the held push is let go, seen live.
+    # Cancel: asked at once, it reaches the held push (git and the target's hook are
+    # stopped; nothing lands) without the gate ever opening, seen live.
     browser.find_element(By.ID, "cancel").click()
     wait.until(ec.presence_of_element_located((By.ID, "cancel-requested")))
     mark_document(browser)
@@ -104,7 +106,6 @@ def test_sign_in_create_sync_watch_live_cancel_and_recover(
         int(e.get_attribute("data-seq"))
         for e in browser.find_elements(By.CSS_SELECTOR, "#events li")
     )
-    gate.touch()
     wait.until(ec.text_to_be_present_in_element((By.ID, "run-status"), "cancelled"))
     wait.until(
         ec.presence_of_element_located((By.CSS_SELECTOR, f'#events li[data-seq="{seen + 1}"]'))
@@ -117,10 +118,18 @@ def test_sign_in_create_sync_watch_live_cancel_and_recover(
     with dctx.db.session() as session:
         assert session.get(Run, run_id).status == "cancelled"
 
+    assert "refs/heads/main" not in refs(target)  # the stopped push wrote nothing
+
     # Recover: a Run whose write nobody observed shows the problem and its button; the
-    # read-back proves the write (the held push did land) and the Binding is free again.
+    # read-back proves the write (made behind reposync's back here, past the target's
+    # hooks) and the Binding is free again.
+    gate.touch()
     with dctx.db.session() as session:
         binding_id = session.execute(select(Binding.id)).scalar_one()
+    subprocess.run(
+        ["git", "--git-dir", str(target), "fetch", "-q", str(source), "main:refs/heads/main"],
+        check=True,
+    )
     main = refs(target)["refs/heads/main"]
     unknown_run = plant_unknown(dctx, binding_id, "refs/heads/main", main, object_key="branch main")
     browser.get(f"{base}/runs/{unknown_run}")
