@@ -63,7 +63,11 @@ def _refused(ctx: Any, run: Any, names: set[str]) -> dict[str, RunItem]:
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A directory on a tmpfs of ``DISK_BYTES``, unmounted afterwards."""
     if os.geteuid() != 0:
-        pytest.skip("a real full disk needs a tmpfs mount, which needs root (CI runs as root)")
+        pytest.skip(
+            "a real full disk is a tmpfs mount, which only root may make (CI runs as root); "
+            "without it, tests/unit/git/test_push_report.py reads git's recorded words "
+            "from a full disk into the same refusal"
+        )
     disk = tmp_path / "disk"
     disk.mkdir()
     subprocess.run(

@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,10 +32,12 @@ with open(sys.argv[1], "w") as lock:
 
 
 @pytest.fixture
-def apt_busy() -> subprocess.Popen[str]:
-    """Another process holding apt's lock, as unattended-upgrades would."""
+def apt_busy() -> Iterator[subprocess.Popen[str] | None]:
+    """Another process holding apt's lock, as unattended-upgrades would; None where this
+    process may not take it (not root, or no apt: need_apt then installs nothing)."""
     if os.geteuid() != 0 or shutil.which("apt-get") is None or not LOCK.exists():
-        pytest.skip("apt's lock is root's, on Debian (CI runs as root on Debian)")
+        yield None
+        return
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLDER, str(LOCK)],
         stdin=subprocess.PIPE,
@@ -51,7 +54,18 @@ def apt_busy() -> subprocess.Popen[str]:
 
 def test_need_apt_names_what_it_installs_and_waits_for_the_lock(apt_busy):
     """With the lock held, ``need_apt`` says what it installs and waits; once the other
-    apt lets go it succeeds (git is installed already: nothing is downloaded)."""
+    apt lets go it succeeds (git is installed already: nothing is downloaded). Where it
+    may not install at all, it names the package and the command, and exits 2."""
+    if apt_busy is None:
+        refused = subprocess.run(
+            ["bash", "-c", f". {ROOT / 'scripts' / 'lib.sh'} && need_apt git"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert refused.returncode == 2
+        assert "please install: git (for example: sudo apt-get install git)" in refused.stderr
+        return
     command = subprocess.Popen(
         ["bash", "-c", f". {ROOT / 'scripts' / 'lib.sh'} && need_apt git"],
         env={**os.environ, "APT_LOCK_TIMEOUT": "120"},

@@ -13,7 +13,7 @@ import hashlib
 import json
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -69,31 +69,48 @@ def test_no_kind_of_run_changes_its_source(capsys, tmp_path, data_dir):
 
 
 @pytest.fixture
-def read_only(tmp_path: Path) -> Iterator[Path]:
-    """A directory bind-mounted read-only over itself, unmounted afterwards."""
-    if os.geteuid() != 0:
-        pytest.skip("a read-only mount needs root (CI runs as root)")
+def read_only(tmp_path: Path) -> Iterator[Callable[[], None]]:
+    """What makes ``tmp_path / "mounted"`` a place no process of ours may write: for root
+    (whom permissions do not stop) a read-only bind mount of it over itself, unmounted
+    afterwards; for anyone else its files' write permissions taken away, given back
+    afterwards so pytest can clean up."""
     directory = tmp_path / "mounted"
     directory.mkdir()
-    yield directory
-    for args in (["umount", directory], ["umount", "--lazy", directory]):
-        if subprocess.run(args, check=False, capture_output=True).returncode == 0:
-            break
+    as_root = os.geteuid() == 0
+
+    def seal() -> None:
+        if as_root:
+            subprocess.run(["mount", "--bind", directory, directory], check=True)
+            subprocess.run(["mount", "-o", "remount,bind,ro", directory], check=True)
+        else:
+            for path in [directory, *directory.rglob("*")]:
+                if not path.is_symlink():
+                    path.chmod(path.stat().st_mode & ~0o222)
+
+    yield seal
+    if as_root:
+        for args in (["umount", directory], ["umount", "--lazy", directory]):
+            if subprocess.run(args, check=False, capture_output=True).returncode == 0:
+                break
+    else:
+        for path in [directory, *directory.rglob("*")]:
+            if not path.is_symlink():
+                path.chmod(path.stat().st_mode | 0o200)
 
 
-def test_a_source_on_a_read_only_mount_syncs(capsys, tmp_path, data_dir, read_only):
-    """A source no process may write (a read-only mount stops root too) syncs whole:
-    its refs and its forge objects reach the target."""
-    population = populate(read_only / "src.git", 40)
-    subprocess.run(["mount", "--bind", read_only, read_only], check=True)
-    subprocess.run(["mount", "-o", "remount,bind,ro", read_only], check=True)
-    with pytest.raises(OSError, match="Read-only file system"):
-        (read_only / "src.git" / "probe").write_text("")
+def test_a_source_no_process_may_write_syncs(capsys, tmp_path, data_dir, read_only):
+    """A source reposync may not write (a read-only mount, which stops root too; another
+    user's files) syncs whole: its refs and its forge objects reach the target."""
+    source = tmp_path / "mounted" / "src.git"
+    population = populate(source, 40)
+    read_only()
+    with pytest.raises(OSError, match=r"Read-only file system|Permission denied"):
+        (source / "probe").write_text("")
 
-    report = _sync(capsys, f"local:{read_only / 'src.git'}", f"local:{tmp_path / 'dst.git'}")
+    report = _sync(capsys, f"local:{source}", f"local:{tmp_path / 'dst.git'}")
 
     assert report["status"] == "completed", report
-    assert refs(tmp_path / "dst.git") == refs(read_only / "src.git")
+    assert refs(tmp_path / "dst.git") == refs(source)
     created = sum(t.get("created", 0) for n, t in report["object_types"].items() if n != "git_ref")
     assert created >= population.total - population.counts.get("reaction", 0)
 
