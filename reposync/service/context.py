@@ -28,7 +28,7 @@ class Step:
     run_id: int
     stage: Stage | None = None
     generation: int | None = None
-    background: bool = False
+    background: bool = field(default=False, repr=False)  # logs read the repr as before
 
 
 class Dispatcher(Protocol):
