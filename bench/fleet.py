@@ -66,6 +66,8 @@ from tests.workers import (  # noqa: E402
 
 OVERVIEW = "/api/ext/v1/sync/overview"
 ACTIVE = ("queued", "running")
+#: The overview's largest page (``GET /overview?limit=``, the API's MAX_PAGE).
+PAGE = "?limit=200"
 
 
 def git(*args: str, cwd: Path | None = None) -> None:
@@ -162,12 +164,13 @@ class OverviewSampler:
     def __init__(self, url: str, token: str) -> None:
         self.url, self.token = url, token
         self.samples: list[float] = []
+        self.paged: list[float] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
-    def once(self, session: requests.Session) -> float:
+    def once(self, session: requests.Session, query: str = "") -> float:
         started = time.perf_counter()
-        response = session.get(self.url, headers={"Authorization": f"Bearer {self.token}"})
+        response = session.get(self.url + query, headers={"Authorization": f"Bearer {self.token}"})
         elapsed = time.perf_counter() - started
         response.raise_for_status()
         return elapsed
@@ -176,6 +179,7 @@ class OverviewSampler:
         with requests.Session() as session:
             while not self._stop.is_set():
                 self.samples.append(self.once(session))
+                self.paged.append(self.once(session, PAGE))
                 self._stop.wait(1.0)
 
     def start(self) -> None:
@@ -197,6 +201,7 @@ class PassResult:
     finished_after: float
     ticks: tuple[int, int, int]
     overview: list[float]
+    overview_paged: list[float]
     manual_wait: float
     manual_total: float
 
@@ -315,11 +320,11 @@ class Fleet:
                 (run.finished_at - run.created_at).total_seconds(),
             )
 
-    def overview(self, rounds: int) -> list[float]:
+    def overview(self, rounds: int, query: str = "") -> list[float]:
         sampler = OverviewSampler(self.api_url, self.token)
         with requests.Session() as session:
-            sampler.once(session)
-            return [sampler.once(session) for _ in range(rounds)]
+            sampler.once(session, query)
+            return [sampler.once(session, query) for _ in range(rounds)]
 
     def schedule(self, slot: datetime | None) -> None:
         """Every Binding on ``* * * * *``, its next slot ``slot`` (None: switched off)."""
@@ -370,6 +375,7 @@ class Fleet:
         end = time.time()
         self.schedule(None)
         overview = sampler.stop()
+        paged = sampler.paged
         time.sleep(self.tick + 2)  # the last ticks sent have had their interval
         watch.stop()
         with self.db.session() as session:
@@ -390,6 +396,7 @@ class Fleet:
             finished_after=(last_finished - slot).total_seconds(),
             ticks=watch.between(start, end),
             overview=overview,
+            overview_paged=paged,
             manual_wait=manual[0],
             manual_total=manual[1],
         )
@@ -438,6 +445,7 @@ def main() -> int:
         seconds = built.bootstrap(timeout=3600)
         print(f"bootstrap of all: {seconds:.1f} s", flush=True)
         print(f"GET /overview at rest: {ms(built.overview(9))}", flush=True)
+        print(f"GET /overview{PAGE} at rest: {ms(built.overview(9, PAGE))}", flush=True)
         idle_wait, idle_total = built.manual_run()
         print(f"manual Run, idle: waited {idle_wait:.2f} s, done after {idle_total:.2f} s")
         now = built.now()
@@ -452,6 +460,7 @@ def main() -> int:
         )
         print(f"no-change pass of all: finished {result.finished_after:.1f} s after the slot")
         print(f"GET /overview during the pass: {ms(result.overview)}")
+        print(f"GET /overview{PAGE} during the pass: {ms(result.overview_paged)}")
         print(
             f"ticks during the pass ({args.tick:g} s): {on_time} on time, {late} late, {lost} lost"
         )
