@@ -209,7 +209,14 @@ class PassResult:
 class Fleet:
     """The processes and the Bindings of one fleet; ``Fleet.up`` starts everything."""
 
-    def __init__(self, work: Path, postgres: PostgresServer, redis_url: str, tick: float) -> None:
+    def __init__(
+        self,
+        work: Path,
+        postgres: PostgresServer,
+        redis_url: str,
+        tick: float,
+        **overrides: str,
+    ) -> None:
         from celery import Celery
 
         from reposync.config import Settings
@@ -233,6 +240,7 @@ class Fleet:
             REPOSYNC_TASK_SOFT_TIME_LIMIT="300",
             REPOSYNC_TASK_TIME_LIMIT="330",
             REPOSYNC_VISIBILITY_TIMEOUT="400",
+            **overrides,
         )
         settings = Settings.from_env(self.env)
         sender = Celery("reposync-fleet-bench", broker=self.broker_url)
