@@ -99,6 +99,10 @@ class Settings:
     unacked_restore_throttle: int = 10
     #: Period of the recovery/scheduling tick of celery beat.
     tick_interval: float = 15.0
+    #: Seconds a worker's task goes on running the next steps of the same Run before it
+    #: sends the rest as a message (0: every step is a message). Small against the tick
+    #: interval: a tick waits for a free pool slot, at most this long plus one step.
+    step_chain_seconds: float = 5.0
     #: Seconds a queued Run may wait for its first task before the tick re-dispatches it.
     dispatch_grace: float = 60.0
     #: API listen address for ``reposync api``.
@@ -268,6 +272,12 @@ class Settings:
                 "REPOSYNC_VISIBILITY_TIMEOUT must hold (got "
                 f"{self.task_soft_time_limit} / {self.task_time_limit} / "
                 f"{self.visibility_timeout}); otherwise the broker redelivers running tasks"
+            )
+        if not 0 <= self.step_chain_seconds < self.task_soft_time_limit:
+            raise ConfigurationError(
+                "REPOSYNC_STEP_CHAIN_SECONDS must be at least 0 and below "
+                f"REPOSYNC_TASK_SOFT_TIME_LIMIT (got {self.step_chain_seconds} / "
+                f"{self.task_soft_time_limit}): a task runs steps for that long"
             )
         if (
             min(
@@ -529,6 +539,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "unacked_restore_interval": float,
     "unacked_restore_throttle": int,
     "tick_interval": float,
+    "step_chain_seconds": float,
     "dispatch_grace": float,
     "api_bind": str,
     "github_api_url": str,

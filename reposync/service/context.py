@@ -21,11 +21,14 @@ class Step:
 
     ``stage is None`` resumes whatever stage the Run persisted (recovery);
     ``generation`` is the lease generation of the execution that dispatched the step.
+    ``background``: a scheduled Run's step, which may wait behind an operator's or a
+    webhook's (the Celery dispatcher sends it at a lower priority).
     """
 
     run_id: int
     stage: Stage | None = None
     generation: int | None = None
+    background: bool = field(default=False, repr=False)  # logs read the repr as before
 
 
 class Dispatcher(Protocol):

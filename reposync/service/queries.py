@@ -426,19 +426,30 @@ _SUMMARY_ONLY = tuple(
 
 
 def overview(
-    ctx: ServiceContext, user: User, *, binding_id: int | None = None
+    ctx: ServiceContext,
+    user: User,
+    *,
+    binding_id: int | None = None,
+    after_id: int | None = None,
+    limit: int | None = None,
 ) -> list[dict[str, Any]]:
     """Every visible Binding with its latest and active Run and their progress.
 
     Five queries whatever the number of Bindings: Bindings, latest Runs, active Runs,
     unresolved unknown writes, and one aggregate of the active Runs' items.
-    ``binding_id``: only that one (the web page's Binding page shows the same entry).
+    ``binding_id``: only that one (the web page's Binding page shows the same entry);
+    ``after_id`` and ``limit``: one page in id order (every Binding without a limit).
     """
     with ctx.db.session() as session:
         query = select(Binding).where(visible(user))
         if binding_id is not None:
             query = query.where(Binding.id == binding_id)
-        bindings = session.execute(query.order_by(Binding.id)).scalars().all()
+        if after_id is not None:
+            query = query.where(Binding.id > after_id)
+        query = query.order_by(Binding.id)
+        if limit is not None:
+            query = query.limit(limit)
+        bindings = session.execute(query).scalars().all()
         ids = [b.id for b in bindings]
         latest_ids = (
             select(func.max(Run.id)).where(Run.binding_id.in_(ids)).group_by(Run.binding_id)

@@ -15,18 +15,20 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from reposync.errors import UnschedulableCron
-from reposync.lifecycle import AuditMode, Stage, Trigger
-from reposync.models import Binding
+from reposync.lifecycle import ACTIVE_RUN_STATUSES, AuditMode, Stage, Trigger
+from reposync.models import Binding, Run
 from reposync.service.context import ServiceContext, Step
 from reposync.service.cron import next_slot
-from reposync.service.lookups import active_run
 from reposync.service.pipeline.leases import database_now
 from reposync.service.runs import new_run
-from reposync.service.unknown_outcomes import unresolved_unknown
+from reposync.service.unknown_outcomes import unresolved_unknown_by_binding
 
 log = logging.getLogger(__name__)
 
-TICK_BATCH = 50
+#: Due Bindings taken per transaction: bounds one statement's and one transaction's work
+#: (and the rows it locks), not how many Runs a tick creates: the tick takes chunks
+#: until nothing is due, so a cron due for every Binding each minute is met.
+TICK_CHUNK = 500
 
 
 def _next_or_pause(binding: Binding, now: datetime) -> datetime | None:
@@ -63,7 +65,26 @@ def audit_mode_for(binding: Binding, now: datetime) -> AuditMode:
 
 
 def tick(ctx: ServiceContext, now: datetime | None = None) -> list[int]:
-    """Create the Runs of every due slot; returns their ids (dispatched after commit)."""
+    """Create the Runs of every due slot; returns their ids (dispatched after each chunk's
+    commit, at the background priority: an operator's or a webhook's Run goes first)."""
+    created: list[int] = []
+    after = 0
+    while True:
+        chunk, last = _tick_chunk(ctx, now, after)
+        for run_id in chunk:
+            ctx.dispatcher.dispatch(Step(run_id, Stage.CHECKING_ACCESS, None, background=True))
+        created.extend(chunk)
+        if last is None:
+            return created
+        after = last
+
+
+def _tick_chunk(
+    ctx: ServiceContext, now: datetime | None, after: int
+) -> tuple[list[int], int | None]:
+    """One transaction: up to ``TICK_CHUNK`` due Bindings of id above ``after``, in id
+    order (a Binding whose slot stays pending is never taken twice by one tick). Returns
+    the Runs created and the last id taken, None when this chunk was the last."""
     created: list[int] = []
     with ctx.db.transaction() as session:
         now = now or database_now(session)
@@ -74,18 +95,29 @@ def tick(ctx: ServiceContext, now: datetime | None = None) -> list[int]:
                     Binding.sync_enabled.is_(True),
                     Binding.schedule_cron.is_not(None),
                     Binding.next_run_at <= now,
+                    Binding.id > after,
                 )
-                .order_by(Binding.next_run_at)
-                .limit(TICK_BATCH)
+                .order_by(Binding.id)
+                .limit(TICK_CHUNK)
                 .with_for_update(skip_locked=True)
             )
             .scalars()
             .all()
         )
+        ids = [binding.id for binding in due]
+        busy = set(
+            session.execute(
+                select(Run.binding_id).where(
+                    Run.binding_id.in_(ids),
+                    Run.status.in_([s.value for s in ACTIVE_RUN_STATUSES]),
+                )
+            ).scalars()
+        )
+        blocked = unresolved_unknown_by_binding(session, ids)
         for binding in due:
-            if active_run(session, binding.id) is not None:
+            if binding.id in busy:
                 continue  # coalesce: the slot stays pending until the Run ends
-            if unresolved_unknown(session, binding.id):
+            if blocked.get(binding.id):
                 continue  # blocked until recovery proves its unknown writes
             slot = binding.next_run_at
             try:
@@ -103,6 +135,4 @@ def tick(ctx: ServiceContext, now: datetime | None = None) -> list[int]:
                 log.info("binding %s slot %s already has its Run", binding.id, slot)
             assert binding.schedule_cron is not None
             binding.next_run_at = _next_or_pause(binding, now)
-    for run_id in created:
-        ctx.dispatcher.dispatch(Step(run_id, Stage.CHECKING_ACCESS, None))
-    return created
+    return created, (ids[-1] if len(ids) == TICK_CHUNK else None)

@@ -8,6 +8,8 @@ writes of an execution that lost its lease.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -28,6 +30,25 @@ def unresolved_unknown(session: Session, binding_id: int) -> int:
             RunItem.error_code == ResultUnknown.code,
         )
     ).scalar_one()
+
+
+def unresolved_unknown_by_binding(session: Session, ids: Sequence[int]) -> dict[int, int]:
+    """``unresolved_unknown`` of many Bindings in one statement (the scheduler's tick);
+    a Binding with none is absent."""
+    if not ids:
+        return {}
+    rows = session.execute(
+        select(Run.binding_id, func.count())
+        .select_from(RunItem)
+        .join(Run, Run.id == RunItem.run_id)
+        .where(
+            Run.binding_id.in_(ids),
+            RunItem.state == ItemState.BLOCKED.value,
+            RunItem.error_code == ResultUnknown.code,
+        )
+        .group_by(Run.binding_id)
+    ).all()
+    return {binding_id: count for binding_id, count in rows}
 
 
 def require_no_unknown(session: Session, binding_id: int, doing: str) -> None:

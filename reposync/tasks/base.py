@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -22,6 +23,7 @@ from reposync.lifecycle import Stage, Trigger
 from reposync.models.db import Database
 from reposync.service.context import ServiceContext, Step
 from reposync.service.pipeline.runner import execute_step
+from reposync.tasks.settings import BACKGROUND_PRIORITY, INTERACTIVE_PRIORITY
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +54,10 @@ class CeleryDispatcher:
         self._broker_checked: tuple[float, str | None] | None = None
 
     def dispatch(self, step: Step) -> None:
-        self._send(task_name(step.stage), step.run_id, [step.run_id, step.generation])
+        priority = BACKGROUND_PRIORITY if step.background else INTERACTIVE_PRIORITY
+        self._send(
+            task_name(step.stage), step.run_id, [step.run_id, step.generation], priority=priority
+        )
 
     def dispatch_handoff(self, binding_id: int, run_id: int) -> None:
         self._send(HANDOFF_TASK, run_id, [binding_id, run_id])
@@ -133,6 +138,7 @@ class CeleryDispatcher:
         *,
         countdown: float = 0.0,
         what: str = "run",
+        priority: int | None = None,
     ) -> None:
         """Publish, or leave the record to the tick: it is committed already, and the
         tick re-dispatches a Run nobody claimed within ``dispatch_grace`` (a delivery
@@ -140,7 +146,12 @@ class CeleryDispatcher:
         report a Run that exists as not created."""
         app = self._celery()
         try:
-            app.send_task(name, args=args, countdown=countdown if countdown > 0 else None)
+            app.send_task(
+                name,
+                args=args,
+                countdown=countdown if countdown > 0 else None,
+                priority=priority,
+            )
         except KombuOperationalError as exc:
             log.warning(
                 "%s %s is saved but the broker is unreachable (%s); the tick dispatches "
@@ -178,7 +189,33 @@ def owner_for(task: Task[Any, Any]) -> str:
 def run_stage(
     task: Task[Any, Any], stage: Stage | None, run_id: int, generation: int | None
 ) -> None:
+    """Execute the step, then the Run's next steps in this task while the chain's time
+    budget (``step_chain_seconds``) lasts; only the step after it is sent as a message.
+
+    Running the next step here is the hand-over a message would make (the claim takes
+    the lease this execution held, by its generation), without the hop: a next step
+    sent to the back of the queue waits behind every other Run's, and may land on a
+    cold worker. A Run of small stages finishes in one task; a long one yields the
+    pool slot every budget, so the tick and more urgent Runs get their turn. A
+    scheduled Run's steps keep the background priority its first message had.
+    """
     ctx = context()
-    next_step = execute_step(ctx, Step(run_id, stage, generation), owner=owner_for(task))
-    if next_step is not None:
-        ctx.dispatcher.dispatch(next_step)
+    owner = owner_for(task)
+    background = _delivered_priority(task) == BACKGROUND_PRIORITY
+    deadline = time.monotonic() + ctx.settings.step_chain_seconds
+    step: Step | None = Step(run_id, stage, generation, background)
+    while step is not None:
+        next_step = execute_step(ctx, step, owner=owner)
+        if next_step is None:
+            return
+        step = replace(next_step, background=background)
+        if time.monotonic() >= deadline:
+            ctx.dispatcher.dispatch(step)
+            return
+
+
+def _delivered_priority(task: Task[Any, Any]) -> int | None:
+    """The priority the task's message was sent with (None: unknown, or none)."""
+    info = task.request.delivery_info or {}
+    priority = info.get("priority")
+    return priority if isinstance(priority, int) else None

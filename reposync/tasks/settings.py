@@ -15,6 +15,18 @@ from reposync.tasks.broker import transport_for
 QUEUE = "reposync"
 TICK_TASK = "reposync.recovery.tick"
 
+#: Message priorities on the one queue. kombu's Redis transport keeps a list per step of
+#: ``priority_steps`` (0, 3, 6, 9) and a worker's BRPOP asks the lower number first, so
+#: with ``worker_prefetch_multiplier`` 1 a freed pool slot takes the most urgent message
+#: waiting (one queue, so every worker, with or without ``-Q reposync``, serves all).
+#: The tick (schedules and recovery) and messages sent without a priority (deliveries,
+#: handoffs, owed webhook Runs, re-dispatched Runs) come first, then the steps of a
+#: manual or webhook Run, then those of scheduled Runs: a pass of a thousand Bindings
+#: neither delays the tick past its expiry nor an operator's Run behind it.
+TICK_PRIORITY = 0
+INTERACTIVE_PRIORITY = 3
+BACKGROUND_PRIORITY = 6
+
 
 def celery_settings(settings: Settings) -> dict[str, Any]:
     visibility = settings.visibility_timeout
@@ -64,8 +76,9 @@ def celery_settings(settings: Settings) -> dict[str, Any]:
             "reposync-tick": {
                 "task": TICK_TASK,
                 "schedule": settings.tick_interval,
-                # A backlog of ticks is worthless: drop the ones that waited too long.
-                "options": {"expires": settings.tick_interval},
+                # A backlog of ticks is worthless: drop the ones that waited too long
+                # (first in line, a tick waits for a free pool slot only).
+                "options": {"expires": settings.tick_interval, "priority": TICK_PRIORITY},
             }
         },
     }

@@ -174,8 +174,17 @@ def test_duplicate_delivery_and_stale_generation_write_nothing_twice(
     assert synced(target) == synced(source)
     assert set(ref_writes(target).values()) == {1}
     assert completed_transitions(dctx, run.id) == 301
-    refused = [line for line in workers[0].log().splitlines() if "refused" in line]
-    assert any(f"generation={apply_step.generation})" in line for line in refused)
+    # The first copy may run the Run to its end in one task (its chain of steps), so
+    # the duplicate is taken, and refused, only after the Run completed.
+    wait_for(
+        lambda: any(
+            f"generation={apply_step.generation})" in line
+            for line in workers[0].log().splitlines()
+            if "refused" in line
+        ),
+        30,
+        "the duplicate apply message to be refused",
+    )
     writes_after_first_run = ref_writes(target)
 
     # A second Run whose apply step is taken over by another execution (reclaim) ...

@@ -53,7 +53,12 @@ def wait_converged(ctx: ServiceContext, binding_ids: list[int], timeout: float) 
         return len(found) >= len(binding_ids) and all(r.status in TERMINAL for r in found)
 
     wait_for(ended, timeout, f"the first Runs of {len(binding_ids)} Bindings")
-    return runs_of(ctx, binding_ids)
+    # Only the first of each: the tick that switched a converged Binding's sync on may
+    # already have started its scheduled Run.
+    first: dict[int, Run] = {}
+    for run in sorted(runs_of(ctx, binding_ids), key=lambda r: r.id):
+        first.setdefault(run.binding_id, run)
+    return list(first.values())
 
 
 def sync_enabled(ctx: ServiceContext, binding_ids: list[int]) -> list[bool]:

@@ -185,3 +185,37 @@ def test_one_bindings_dead_cron_pauses_only_its_own_schedule(tmp_path, ctx, sche
     assert problem is not None
     assert "schedule paused" in problem
     assert next_run_at(ctx, scheduled) == at(20)
+
+
+def test_one_tick_creates_the_runs_of_every_due_binding_chunk_by_chunk(tmp_path, ctx, monkeypatch):
+    """More due Bindings than one chunk all get their Run from one tick, each sent at the
+    background priority; a busy one keeps its slot pending and is taken once."""
+    from sqlalchemy import update
+
+    source = generate(tmp_path / "src.git", commits=1, branches=1, tags=0)
+    ids = [
+        bind(ctx, SyncRequest(f"local:{source}", f"local:{tmp_path / f'dst{n}.git'}")).id
+        for n in range(7)
+    ]
+    busy = create_run(ctx, ids[2]).id
+    with ctx.db.transaction() as session:
+        session.execute(
+            update(Binding)
+            .where(Binding.id.in_(ids))
+            .values(sync_enabled=True, schedule_cron="*/10 * * * *", next_run_at=at(10))
+        )
+    sent: list[Step] = []
+    monkeypatch.setattr(ctx.dispatcher, "dispatch", sent.append)
+    monkeypatch.setattr(schedules, "TICK_CHUNK", 3)
+    with freeze_time(at(10)):
+        created = schedules.tick(ctx)
+    assert len(created) == 6
+    assert sorted(run.binding_id for i in ids for run in runs_of(ctx, i)) == sorted(
+        i for i in ids if i != ids[2]
+    )
+    assert sent == [
+        Step(run_id, Stage.CHECKING_ACCESS, None, background=True) for run_id in created
+    ]
+    assert next_run_at(ctx, ids[2]) == at(10)  # coalesced behind the busy Run
+    assert {next_run_at(ctx, i) for i in ids if i != ids[2]} == {at(20)}
+    assert busy not in created

@@ -125,6 +125,33 @@ def test_overview_query_count_does_not_grow_with_bindings(pg_ctx, other_pg_ctx, 
     assert len(twenty) <= 6  # authentication + the overview's own queries
 
 
+def test_the_overview_pages_in_binding_order_when_asked(pg_ctx):
+    """With ``limit`` the overview comes in pages that cover every Binding once, each
+    page's cursor leading to the next and the last one's null; without it, all at once."""
+    add_bindings(pg_ctx, 5, active=True)
+    admin = create_user(pg_ctx, "ada", role="admin")
+    client = create_app(pg_ctx.settings, ctx=pg_ctx).test_client()
+    headers = bearer(issue_token(pg_ctx, admin.id))
+    whole = client.get(url("/overview"), headers=headers).json
+    assert whole["next_after_id"] is None
+    every = [entry["binding"]["id"] for entry in whole["bindings"]]
+    seen: list[int] = []
+    cursors = []
+    after = ""
+    while True:
+        page = client.get(url(f"/overview?limit=2{after}"), headers=headers)
+        assert page.status_code == 200, page.json
+        seen += [entry["binding"]["id"] for entry in page.json["bindings"]]
+        cursors.append(page.json["next_after_id"])
+        if page.json["next_after_id"] is None:
+            break
+        after = f"&after_id={page.json['next_after_id']}"
+    assert seen == every == sorted(every)
+    assert len(every) == 5
+    assert cursors == [every[1], every[3], None]
+    assert client.get(url("/overview?limit=0"), headers=headers).status_code == 422
+
+
 def test_smoke_on_postgres(pg_ctx, tmp_path: Path):
     """Create a Binding and a Run, follow it, cancel it: on PostgreSQL through the API."""
     source = generate(tmp_path / "src.git", commits=2, branches=1, tags=1)
