@@ -43,6 +43,9 @@ CACHE_LIMIT = 20_000
 _PACK = re.compile(r"pack-[0-9a-f]{40,64}\.pack")
 _LOOSE_DIR = re.compile(r"[0-9a-f]{2}")
 _LOOSE_NAME = re.compile(r"[0-9a-f]{38,62}")
+#: A blob's line of ``cat-file --batch-check``: size and name (the other types' lines
+#: are skipped by the C regex engine, not by Python).
+_BLOB = re.compile(rb"^blob ([0-9]{3,4}) ([0-9a-f]+)$", re.MULTILINE)
 
 
 class ProofCache:
@@ -178,15 +181,47 @@ def _any_pointer(git_dir: Path, names: list[str] | None, env: Mapping[str, str] 
         check=True,
         env=git_env(env),
     ).stdout
-    candidates = [
-        name
-        for kind, size, name in (line.decode().split(" ") for line in check.splitlines())
-        if kind == "blob" and MIN_POINTER_BYTES <= int(size) < MAX_POINTER_BYTES
-    ]
-    if any(line.endswith(b" missing") for line in check.splitlines()):
+    if b" missing\n" in check:  # listed (indexed, loose) yet unreadable: prove nothing
         raise subprocess.CalledProcessError(1, base, b"an indexed object is missing")
+    candidates = [
+        name.decode()
+        for size, name in _BLOB.findall(check)
+        if MIN_POINTER_BYTES <= int(size) < MAX_POINTER_BYTES
+    ]
     if not candidates:
         return False
+    # Reading is git's delta resolution, one core per reader: the candidates are split
+    # over as many readers as there are cores (a bootstrap's proof runs before its push).
+    readers = max(1, min(os.cpu_count() or 1, 4, len(candidates) // 1000))
+    found = threading.Event()
+    failed: list[BaseException] = []
+
+    def read(part: list[str]) -> None:
+        try:
+            if _read_part(base, part, env, found):
+                found.set()
+        except BaseException as error:  # re-raised in the caller's thread
+            failed.append(error)
+            found.set()
+
+    threads = [
+        threading.Thread(target=read, args=(candidates[n::readers],), daemon=True)
+        for n in range(readers)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failed:
+        raise failed[0]
+    return found.is_set()
+
+
+def _read_part(
+    base: list[str], names: list[str], env: Mapping[str, str] | None, stop: threading.Event
+) -> bool:
+    """Whether one of ``names`` (blobs) is a pointer, read by one ``cat-file --batch``;
+    gives up (False) when ``stop`` is set by another reader."""
     reader = subprocess.Popen(
         [*base, "--batch", "--buffer"],
         stdin=subprocess.PIPE,
@@ -196,19 +231,22 @@ def _any_pointer(git_dir: Path, names: list[str] | None, env: Mapping[str, str] 
     )
     assert reader.stdin is not None
     assert reader.stdout is not None
-    feeder = threading.Thread(target=_feed, args=(reader.stdin, candidates), daemon=True)
+    feeder = threading.Thread(target=_feed, args=(reader.stdin, names), daemon=True)
     feeder.start()
     found = False
     try:
-        for data in _blobs(reader.stdout, len(candidates)):
+        for data in _blobs(reader.stdout, len(names)):
             if data.startswith(b"version ") and parse_pointer(data) is not None:
                 found = True
                 break
+            if stop.is_set():
+                break
     finally:
-        if found or reader.poll() is None:
+        if reader.poll() is None:
             reader.kill()
         feeder.join()
         reader.wait()
+        reader.stdout.close()
     return found
 
 
