@@ -2,10 +2,11 @@
 
 git/git itself is not on this machine (no internet beyond package registries), so the
 bench builds a repository shaped like it, cached between runs (``--cache``): a deep
-linear history of small text edits (40,000 commits, three ~1 KB files each, ~1,000 paths:
-many trees and small blobs, which is what an LFS scan walks) with a 200 KB incompressible
-file every 16th commit (~500 MB on disk, as git/git's 496 MiB), 500 branches and 516
-tags (half annotated) spread along it: 1,016 refs. Measured in one run:
+linear history of small text edits (40,000 commits, three files of 0.5-7 KB each, about
+one in ten under 1 KiB, ~1,000 paths: many trees and blobs, what an LFS scan walks)
+with a 200 KB incompressible file every 16th commit (~500 MB on disk, as git/git's 496
+MiB), 500 branches and 516 tags (half annotated) spread along it: 1,016 refs. Measured
+in one run:
 
 * bootstrap ``reposync sync local:SRC local:EMPTY`` (the CLI) against a native
   ``git push`` of the same refs to another empty repository, and their ratio
@@ -42,7 +43,7 @@ CACHE = Path("/dev/shm/reposync-bench-gitlike")
 
 def generate(path: Path, commits: int, branches: int, tags: int) -> None:
     """One ``git fast-import`` stream (see the module docstring), then a repack with a
-    reachability bitmap, as a served repository has."""
+    reachability bitmap (used with ``--bitmap`` only: a fresh clone has none)."""
     tmp = path.with_name(path.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     subprocess.run(["git", "init", "-q", "--bare", str(tmp)], check=True)
@@ -61,8 +62,10 @@ def generate(path: Path, commits: int, branches: int, tags: int) -> None:
             write(f"from :{n - 1}\n".encode())
         for f in range(3):
             path_no = (n * 7 + f * 331) % 1000
+            # 10-160 lines (~0.5-7 KB, ~1 in 10 under 1 KiB): a source tree's spread.
             body = "".join(
-                f"line {k} of file {path_no} as of commit {n - n % (k + 3)}\n" for k in range(20)
+                f"line {k} of file {path_no} as of commit {n - n % (k + 3)}\n"
+                for k in range(10 + path_no * 37 % 150)
             ).encode()
             write(f"M 644 inline src{path_no % 40:02d}/file{path_no:03d}.c\n".encode())
             write(f"data {len(body)}\n".encode() + body + b"\n")
@@ -129,9 +132,12 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--cache", type=Path, default=CACHE)
     parser.add_argument("--skip-bootstrap-ratio", action="store_true")
+    parser.add_argument(
+        "--bitmap", action="store_true", help="keep the reachability bitmap (a served repository)"
+    )
     args = parser.parse_args()
 
-    cached = args.cache / f"gitlike-{args.commits}-{args.branches}-{args.tags}.git"
+    cached = args.cache / f"gitlike2-{args.commits}-{args.branches}-{args.tags}.git"
     if not cached.exists():
         cached.parent.mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
@@ -147,6 +153,9 @@ def main() -> int:
         subprocess.run(
             ["git", "clone", "-q", "--bare", "--local", str(cached), str(source)], check=True
         )
+        if not args.bitmap:  # as a fresh clone of git/git has none (the cache keeps its own)
+            for bitmap in (source / "objects" / "pack").glob("*.bitmap"):
+                bitmap.unlink()
         wanted = [r for r in refs(source) if r.startswith(("refs/heads/", "refs/tags/"))]
         spec = ["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"]
         boot_native, boot_sync = [], []

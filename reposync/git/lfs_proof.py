@@ -170,93 +170,103 @@ def _loose_names(store: Path) -> list[str]:
 
 def _any_pointer(git_dir: Path, names: list[str] | None, env: Mapping[str, str] | None) -> bool:
     """Whether one of ``names`` (None: of all stored objects, alternates' included) is a
-    blob that parses as an LFS pointer. Sizes first (``--batch-check``), then only the
-    blobs of a pointer's size are read, buffered."""
+    blob that parses as an LFS pointer.
+
+    Three stages run at once, as a shell pipeline would: ``cat-file --batch-check`` says
+    each object's type and size, a thread picks the blobs of a pointer's size (a C regex
+    over each chunk of its output) and hands them to a buffered ``cat-file --batch``,
+    whose contents are read here. Finding sizes and reading contents (git's delta
+    resolution, each) overlap on two cores; it stops at the first pointer.
+    """
     base = ["git", "--git-dir", str(git_dir), "cat-file"]
     which = ["--buffer"] if names is not None else ["--batch-all-objects", "--unordered"]
-    check = subprocess.run(
+    full_env = git_env(env)
+    check = subprocess.Popen(
         [*base, "--batch-check=%(objecttype) %(objectsize) %(objectname)", *which],
-        input="".join(f"{name}\n" for name in names or ()).encode(),
-        capture_output=True,
-        check=True,
-        env=git_env(env),
-    ).stdout
-    if b" missing\n" in check:  # listed (indexed, loose) yet unreadable: prove nothing
-        raise subprocess.CalledProcessError(1, base, b"an indexed object is missing")
-    candidates = [
-        name.decode()
-        for size, name in _BLOB.findall(check)
-        if MIN_POINTER_BYTES <= int(size) < MAX_POINTER_BYTES
-    ]
-    if not candidates:
-        return False
-    # Reading is git's delta resolution, one core per reader: the candidates are split
-    # over as many readers as there are cores (a bootstrap's proof runs before its push).
-    readers = max(1, min(os.cpu_count() or 1, 4, len(candidates) // 1000))
-    found = threading.Event()
-    failed: list[BaseException] = []
-
-    def read(part: list[str]) -> None:
-        try:
-            if _read_part(base, part, env, found):
-                found.set()
-        except BaseException as error:  # re-raised in the caller's thread
-            failed.append(error)
-            found.set()
-
-    threads = [
-        threading.Thread(target=read, args=(candidates[n::readers],), daemon=True)
-        for n in range(readers)
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if failed:
-        raise failed[0]
-    return found.is_set()
-
-
-def _read_part(
-    base: list[str], names: list[str], env: Mapping[str, str] | None, stop: threading.Event
-) -> bool:
-    """Whether one of ``names`` (blobs) is a pointer, read by one ``cat-file --batch``;
-    gives up (False) when ``stop`` is set by another reader."""
+        stdin=subprocess.PIPE if names is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=full_env,
+    )
     reader = subprocess.Popen(
         [*base, "--batch", "--buffer"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        env=git_env(env),
+        env=full_env,
     )
+    assert check.stdout is not None
     assert reader.stdin is not None
     assert reader.stdout is not None
-    feeder = threading.Thread(target=_feed, args=(reader.stdin, names), daemon=True)
-    feeder.start()
+    threads = []
+    if names is not None:
+        assert check.stdin is not None
+        threads.append(threading.Thread(target=_feed, args=(check.stdin, names), daemon=True))
+    problems: list[str] = []
+    threads.append(
+        threading.Thread(target=_pick, args=(check.stdout, reader.stdin, problems), daemon=True)
+    )
+    for thread in threads:
+        thread.start()
     found = False
     try:
-        for data in _blobs(reader.stdout, len(names)):
+        for data in _blobs(reader.stdout):
             if data.startswith(b"version ") and parse_pointer(data) is not None:
                 found = True
                 break
-            if stop.is_set():
-                break
     finally:
-        if reader.poll() is None:
-            reader.kill()
-        feeder.join()
+        for proc in (reader, check):
+            if proc.poll() is None and (found or problems):
+                proc.kill()
+        for thread in threads:
+            thread.join()
+        check.wait()
         reader.wait()
+        check.stdout.close()
         reader.stdout.close()
-    return found
+    if found:
+        return True
+    if problems or check.returncode != 0 or reader.returncode != 0:
+        raise subprocess.CalledProcessError(
+            1, base, (problems[0] if problems else "git cat-file failed").encode()
+        )
+    return False
 
 
-def _blobs(stream: IO[bytes], count: int) -> Iterator[bytes]:
-    """The contents ``git cat-file --batch`` writes, ``count`` of them."""
-    for _ in range(count):
-        header = stream.readline().split()
-        if len(header) != 3:
-            raise subprocess.CalledProcessError(1, "git cat-file --batch", b"short answer")
-        data = stream.read(int(header[2]))
+def _pick(checked: IO[bytes], sink: IO[bytes], problems: list[str]) -> None:
+    """Hand the blobs of a pointer's size in ``checked`` (batch-check's output) on to
+    ``sink``, then close it. An object listed yet missing is a problem: the proof must
+    fail, not pass over it."""
+    rest = b""
+    try:
+        while chunk := checked.read(1 << 20):
+            lines, _, rest = (rest + chunk).rpartition(b"\n")
+            if b" missing" in lines:
+                problems.append("a listed object is missing")
+                return
+            wanted = b"".join(
+                name + b"\n"
+                for size, name in _BLOB.findall(lines)
+                if MIN_POINTER_BYTES <= int(size) < MAX_POINTER_BYTES
+            )
+            if wanted:
+                sink.write(wanted)
+        if rest:
+            problems.append("cat-file --batch-check ended mid-line")
+    except (BrokenPipeError, ValueError, OSError):
+        pass  # the reader was stopped: a pointer was found, or the proof was abandoned
+    finally:
+        with suppress(BrokenPipeError, ValueError, OSError):
+            sink.close()
+
+
+def _blobs(stream: IO[bytes]) -> Iterator[bytes]:
+    """The contents ``git cat-file --batch`` writes, until it ends."""
+    while header := stream.readline():
+        words = header.split()
+        if len(words) != 3:
+            raise subprocess.CalledProcessError(1, "git cat-file --batch", header)
+        data = stream.read(int(words[2]))
         stream.read(1)
         yield data
 
