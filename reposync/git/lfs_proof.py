@@ -89,21 +89,31 @@ def holds_no_pointer(
         if _partial(git_dir, stores):
             return False
         proven = cache.load()
-        packs = {f"{pack.name} {pack.stat().st_size}": pack for s in stores for pack in _packs(s)}
+        # Loose objects are listed before the packs: one packed meanwhile is in a pack
+        # listed after, and read by name wherever it went.
+        loose = [name for store in stores for name in _loose_names(store)]
+        packs = _pack_keys(stores)
         read_packs = [key for key in packs if key not in proven]
         names: list[str] | None = None  # None: every stored object (nothing proven yet)
         if len(read_packs) < len(packs):
             names = [name for key in read_packs for name in _pack_names(packs[key], env)]
-            names.extend(name for store in stores for name in _loose_names(store))
-            if not names:
-                return True
-        if _any_pointer(git_dir, names, env):
+            names.extend(loose)
+        if names != [] and _any_pointer(git_dir, names, env):
+            return False
+        if _pack_keys(stores).keys() != packs.keys():  # a repack ran: what moved is unsure
+            log.info("no LFS proof for %s: its packs changed while they were read", git_dir)
             return False
     except (OSError, subprocess.CalledProcessError) as error:
         log.info("no LFS proof for %s: %s", git_dir, error)
         return False
     cache.add(read_packs)  # loose objects are read again next time: few, and they move
     return True
+
+
+def _pack_keys(stores: list[Path]) -> dict[str, Path]:
+    """Every pack of ``stores`` by its proof key: file name (git's hash of its content)
+    and size."""
+    return {f"{pack.name} {pack.stat().st_size}": pack for s in stores for pack in _packs(s)}
 
 
 def object_stores(objects_dir: Path) -> list[Path]:

@@ -90,3 +90,25 @@ def test_a_missing_object_store_is_not_a_proof(tmp_path):
     workspace.prepare()
 
     assert not holds_no_pointer(workspace.path, _cache(tmp_path))
+
+
+def test_a_repack_while_the_proof_reads_leaves_it_unmade(tmp_path, monkeypatch):
+    """Objects that moved between packs while they were read may have been missed: a
+    pack set that changed during the proof proves nothing and nothing is remembered."""
+    from reposync.git import lfs_proof
+
+    repo = generate(tmp_path / "r.git", commits=3, branches=0, tags=0)
+    _repack(repo)
+    commit_snapshot(repo, "refs/heads/main", {b"notes.txt": b"plain text\n" * 20})
+    real = lfs_proof._any_pointer
+
+    def racing(*args: object) -> bool:
+        found = real(*args)  # type: ignore[arg-type]
+        _repack(repo)  # the loose commit and the old pack become one new pack
+        return found
+
+    monkeypatch.setattr(lfs_proof, "_any_pointer", racing)
+    cache = _cache(tmp_path)
+
+    assert not holds_no_pointer(repo, cache)
+    assert cache.load() == set()
