@@ -3,10 +3,11 @@
 ``git rev-list --objects <tips> ^<known>`` lists the objects reachable from the new
 tips but not from what the target already has (the same walk ``git lfs pre-push``
 does), filtered by git to the blobs small enough to be pointers and piped straight into
-``git cat-file --batch-check``, so only their sizes reach Python; they are then read
-one by one through ``git cat-file --batch``. Everything streams: memory holds one
-pointer at a time, whatever the history's size (rev-list lists each object once, so no
-set is kept here).
+``git cat-file --batch-check``, so only their sizes reach Python; those of a pointer's
+size are handed on by a thread to a buffered ``git cat-file --batch`` whose answers are
+read here in order (asking one blob at a time, flushing after each, cost a third of a
+120,000-candidate scan). Everything streams: memory holds one pointer at a time,
+whatever the history's size (rev-list lists each object once, so no set is kept here).
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ def scan_pointers(
         rev_list.stdout.close()  # the checker owns the pipe now
         reader = stack.enter_context(
             subprocess.Popen(
-                [*base, "cat-file", "--batch"],
+                [*base, "cat-file", "--batch", "--buffer"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
@@ -98,24 +99,40 @@ def scan_pointers(
         )
         assert check.stdout is not None
         assert reader.stdin is not None
+        assert reader.stdout is not None
+        unreadable: list[bytes] = []
+        picker = threading.Thread(
+            target=_pick, args=(check.stdout, reader.stdin, unreadable), daemon=True
+        )
+        picker.start()
         finished = False
         try:
-            for line in check.stdout:
-                kind, size, name = line.decode().split(" ", 2)
-                if kind != "blob" or not MIN_POINTER_BYTES <= int(size) < MAX_POINTER_BYTES:
-                    continue
-                pointer = parse_pointer(_read_blob(reader, name.strip()))
+            while header := reader.stdout.readline():
+                words = header.split()
+                if len(words) != 3:
+                    raise GitTransportError(
+                        f"git cat-file --batch could not read {header.decode(errors='replace')}"
+                    )
+                data = reader.stdout.read(int(words[2]))
+                reader.stdout.read(1)  # the newline after the content
+                pointer = parse_pointer(data)
                 if pointer is not None:
                     yield pointer
             finished = True
         finally:
-            reader.stdin.close()
             if not finished:  # the caller stopped early (or failed): nobody reads on
-                for proc in (check, rev_list):
+                for proc in (reader, check, rev_list):
                     proc.kill()
+            picker.join()
             feeder.join()
             rev_list.wait()
             check.wait()
+            reader.wait()
+        if unreadable:
+            raise GitTransportError(
+                f"git cat-file --batch-check in {git_dir} said "
+                + unreadable[0].decode(errors="replace")
+            )
         if rev_list.returncode != 0:
             assert rev_list.stderr is not None
             problem = last_line(rev_list.stderr.read().decode(errors="replace"))
@@ -136,16 +153,22 @@ def _feed(sink: IO[bytes], revisions: list[str]) -> None:
             sink.close()
 
 
-def _read_blob(reader: subprocess.Popen[bytes], name: str) -> bytes:
-    """One blob's content through a running ``git cat-file --batch`` (it flushes after
-    each object when not given ``--buffer``, so a request and its answer alternate)."""
-    assert reader.stdin is not None
-    assert reader.stdout is not None
-    reader.stdin.write(name.encode() + b"\n")
-    reader.stdin.flush()
-    header = reader.stdout.readline().split()
-    if len(header) != 3:
-        raise GitTransportError(f"git cat-file --batch could not read {name}")
-    data = reader.stdout.read(int(header[2]))
-    reader.stdout.read(1)  # the newline after the content
-    return data
+def _pick(checked: IO[bytes], sink: IO[bytes], unreadable: list[bytes]) -> None:
+    """Hand the blobs of a pointer's size on to the reader; close its input at the end
+    (``--buffer``: it answers as its buffer fills, and wholly at EOF). A line that is
+    not an object's size (a missing object) stops it, kept in ``unreadable``: the scan
+    must fail, never end as if the history held nothing more."""
+    try:
+        for line in checked:
+            words = line.split(b" ", 2)
+            if len(words) != 3 or not words[1].isdigit():
+                unreadable.append(line.strip())
+                return
+            kind, size, name = words
+            if kind == b"blob" and MIN_POINTER_BYTES <= int(size) < MAX_POINTER_BYTES:
+                sink.write(name)  # the name still ends in its newline
+    except (BrokenPipeError, ValueError, OSError):
+        pass  # the reader was killed: the scan is being abandoned
+    finally:
+        with suppress(BrokenPipeError, ValueError, OSError):
+            sink.close()

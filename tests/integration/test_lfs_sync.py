@@ -281,3 +281,40 @@ def test_a_link_where_the_target_object_belongs_is_replaced_not_trusted(ctx, tmp
     assert entry.read_bytes() == content
     assert outside.read_bytes() == b"x" * len(content)
     assert refs(target)["refs/heads/main"] == refs(source)["refs/heads/main"]
+
+
+def test_a_repository_without_pointers_walks_no_history_for_them(ctx, tmp_path, monkeypatch):
+    """Bootstrap and checkpoint of a repository that never used LFS: its stored objects
+    prove it holds no pointer, so the history walk (``scan_pointers``) never runs; a
+    pointer committed later (no ``.gitattributes``) is walked for and its object moved."""
+    from reposync.service.pipeline.stages import lfs_objects
+    from tests.gitrepo import commit_snapshot
+    from tests.lfsrepo import pointer_text
+
+    source = generate(tmp_path / "src.git", commits=30, branches=3, tags=3, file_bytes=300)
+    target = tmp_path / "dst.git"
+    walks: list[list[str]] = []
+    real_scan = lfs_objects.scan_pointers
+
+    def counted(git_dir: Path, tips: Any, known: Any = ()) -> Any:
+        walks.append(list(tips))
+        return real_scan(git_dir, tips, known)
+
+    monkeypatch.setattr(lfs_objects, "scan_pointers", counted)
+
+    first = sync(ctx, SyncRequest(f"local:{source}", f"local:{target}"))
+    commit_snapshot(source, "refs/heads/main", {b"readme.txt": b"plain text\n" * 20})
+    second = sync(ctx, SyncRequest(f"local:{source}", f"local:{target}"))
+
+    assert (first.status, second.status) == ("completed", "completed")
+    assert second.report["counters"]["updated"] == 1
+    assert walks == []
+
+    pointer = store(source, BIG)
+    tip = commit_snapshot(source, "refs/heads/main", {b"model.bin": pointer_text(pointer)})
+    third = sync(ctx, SyncRequest(f"local:{source}", f"local:{target}"))
+
+    assert third.status == "completed", third.report["problems"]
+    assert walks == [[tip]]
+    assert stored(target) == {pointer.oid: BIG}
+    assert refs(target)["refs/heads/main"] == tip

@@ -13,7 +13,7 @@ import pytest
 from reposync.errors import GitTransportError, LeaseLost
 from reposync.git import procfs
 from reposync.git.progress import TransferProgress
-from reposync.git.transport import RefUpdate, _groups, guarded, run_git
+from reposync.git.transport import RefUpdate, _argv_of, _groups, guarded, run_git
 from reposync.git.transport import push as push_from
 from reposync.git.workspace import PushWorkspace
 from tests.gitrepo import bad_tree_commit, commit_on, generate, init_bare, refs
@@ -182,12 +182,19 @@ def test_unreachable_target_is_a_transport_error(pair, tmp_path):
 
 
 def test_groups_respect_the_argument_budget():
-    """Thousands of refs are split into several git invocations under the budget."""
-    updates = [RefUpdate(f"refs/heads/b{n:05d}", "a" * 40, None) for n in range(3000)]
+    """Thousands of leased updates and deletes are split into several git invocations
+    under the budget; creates, staged in the workspace, put nothing on the command line
+    and are never split for it."""
+    oid, old = "a" * 40, "b" * 40
+    updates = [RefUpdate(f"refs/heads/b{n:05d}", oid, old) for n in range(1500)]
+    updates += [RefUpdate(f"refs/heads/d{n:05d}", None, old) for n in range(1500)]
     groups = list(_groups(updates, budget=50_000))
     assert sum(len(g) for g in groups) == 3000
     assert len(groups) > 1
-    assert all(sum(len(a) + 9 for u in g for a in u.argv()) <= 50_000 for g in groups)
+    assert all(sum(len(a) + 9 for u in g for a in _argv_of(u)) <= 50_000 for g in groups)
+
+    creates = [RefUpdate(f"refs/heads/c{n:05d}", oid, None) for n in range(3000)]
+    assert [len(g) for g in _groups(creates, budget=50_000)] == [3000]
 
 
 def alive(pid: int) -> bool:

@@ -21,7 +21,10 @@ with one OID and different sizes are two objects, at most one of which can exist
 object that cannot be moved (missing, corrupt or not a file on the source, too large,
 refused by the target's full disk) fails the items of the refs whose new history needs
 that (OID, size), with its code; those refs, and only those, are left out of the push.
-A checkpoint with no changed ref never gets here: no LFS content is read.
+A checkpoint with no changed ref never gets here: no LFS content is read. Nor is any
+history walked when the repository provably holds no pointer at all
+(``reposync.git.lfs_proof``: its stored objects read once, its packs remembered): a
+repository that never used LFS pays a bootstrap's first proof, then nothing.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from reposync.errors import (
     ResultUnknown,
     TargetRefusedPush,
 )
+from reposync.git.lfs_proof import ProofCache, holds_no_pointer
 from reposync.git.lfs_scan import scan_pointers
 from reposync.models import ObjectLink
 from reposync.providers.base import (
@@ -104,6 +108,9 @@ def move_lfs_objects(
     writes = [i for i in items if i.action is not Action.DELETE and i.source_revision]
     if not writes:
         return {}
+    proofs = ProofCache(ex.ctx.settings.data_dir / "git" / "lfs-pointer-free-packs")
+    if holds_no_pointer(git_dir, proofs):
+        return {}  # nothing stored is a pointer: no pushed history can hold one
     known = _target_tips(ex, items)
     counts = _Counts()
     failures: dict[LfsPointer, ItemError] = {}
