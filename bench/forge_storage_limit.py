@@ -288,7 +288,7 @@ def main() -> int:
                     print(
                         f"{database}: µs/item {first.us_per_item:.1f} at {first.objects} → "
                         f"{last.us_per_item:.1f} at {last.objects} "
-                        f"({last.us_per_item / first.us_per_item:.2f}×)"
+                        f"({last.us_per_item / first.us_per_item:.2f}x)"
                     )
     finally:
         if server is not None:
