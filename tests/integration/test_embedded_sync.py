@@ -15,7 +15,7 @@ from reposync.lifecycle import Stage
 from reposync.models import Binding, ObjectLink, Run, RunEvent, RunItem
 from reposync.service.bindings import SyncRequest, bind
 from reposync.service.context import ServiceContext, Step
-from reposync.service.embedded import sync
+from reposync.service.embedded import Progress, read_progress, sync
 from reposync.service.pipeline.runner import execute_step
 from reposync.service.pipeline.stages import applying
 from reposync.service.runs import create_run, request_cancel
@@ -457,7 +457,6 @@ def test_a_push_reports_git_s_progress_on_the_line_the_run_and_its_events(tmp_pa
     carries them, and a ``git_progress`` event says where it is; once it ended, the Run
     shows no transfer any more."""
     from reposync.service import queries
-    from reposync.service.embedded import Progress
     from reposync.service.users import operator
 
     source = generate(tmp_path / "src.git", commits=600, branches=40, tags=40, file_bytes=400)
@@ -544,3 +543,25 @@ def test_an_interrupted_run_is_listed_as_such_and_a_cancelled_one_syncs_on_the_n
     assert (
         RunSchema().dump(queries.get_run_for(ctx, operator(), cancelled.id))["interrupted"] is False
     )
+
+
+def test_progress_tracked_per_batch_equals_a_whole_count_before_every_step(tmp_path, ctx):
+    """The progress told before each step (counted per batch while applying) is what
+    counting every item of the Run says at that moment, through many small batches."""
+    from tests.forge_population import populate
+
+    source = tmp_path / "src.git"
+    populate(source, 300)
+    small = replace(ctx, settings=ctx.settings.with_overrides(batch_max_items=25))
+    told: list[tuple[Progress, Progress]] = []
+
+    def progress(step: Progress) -> None:
+        if step.transfer is None:  # git's own updates during a push repeat the last count
+            told.append((step, read_progress(small, step.run_id)))
+
+    run = sync(small, SyncRequest(f"local:{source}", f"local:{tmp_path / 'dst.git'}"), progress)
+    assert run.status == "completed"
+    applying_steps = [pair for pair in told if pair[0].stage == Stage.APPLYING.value]
+    assert len(applying_steps) > 10
+    assert [p for p, _ in told] == [whole for _, whole in told]
+    assert told[-1][0].items_done == told[-1][0].items_total > 300

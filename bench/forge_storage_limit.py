@@ -1,0 +1,301 @@
+"""Benchmark: forge objects local → local against the storage's own limit, in one run.
+
+Populates a local forge of N objects (``tests.forge_population``: every kind of object
+in a busy project's shares), then measures, on SQLite and (``--postgres``) on a
+PostgreSQL started as the tests start theirs:
+
+* **reposync**: ``embedded.sync`` in this process to an empty local forge, with a
+  progress callback as ``reposync sync`` passes one (the CLI's progress costs count);
+* **the limit**: read the source forge's rows and write the same final rows with plain
+  ``executemany`` in 500-row transactions: the target forge's rows (into a fresh store
+  of the same schema and pragmas) and reposync's own final rows (the Run's RunItems and
+  the Binding's links, into a freshly migrated database; the Binding and Run rows they
+  point at are copied before the clock starts).
+
+It prints both times, reposync's share of the limit (limit / reposync: 100 % would be
+the storage's speed), items/s, and with ``--flat`` the cost per item at 10k and 100k
+objects (``--million`` adds 1M), which must stay flat: no step may cost more as the
+Run grows.
+
+    python bench/forge_storage_limit.py                       # 80k objects, SQLite
+    python bench/forge_storage_limit.py --postgres            # and PostgreSQL
+    python bench/forge_storage_limit.py --objects 10000 --flat
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from reposync.config import Settings  # noqa: E402
+from reposync.models.db import Database  # noqa: E402
+from reposync.service.bindings import SyncRequest  # noqa: E402
+from reposync.service.context import ServiceContext  # noqa: E402
+from reposync.service.embedded import Progress, sync  # noqa: E402
+from tests.forge_population import populate  # noqa: E402
+from tests.servers import PostgresServer  # noqa: E402
+
+#: Rows per transaction of the limit's writes.
+CHUNK = 500
+#: The forge store's file inside a local forge (``providers/local/store.py``).
+FORGE_DB = Path("reposync") / "forge.db"
+
+
+@dataclass(frozen=True)
+class Measured:
+    database: str
+    objects: int
+    items: int
+    reposync_s: float
+    limit_s: float
+
+    @property
+    def share(self) -> float:
+        return self.limit_s / self.reposync_s
+
+    @property
+    def items_per_s(self) -> float:
+        return self.items / self.reposync_s
+
+    @property
+    def us_per_item(self) -> float:
+        return self.reposync_s / max(self.items, 1) * 1e6
+
+
+def chunks(rows: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(rows), size):
+        yield rows[start : start + size]
+
+
+def run_reposync(work: Path, source: Path, database_url: str) -> tuple[float, int, int]:
+    """(seconds, run id, RunItems) of one bootstrap sync in this process."""
+    target = work / "target.git"
+    settings = Settings(data_dir=work / "data", database_url=database_url)
+    db = Database(settings.effective_database_url)
+    db.upgrade()
+    ctx = ServiceContext(settings=settings, db=db)
+    seen: list[Progress] = []
+
+    def progress(step: Progress) -> None:
+        seen[:] = [step]
+
+    started = time.perf_counter()
+    run = sync(ctx, SyncRequest(f"local:{source}", f"local:{target}"), progress)
+    took = time.perf_counter() - started
+    db.dispose()
+    if run.status != "completed":
+        raise SystemExit(f"the sync ended {run.status}: {run.report}")
+    return took, run.id, seen[-1].items_total if seen else 0
+
+
+def forge_connection(path: Path) -> sqlite3.Connection:
+    """A forge store connection with the pragmas the local forge writes with."""
+    connection = sqlite3.connect(path, isolation_level=None)
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute("PRAGMA synchronous=FULL")
+    connection.execute("PRAGMA foreign_keys=ON")
+    return connection
+
+
+def table_rows(
+    connection: Any, sql: str, params: Sequence[Any] = ()
+) -> tuple[list[str], list[tuple[Any, ...]]]:
+    cursor = connection.cursor()
+    cursor.execute(sql, tuple(params))
+    names = [d[0] for d in cursor.description]
+    rows = [tuple(row) for row in cursor.fetchall()]
+    cursor.close()
+    return names, rows
+
+
+def insert_sql(table: str, names: Sequence[str], placeholder: str) -> str:
+    return (
+        f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join(placeholder for _ in names)})"
+    )
+
+
+def reposync_connection(url: str) -> tuple[Any, str, Callable[[Any], Any]]:
+    """(DB-API connection in autocommit, placeholder, value adapter) for ``url``."""
+    if url.startswith("sqlite"):
+        connection = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=NORMAL")  # as reposync's engine
+        connection.execute("PRAGMA foreign_keys=ON")
+        return connection, "?", lambda value: value
+    import psycopg
+    from psycopg.types.json import Jsonb
+
+    connection = psycopg.connect(url.replace("postgresql+psycopg", "postgresql"), autocommit=True)
+    return connection, "%s", lambda v: Jsonb(v) if isinstance(v, dict | list) else v
+
+
+def measure_limit(work: Path, source: Path, used_url: str, fresh_url: str, run_id: int) -> float:
+    """Seconds to read the source's rows and write the same final rows plainly."""
+    target_db = work / "target.git" / FORGE_DB
+    used, _, _ = reposync_connection(used_url)
+    _, run_items = table_rows(used, "SELECT 1 FROM runs WHERE id = " + str(run_id))
+    item_names, items = table_rows(used, f"SELECT * FROM run_items WHERE run_id = {run_id}")
+    link_names, links = table_rows(used, "SELECT * FROM object_links ORDER BY id")
+    run_names, runs = table_rows(used, f"SELECT * FROM runs WHERE id = {run_id}")
+    binding_names, bindings = table_rows(used, "SELECT * FROM bindings")
+    used.close()
+    assert run_items, "the Run is gone"
+
+    fresh_db = Database(fresh_url)
+    fresh_db.upgrade()
+    fresh_db.dispose()
+    fresh, mark, adapt = reposync_connection(fresh_url)
+    # What the rows point at, before the clock starts.
+    for table, names, rows in (("bindings", binding_names, bindings), ("runs", run_names, runs)):
+        cursor = fresh.cursor()
+        for row in rows:
+            cursor.execute(insert_sql(table, names, mark), [adapt(v) for v in row])
+        cursor.close()
+
+    with forge_connection(target_db) as done:
+        schema = [
+            sql
+            for (sql,) in done.execute(
+                "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY rowid"
+            )
+        ]
+        pragmas = done.execute("PRAGMA user_version").fetchone()[0]
+        forge_names, forge_rows = table_rows(done, "SELECT * FROM objects ORDER BY rowid")
+    plain_dir = work / "plain"
+    plain_dir.mkdir()
+    plain = forge_connection(plain_dir / "forge.db")
+    for statement in schema:
+        plain.execute(statement)
+    plain.execute(f"PRAGMA user_version = {pragmas}")
+
+    started = time.perf_counter()
+    with forge_connection(source / FORGE_DB) as read:
+        _, source_rows = table_rows(read, "SELECT * FROM objects")
+    assert len(source_rows) >= len(forge_rows) * 0.9  # the same population
+    forge_insert = insert_sql("objects", forge_names, "?")
+    for part in chunks(forge_rows):
+        plain.execute("BEGIN IMMEDIATE")
+        plain.executemany(forge_insert, part)
+        plain.execute("COMMIT")
+    for table, names, rows in (
+        ("run_items", item_names, items),
+        ("object_links", link_names, links),
+    ):
+        statement = insert_sql(table, names, mark)
+        for part in chunks(rows):
+            with _transaction(fresh):
+                cursor = fresh.cursor()
+                cursor.executemany(statement, [[adapt(v) for v in row] for row in part])
+                cursor.close()
+    took = time.perf_counter() - started
+    plain.close()
+    fresh.close()
+    return took
+
+
+@contextmanager
+def _transaction(connection: Any) -> Iterator[None]:
+    if isinstance(connection, sqlite3.Connection):
+        connection.execute("BEGIN IMMEDIATE")
+        yield
+        connection.execute("COMMIT")
+    else:
+        with connection.transaction():
+            yield
+
+
+def one_round(
+    base: Path, source: Path, objects: int, database: str, server: PostgresServer | None
+) -> Measured:
+    work = Path(tempfile.mkdtemp(prefix=f"round-{database}-", dir=base))
+    if server is None:
+        used_url = f"sqlite:///{work / 'reposync.db'}"
+        fresh_url = f"sqlite:///{work / 'plain.db'}"
+    else:
+        name = work.name.replace("-", "_").lower()
+        server.admin(f"CREATE DATABASE {name}_used")
+        server.admin(f"CREATE DATABASE {name}_plain")
+        used_url = server.database_url(f"{name}_used")
+        fresh_url = server.database_url(f"{name}_plain")
+    took, run_id, items = run_reposync(work, source, used_url)
+    limit = measure_limit(work, source, used_url, fresh_url, run_id)
+    return Measured(database, objects, items, took, limit)
+
+
+def show(m: Measured) -> None:
+    print(
+        f"{m.database:10s} {m.objects:8d} objects {m.items:8d} items  "
+        f"reposync {m.reposync_s:7.2f} s  limit {m.limit_s:6.2f} s  "
+        f"share {m.share * 100:5.1f} %  {m.items_per_s:7.0f} items/s  "
+        f"{m.us_per_item:6.1f} µs/item",
+        flush=True,
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--objects", type=int, default=80_000)
+    parser.add_argument("--postgres", action="store_true", help="PostgreSQL too")
+    parser.add_argument("--flat", action="store_true", help="cost per item at 10k and 100k")
+    parser.add_argument("--million", action="store_true", help="and at 1M (with --flat)")
+    parser.add_argument("--rounds", type=int, default=1)
+    args = parser.parse_args()
+
+    base = Path(tempfile.mkdtemp(prefix="reposync-limit-bench-"))
+    server = PostgresServer.start_local() if args.postgres else None
+    results: list[Measured] = []
+    try:
+        sizes = [args.objects]
+        if args.flat:
+            sizes = [10_000, 100_000] + ([1_000_000] if args.million else [])
+        for objects in sizes:
+            source = base / f"source-{objects}.git"
+            started = time.perf_counter()
+            population = populate(source, objects)
+            print(
+                f"populated {population.total} objects in {time.perf_counter() - started:.1f} s",
+                flush=True,
+            )
+            for _ in range(args.rounds):
+                for database in ["sqlite"] + (["postgresql"] if server else []):
+                    measured = one_round(
+                        base,
+                        source,
+                        population.total,
+                        database,
+                        server if database != "sqlite" else None,
+                    )
+                    show(measured)
+                    results.append(measured)
+        if args.flat:
+            print()
+            for database in ("sqlite", "postgresql"):
+                mine = [m for m in results if m.database == database]
+                if len(mine) >= 2:
+                    first, last = mine[0], mine[-1]
+                    print(
+                        f"{database}: µs/item {first.us_per_item:.1f} at {first.objects} → "
+                        f"{last.us_per_item:.1f} at {last.objects} "
+                        f"({last.us_per_item / first.us_per_item:.2f}x)"
+                    )
+    finally:
+        if server is not None:
+            server.stop()
+        shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
