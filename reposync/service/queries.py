@@ -12,13 +12,12 @@ note of issue 25).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import and_, func, or_, select
-from sqlalchemy.orm import Session, defer
+from sqlalchemy.orm import defer
 from sqlalchemy.sql import ColumnElement
 
 from reposync.errors import (
@@ -46,6 +45,7 @@ from reposync.models import (
     WebhookSubscription,
 )
 from reposync.service.context import ServiceContext
+from reposync.service.unknown_outcomes import unresolved_unknown_by_binding
 
 MAX_PAGE = 200
 
@@ -470,7 +470,7 @@ def overview(
                 )
             ).scalars()
         }
-        unknown = _unknown_writes_by_binding(session, ids)
+        unknown = unresolved_unknown_by_binding(session, ids)
         progress = _progress(ctx, [r.id for r in active.values()])
         result = []
         for binding in bindings:
@@ -490,21 +490,6 @@ def overview(
             )
         session.expunge_all()  # the active Run is also the latest: detach each object once
         return result
-
-
-def _unknown_writes_by_binding(session: Session, ids: Sequence[int]) -> dict[int, int]:
-    """Binding id -> writes of unknown outcome blocking it (Bindings with none left out)."""
-    rows = session.execute(
-        select(Run.binding_id, func.count())
-        .join(RunItem, RunItem.run_id == Run.id)
-        .where(
-            Run.binding_id.in_(ids),
-            RunItem.state == "blocked",
-            RunItem.error_code == ResultUnknown.code,
-        )
-        .group_by(Run.binding_id)
-    ).all()
-    return {binding_id: count for binding_id, count in rows}
 
 
 @dataclass(frozen=True, slots=True)
@@ -618,7 +603,7 @@ def overview_rows(ctx: ServiceContext, user: User) -> list[OverviewRow]:
                 select(*_GLANCE).where(Run.binding_id.in_(ids), Run.status.in_(active_statuses))
             )
         }
-        unknown = _unknown_writes_by_binding(session, ids)
+        unknown = unresolved_unknown_by_binding(session, ids)
         session.expunge_all()
     progress = _progress(ctx, [run.id for run in active.values()])
     rows = []
