@@ -1,14 +1,18 @@
-"""Benchmark: one Run of forge objects on PostgreSQL + Redis with 1 worker, then with 2
-(issue 26: "one Run with 2 workers is never slower than with 1").
+"""Benchmark: Runs of forge objects on PostgreSQL + Redis with 1 worker, then with 2
+(issue 26: "one Run with 2 workers is never slower than with 1"; "N Runs scale with
+workers up to the cores").
 
 A local forge of ``--issues`` issues with ``--comments-per-issue`` comments each (80,000
 objects by default, ``bench/metadata_sync.py``'s generator) is synced by a full Run to an
 empty local forge, with real ``celery worker`` processes (concurrency 1 each, as the
-tests start them); each round has its own database and target. Prints the seconds of
-each round, from the Run queued to the Run completed, and their ratio.
+tests start them); each round has its own database and target. With ``--runs N`` each
+round binds the source to N empty targets and queues their N Runs at once. Prints the
+seconds of each round, from the Runs queued to the last completed, their ratio, and with
+N > 1 the throughput (objects synced per second over all Runs) and its speed-up.
 
     python bench/distributed_run.py
     python bench/distributed_run.py --issues 2000 --workers 1 2 3
+    python bench/distributed_run.py --issues 5000 --runs 2
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from sqlalchemy import func, select  # noqa: E402
+
 from bench.metadata_sync import build_forge  # noqa: E402
 from reposync.lifecycle import AuditMode  # noqa: E402
 from reposync.models import Run  # noqa: E402
@@ -35,7 +41,7 @@ from tests.workers import start_worker, wait_for, worker_environment  # noqa: E4
 
 
 def one_round(
-    work: Path, postgres: PostgresServer, broker_url: str, source: Path, workers: int
+    work: Path, postgres: PostgresServer, broker_url: str, source: Path, workers: int, runs: int
 ) -> float:
     from celery import Celery
 
@@ -64,23 +70,30 @@ def one_round(
     ctx = ServiceContext(settings=settings, db=db, dispatcher=CeleryDispatcher(sender))
     processes = [start_worker(env, work, f"{name}-w{n + 1}", beat=n == 0) for n in range(workers)]
     try:
-        binding = bind(ctx, SyncRequest(f"local:{source}", f"local:{work / f'{name}.target'}"))
+        bindings = [
+            bind(ctx, SyncRequest(f"local:{source}", f"local:{work / f'{name}.target{n}'}"))
+            for n in range(runs)
+        ]
         started = time.perf_counter()
-        run_id = enqueue_run(ctx, binding.id, audit_mode=AuditMode.FULL).id
+        run_ids = [
+            enqueue_run(ctx, binding.id, audit_mode=AuditMode.FULL).id for binding in bindings
+        ]
 
         def ended() -> bool:
             with db.session() as session:
-                run = session.get(Run, run_id)
-                assert run is not None
-                return run.finished_at is not None
+                finished = session.execute(
+                    select(func.count()).where(Run.id.in_(run_ids), Run.finished_at.is_not(None))
+                ).scalar_one()
+                return finished == len(run_ids)
 
-        wait_for(ended, 3600, f"the Run with {workers} worker(s)", 0.2)
+        wait_for(ended, 3600, f"the Runs with {workers} worker(s)", 0.2)
         seconds = time.perf_counter() - started
         with db.session() as session:
-            run = session.get(Run, run_id)
-            assert run is not None
-            if run.status != "completed":
-                raise SystemExit(f"the Run with {workers} worker(s) ended {run.status}")
+            for run_id in run_ids:
+                run = session.get(Run, run_id)
+                assert run is not None
+                if run.status != "completed":
+                    raise SystemExit(f"a Run with {workers} worker(s) ended {run.status}")
         return seconds
     finally:
         for process in processes:
@@ -93,6 +106,7 @@ def main() -> int:
     parser.add_argument("--issues", type=int, default=20_000)
     parser.add_argument("--comments-per-issue", type=int, default=3)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--runs", type=int, default=1, help="Runs queued at once per round")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="reposync-run-bench-"))
     postgres, redis_server = PostgresServer.start(), RedisServer.start()
@@ -105,15 +119,26 @@ def main() -> int:
             labels=200,
             milestones=50,
         )
-        print(f"source forge built in {took:.1f} s", flush=True)
+        objects = 200 + 50 + args.issues * (1 + args.comments_per_issue)
+        print(f"source forge of {objects:,} objects built in {took:.1f} s", flush=True)
         results = {}
         for workers in args.workers:
-            results[workers] = one_round(work, postgres, redis_server.url + "/0", source, workers)
-            print(f"{workers} worker(s): {results[workers]:.1f} s", flush=True)
+            results[workers] = one_round(
+                work, postgres, redis_server.url + "/0", source, workers, args.runs
+            )
+            rate = objects * args.runs / results[workers]
+            print(
+                f"{workers} worker(s), {args.runs} Run(s): {results[workers]:.1f} s, "
+                f"{rate:,.0f} objects/s",
+                flush=True,
+            )
         first = args.workers[0]
         for workers, seconds in results.items():
             if workers != first:
-                print(f"{workers} workers / {first}: {seconds / results[first]:.2f}x the time")
+                print(
+                    f"{workers} workers / {first}: {seconds / results[first]:.2f}x the time, "
+                    f"{results[first] / seconds:.2f}x the throughput"
+                )
     finally:
         redis_server.stop()
         postgres.stop()
