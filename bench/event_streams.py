@@ -31,11 +31,11 @@ sys.path.insert(0, str(ROOT))
 
 from reposync.config import Settings  # noqa: E402
 from reposync.models.db import Database  # noqa: E402
+from reposync.service.accounts.users import create_user, issue_token  # noqa: E402
 from reposync.service.bindings import SyncRequest, bind  # noqa: E402
 from reposync.service.context import ServiceContext  # noqa: E402
 from reposync.service.events import emit  # noqa: E402
 from reposync.service.runs import create_run  # noqa: E402
-from reposync.service.users import create_user, issue_token  # noqa: E402
 from tests.gitrepo import generate  # noqa: E402
 from tests.servers import PostgresServer, RedisServer, free_port  # noqa: E402
 from tests.workers import start_api, worker_environment  # noqa: E402

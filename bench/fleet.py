@@ -50,10 +50,10 @@ from sqlalchemy import func, select, update  # noqa: E402
 from reposync.lifecycle import AuditMode  # noqa: E402
 from reposync.models import Binding, Run  # noqa: E402
 from reposync.models.db import Database  # noqa: E402
+from reposync.service.accounts.users import create_user, issue_token  # noqa: E402
 from reposync.service.bindings import SyncRequest, bind  # noqa: E402
 from reposync.service.context import ServiceContext  # noqa: E402
 from reposync.service.runs import enqueue_run  # noqa: E402
-from reposync.service.users import create_user, issue_token  # noqa: E402
 from reposync.tasks.settings import TICK_TASK  # noqa: E402
 from tests.servers import PostgresServer, RedisServer, free_port  # noqa: E402
 from tests.workers import (  # noqa: E402

@@ -45,10 +45,10 @@ from reposync.config import Settings  # noqa: E402
 from reposync.models import Run, RunEvent  # noqa: E402
 from reposync.models.db import Database  # noqa: E402
 from reposync.service import queries  # noqa: E402
+from reposync.service.accounts.users import operator  # noqa: E402
 from reposync.service.bindings import SyncRequest  # noqa: E402
 from reposync.service.context import ServiceContext  # noqa: E402
 from reposync.service.embedded import Progress, sync  # noqa: E402
-from reposync.service.users import operator  # noqa: E402
 from tests.gitrepo import generate  # noqa: E402
 
 POLL = 0.2

@@ -31,8 +31,8 @@ from reposync.models.db import Database  # noqa: E402
 from reposync.providers.base import EndpointSpec, ProviderEnvironment  # noqa: E402
 from reposync.providers.local import LocalProvider  # noqa: E402
 from reposync.providers.local.authoring import ForgeAuthoring  # noqa: E402
+from reposync.service.accounts.budgets import DatabaseWriteBudget  # noqa: E402
 from reposync.service.bindings import SyncRequest  # noqa: E402
-from reposync.service.budgets import DatabaseWriteBudget  # noqa: E402
 from reposync.service.context import ServiceContext  # noqa: E402
 from reposync.service.embedded import sync  # noqa: E402
 from reposync.sync.vocabulary import ObjectType  # noqa: E402

@@ -32,8 +32,8 @@ from flask.testing import FlaskClient  # noqa: E402
 
 from reposync.config import Settings  # noqa: E402
 from reposync.models.db import Database  # noqa: E402
+from reposync.service.accounts.users import create_user, issue_token  # noqa: E402
 from reposync.service.context import ServiceContext  # noqa: E402
-from reposync.service.users import create_user, issue_token  # noqa: E402
 from reposync.web.app import API_PREFIX, create_app  # noqa: E402
 from tests.many_bindings import seed  # noqa: E402
 from tests.servers import PostgresServer  # noqa: E402

@@ -496,7 +496,7 @@ def _bindings(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _user(settings: Settings, args: argparse.Namespace) -> int:
-    from reposync.service import users
+    from reposync.service.accounts import users
 
     with _database(settings) as db:
         db.ensure_current()
@@ -539,8 +539,8 @@ def _hooks(settings: Settings, args: argparse.Namespace) -> int:
 
     from reposync.models.db import Database
     from reposync.providers.notifications import RefMove
-    from reposync.service import intake
     from reposync.service.context import ServiceContext
+    from reposync.service.webhooks import intake
 
     if args.hooks_command == "install":
         environment = {"REPOSYNC_DATA_DIR": str(settings.data_dir)}
@@ -610,7 +610,7 @@ def _sha_or_none(value: str) -> str | None:
 
 def _token_line(token: Any) -> str:
     """One token as ``reposync user tokens`` lists it: id, state, name and dates."""
-    from reposync.service.users import token_state
+    from reposync.service.accounts.users import token_state
 
     def when(value: Any) -> str:
         return value.isoformat(timespec="seconds") if value is not None else "-"

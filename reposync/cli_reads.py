@@ -31,10 +31,10 @@ from reposync.errors import UsageError
 from reposync.lifecycle import RunStatus
 from reposync.models import User
 from reposync.service import queries
+from reposync.service.accounts.users import operator
 from reposync.service.context import ServiceContext
 from reposync.service.queries import MAX_PAGE, run_events
 from reposync.service.runs import request_cancel
-from reposync.service.users import operator
 from reposync.web.pagination import page
 from reposync.web.schemas.bindings import BindingPageSchema, BindingSchema
 from reposync.web.schemas.events import RunEventSchema

@@ -11,7 +11,7 @@ import requests
 from reposync.config import Settings
 from reposync.models.db import Database
 from reposync.providers.base import ProviderEnvironment
-from reposync.service.budgets import DatabaseWriteBudget
+from reposync.service.accounts.budgets import DatabaseWriteBudget
 from reposync.service.context import ServiceContext
 from tests.fakes.contract import RecordingValidator, attach
 from tests.fakes.github import GitHubFake

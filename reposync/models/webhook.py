@@ -33,7 +33,7 @@ class WebhookSubscription(Base):
     #: Who created it: its owner and the admins see and change it.
     owner_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     url: Mapped[str] = mapped_column(String(2048))
-    #: Event names (``reposync.service.outbox.EVENTS``), a JSON list.
+    #: Event names (``reposync.service.webhooks.outbox.EVENTS``), a JSON list.
     events: Mapped[list[str]] = mapped_column(JSONType)
     #: Only events of this Binding (deleted with it: a filter never silently widens).
     binding_id: Mapped[int | None] = mapped_column(

@@ -5,7 +5,7 @@ installation still stay under its 80 per minute and 500 per hour, counted the wa
 GitHub counts them (any 60 s, any hour), not per clock minute. Each write names who
 spent it (its claimant: a Binding), and the claimants asking lately are remembered, so
 one account's budget is shared among its Bindings rather than spent by the first
-(``service/budgets.py``).
+(``service/accounts/budgets.py``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Separate from ``providers/base.py`` (which is about repositories a Binding syncs): this
 is the forge's OAuth web flow and what a person's own token shows of the App's
-installations. The service (``service/github_connect.py``) knows it only through these
+installations. The service (``service/accounts/github_connect.py``) knows it only through these
 types and ``providers/registry.py: account_connector``; GitHub's implementation is
 ``providers/github/connect.py``.
 

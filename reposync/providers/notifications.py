@@ -1,7 +1,7 @@
 """What a forge says changed, whichever forge said it: the normalized form of a webhook.
 
 A forge's delivery (read by its provider's ``WebhookReader``: GitHub's is
-``providers/github/webhooks.py``) and a local repository's hook (``service/intake.py``)
+``providers/github/webhooks.py``) and a local repository's hook (``service/webhooks/intake.py``)
 both become a ``Notification`` of ``RepositoryChange``s, and ``intake.receive`` is the one
 function that acts on it. This is what a provider hands the service, so it lives where
 providers may import it and names no forge. Nothing here is trusted to be complete: a

@@ -45,13 +45,13 @@ from reposync.providers.base import EndpointInfo, EndpointSpec, ProviderEnvironm
 from reposync.providers.registry import parse_locator, provider_class
 from reposync.service import standby
 from reposync.service.context import ServiceContext
-from reposync.service.cron import next_slot, validate_cron
 from reposync.service.lookups import active_run, endpoint_spec, get_binding
 from reposync.service.pipeline.stages.visibility import (
     confirmation_hash,
     observe,
     reported_visibility,
 )
+from reposync.service.scheduling.cron import next_slot, validate_cron
 from reposync.service.unknown_outcomes import require_no_unknown, unresolved_unknown
 from reposync.sync.vocabulary import RefConflictPolicy
 

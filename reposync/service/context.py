@@ -12,7 +12,7 @@ from reposync.lifecycle import Stage, Trigger
 from reposync.models.db import Database
 from reposync.providers.base import EndpointSpec, Provider, ProviderEnvironment
 from reposync.providers.registry import open_endpoint
-from reposync.service.budgets import DatabaseWriteBudget
+from reposync.service.accounts.budgets import DatabaseWriteBudget
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,12 +35,12 @@ from reposync.service import standby
 from reposync.service.context import ServiceContext, Step
 from reposync.service.events import emit
 from reposync.service.lookups import active_run, endpoint_spec, get_binding
-from reposync.service.outbox import HANDOFF_COMPLETED, dispatch_deliveries, notify
 from reposync.service.pipeline.leases import ClaimRefused, claim_binding, fenced, new_owner, release
 from reposync.service.pipeline.runner import run_until_done
 from reposync.service.pipeline.stages.inventory import SYNCED_TYPES
 from reposync.service.runs import create_run
 from reposync.service.unknown_outcomes import require_no_unknown
+from reposync.service.webhooks.outbox import HANDOFF_COMPLETED, dispatch_deliveries, notify
 from reposync.sync.canonical import DigestBuilder
 
 log = logging.getLogger(__name__)

@@ -49,9 +49,9 @@ from reposync.providers.registry import provider_class
 from reposync.service.bindings import SyncRequest, bind_pair, find_binding
 from reposync.service.confinement import confine
 from reposync.service.context import ServiceContext
-from reposync.service.cron import period
 from reposync.service.pipeline.leases import database_now
 from reposync.service.runs import enqueue_run
+from reposync.service.scheduling.cron import period
 from reposync.sync.vocabulary import RefConflictPolicy
 
 log = logging.getLogger(__name__)

@@ -47,9 +47,9 @@ from reposync.service import owner_pass
 from reposync.service.bindings import UNSET, update_binding
 from reposync.service.confinement import confine_owner
 from reposync.service.context import ServiceContext
-from reposync.service.cron import next_slot, validate_cron
 from reposync.service.owner_pass import Options, PassReport
 from reposync.service.pipeline.leases import database_now
+from reposync.service.scheduling.cron import next_slot, validate_cron
 from reposync.sync.vocabulary import RefConflictPolicy
 
 log = logging.getLogger(__name__)

@@ -87,7 +87,7 @@ class CeleryDispatcher:
         )
 
     def describe_wait(self, run_id: int, waited: float) -> str | None:
-        """What a queued Run waits for here (``service/waits.py``): a worker, and the
+        """What a queued Run waits for here (``service/scheduling/waits.py``): a worker, and the
         broker when it does not answer."""
         if waited < UNTAKEN_AFTER:
             return "sent to the Celery workers"

@@ -1,9 +1,9 @@
 """Webhooks in: the due task of the Run a webhook owes, dispatched with the debounce window
-as its countdown (``service/event_runs.py``)."""
+as its countdown (``service/webhooks/event_runs.py``)."""
 
 from __future__ import annotations
 
-from reposync.service.intake import start_due_run
+from reposync.service.webhooks.intake import start_due_run
 from reposync.tasks.app import app
 from reposync.tasks.base import EVENT_RUN_TASK, context
 

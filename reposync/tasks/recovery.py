@@ -6,7 +6,7 @@ from typing import Any
 
 from celery import Task
 
-from reposync.service import ticks
+from reposync.service.scheduling import ticks
 from reposync.tasks.app import app
 from reposync.tasks.base import RESUME_TASK, context, run_stage
 from reposync.tasks.settings import TICK_TASK
@@ -20,5 +20,5 @@ def resume(self: Task[Any, Any], run_id: int, generation: int | None = None) -> 
 
 @app.task(name=TICK_TASK)
 def tick() -> None:
-    """The periodic tick (``service/ticks.py``): schedules, recovery, purges."""
+    """The periodic tick (``service/scheduling/ticks.py``): schedules, recovery, purges."""
     ticks.tick(context())

@@ -1,7 +1,7 @@
 """The webhook delivery task: one attempt of one outbox row per message.
 
 Thin like every task: the row says what to send, the service claims, sends and records
-(``service/deliveries.py``). A duplicate message, or one for a row another worker holds
+(``service/webhooks/deliveries.py``). A duplicate message, or one for a row another worker holds
 or already finished, finds nothing to claim and ends.
 """
 
@@ -11,7 +11,7 @@ from typing import Any
 
 from celery import Task
 
-from reposync.service.deliveries import deliver
+from reposync.service.webhooks.deliveries import deliver
 from reposync.tasks.app import app
 from reposync.tasks.base import DELIVER_TASK, context, owner_for
 

@@ -22,7 +22,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 from reposync.config import Settings
 from reposync.models.db import Database
 from reposync.service.context import ServiceContext
-from reposync.service.executor import InProcessExecutor
+from reposync.service.scheduling.executor import InProcessExecutor
 from reposync.web import (
     bindings,
     events,

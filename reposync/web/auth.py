@@ -24,9 +24,9 @@ from typing import Any, TypeVar, cast
 from flask import current_app, g, request
 
 from reposync.models import User
-from reposync.service.authorization import require_admin
+from reposync.service.accounts.authorization import require_admin
+from reposync.service.accounts.users import authenticate
 from reposync.service.context import ServiceContext
-from reposync.service.users import authenticate
 
 SCHEME = "bearer"
 

@@ -13,7 +13,8 @@ from flask import url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from reposync.service.authorization import authorize_binding, authorize_connections
+from reposync.service.accounts.authorization import authorize_binding, authorize_connections
+from reposync.service.accounts.users import grant
 from reposync.service.bindings import (
     SyncRequest,
     bind_pair,
@@ -24,7 +25,6 @@ from reposync.service.bindings import (
 from reposync.service.confinement import confine
 from reposync.service.handoff import start_handoff
 from reposync.service.queries import get_binding_for, list_bindings
-from reposync.service.users import grant
 from reposync.sync.vocabulary import RefConflictPolicy
 from reposync.web.auth import admin_only, current_user, load_user, service_context
 from reposync.web.errors import documents

@@ -8,9 +8,9 @@ from flask import Response, current_app, request, url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from reposync.service.authorization import authorize_run
+from reposync.service.accounts.authorization import authorize_run
+from reposync.service.accounts.users import issue_stream_token
 from reposync.service.queries import events_after, run_events
-from reposync.service.users import issue_stream_token
 from reposync.web.auth import current_user, load_user, service_context
 from reposync.web.errors import documents
 from reposync.web.schemas.common import MAX_PAGE, id_rule

@@ -1,4 +1,4 @@
-"""``/github/...``: Connect GitHub, the self-service flow (``service/github_connect.py``).
+"""``/github/...``: Connect GitHub, the self-service flow (``service/accounts/github_connect.py``).
 
 Every user (admin or member) connects their own GitHub identity and sees only their own
 installations and repositories; no one acts on another's. The callback takes no
@@ -19,7 +19,7 @@ from flask_smorest import Blueprint
 from werkzeug.wrappers.response import Response as BaseResponse
 
 from reposync.errors import RecordNotFound, UsageError
-from reposync.service import github_connect
+from reposync.service.accounts import github_connect
 from reposync.web.auth import current_user, load_user, service_context
 from reposync.web.errors import documents
 from reposync.web.schemas.github import (

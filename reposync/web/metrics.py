@@ -40,7 +40,7 @@ from reposync import metrics
 from reposync.config import Settings
 from reposync.errors import Unauthenticated
 from reposync.models import db
-from reposync.service.users import count_refusal, refuse_if_throttled
+from reposync.service.accounts.users import count_refusal, refuse_if_throttled
 from reposync.tasks.settings import QUEUE
 from reposync.web.auth import client_address, service_context
 

@@ -15,7 +15,7 @@ from flask_smorest import Blueprint
 
 from reposync.lifecycle import AuditMode, RunMode
 from reposync.models import Run
-from reposync.service.authorization import authorize_binding
+from reposync.service.accounts.authorization import authorize_binding
 from reposync.service.idempotency import Answer, parse_key
 from reposync.service.pipeline.proposal import Proposal
 from reposync.service.reconcile import Reconciled, ReconcileRequest, reconcile

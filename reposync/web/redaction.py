@@ -16,7 +16,7 @@ from typing import Any
 from flask import g, has_request_context
 
 # One rule for the API and for webhook bodies sent to members' subscriptions.
-from reposync.service.outbox import REDACTED, redact_paths
+from reposync.service.webhooks.outbox import REDACTED, redact_paths
 
 __all__ = ["REDACTED", "for_viewer", "operator_view", "redact_paths"]
 

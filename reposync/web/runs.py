@@ -15,11 +15,11 @@ from flask_smorest import Blueprint
 
 from reposync.lifecycle import AuditMode, RunMode
 from reposync.models import Run
-from reposync.service.authorization import authorize_binding, authorize_run
+from reposync.service.accounts.authorization import authorize_binding, authorize_run
 from reposync.service.queries import get_run_for, list_runs, run_progress
 from reposync.service.recovery import recover_run
 from reposync.service.runs import enqueue_run, request_cancel, retry_run
-from reposync.service.waits import waiting
+from reposync.service.scheduling.waits import waiting
 from reposync.web.auth import current_user, load_user, service_context
 from reposync.web.errors import documents
 from reposync.web.pagination import page

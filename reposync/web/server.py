@@ -2,7 +2,7 @@
 
 Two worker processes serve the distributed mode (Celery executes the Runs). In the
 embedded mode with no broker (``Settings.runs_in_process``) the API executes them itself
-(``service/executor.py``), so it runs ONE worker process: exactly one executor and one
+(``service/scheduling/executor.py``), so it runs ONE worker process: exactly one executor and one
 tick exist. That process starts the executor once gunicorn's signal handlers are in
 place, begins stopping it at the SIGTERM that starts a graceful shutdown (a Run's step
 gives its lease up at once, not after the requests in flight end), and waits for it
@@ -30,7 +30,7 @@ from gunicorn.app.base import BaseApplication
 from reposync import logs, metrics
 from reposync.config import Settings
 from reposync.models.db import Database
-from reposync.service.executor import InProcessExecutor
+from reposync.service.scheduling.executor import InProcessExecutor
 from reposync.web.app import create_app
 from reposync.web.errors import PROBLEM_CONTENT_TYPE, TYPE_PREFIX
 

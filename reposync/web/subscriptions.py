@@ -14,9 +14,9 @@ from flask import url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from reposync.service.authorization import authorize_binding, authorize_subscription
+from reposync.service.accounts.authorization import authorize_binding, authorize_subscription
 from reposync.service.queries import get_subscription_for, list_deliveries, list_subscriptions
-from reposync.service.subscriptions import (
+from reposync.service.webhooks.subscriptions import (
     create_subscription,
     delete_subscription,
     redeliver,

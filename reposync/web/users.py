@@ -12,7 +12,7 @@ from flask.views import MethodView
 from flask_smorest import Blueprint
 
 from reposync.errors import RecordNotFound
-from reposync.service import users
+from reposync.service.accounts import users
 from reposync.web.auth import admin_only, load_user, service_context
 from reposync.web.errors import documents
 from reposync.web.schemas.common import id_rule

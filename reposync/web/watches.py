@@ -13,10 +13,10 @@ from flask import url_for
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from reposync.service.authorization import authorize_repository, authorize_watch
+from reposync.service.accounts.authorization import authorize_repository, authorize_watch
 from reposync.service.confinement import confine
 from reposync.service.queries import get_watch_for, list_watches
-from reposync.service.watches import create_watch, delete_watch, resolve_repository
+from reposync.service.webhooks.watches import create_watch, delete_watch, resolve_repository
 from reposync.web.auth import current_user, load_user, service_context
 from reposync.web.errors import documents
 from reposync.web.pagination import page

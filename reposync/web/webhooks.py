@@ -23,7 +23,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 from reposync.errors import ReposyncError, WebhookTooLarge
 from reposync.metrics import record_webhook
 from reposync.providers.notifications import Outcome
-from reposync.service.intake import Receipt, receive_delivery, webhook_reader
+from reposync.service.webhooks.intake import Receipt, receive_delivery, webhook_reader
 from reposync.web.auth import service_context
 from reposync.web.errors import documents
 from reposync.web.limits import WEBHOOK_MAX_BODY_BYTES

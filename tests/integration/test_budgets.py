@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from reposync.service.budgets import DatabaseWriteBudget, claiming
+from reposync.service.accounts.budgets import DatabaseWriteBudget, claiming
 
 T0 = datetime(2026, 12, 2, 12, 0, 0, tzinfo=UTC)
 

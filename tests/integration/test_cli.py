@@ -206,8 +206,8 @@ def test_user_commands_issue_tokens_that_authenticate(capsys, data_dir):
     """``user add`` prints a working token, ``user token`` another; misuse exits 2."""
     from reposync.config import Settings
     from reposync.models.db import Database
+    from reposync.service.accounts.users import authenticate
     from reposync.service.context import ServiceContext
-    from reposync.service.users import authenticate
 
     status, first, _ = run_cli(capsys, "user", "add", "alice", "--role", "admin")
     assert status == 0
@@ -234,8 +234,8 @@ def test_user_commands_list_revoke_ungrant_and_delete(capsys, data_dir):
     from reposync.config import Settings
     from reposync.errors import Unauthenticated
     from reposync.models.db import Database
+    from reposync.service.accounts.users import authenticate
     from reposync.service.context import ServiceContext
-    from reposync.service.users import authenticate
 
     run_cli(capsys, "user", "add", "root", "--role", "admin")
     status, token, _ = run_cli(capsys, "user", "add", "bob", "--days", "0")

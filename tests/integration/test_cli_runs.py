@@ -18,10 +18,10 @@ from sqlalchemy import update
 from reposync.config import Settings
 from reposync.models import Run
 from reposync.models.db import Database
+from reposync.service.accounts.users import create_user, issue_token
 from reposync.service.bindings import SyncRequest, bind
 from reposync.service.context import ServiceContext
 from reposync.service.runs import create_run, enqueue_run
-from reposync.service.users import create_user, issue_token
 from reposync.web.app import API_PREFIX, create_app
 from tests.gitrepo import generate
 from tests.integration.conftest import wait_terminal

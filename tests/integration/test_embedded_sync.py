@@ -457,7 +457,7 @@ def test_a_push_reports_git_s_progress_on_the_line_the_run_and_its_events(tmp_pa
     carries them, and a ``git_progress`` event says where it is; once it ended, the Run
     shows no transfer any more."""
     from reposync.service import queries
-    from reposync.service.users import operator
+    from reposync.service.accounts.users import operator
 
     source = generate(tmp_path / "src.git", commits=600, branches=40, tags=40, file_bytes=400)
     target = tmp_path / "dst.git"
@@ -510,7 +510,7 @@ def test_an_interrupted_run_is_listed_as_such_and_a_cancelled_one_syncs_on_the_n
     progress; once cancelled, the very next ``sync`` of the pair syncs (it used to answer
     with the cancelled Run, and only the call after it synced)."""
     from reposync.service import queries
-    from reposync.service.users import operator
+    from reposync.service.accounts.users import operator
     from reposync.web.schemas.runs import RunSchema, RunSummarySchema
 
     source, target, request = pair

@@ -22,8 +22,8 @@ from reposync.providers.local.authoring import ForgeAuthoring
 from reposync.service.bindings import SyncRequest, bind, update_binding
 from reposync.service.context import ServiceContext
 from reposync.service.embedded import sync
-from reposync.service.intake import install_hooks
 from reposync.service.runs import enqueue_run
+from reposync.service.webhooks.intake import install_hooks
 from reposync.sync.vocabulary import ObjectType
 from tests.gitrepo import generate, refs
 from tests.integration.conftest import TERMINAL, wait_terminal

@@ -18,11 +18,12 @@ from sqlalchemy import func, select, update
 from reposync.errors import OwnerBindingBusy, OwnerNotFound
 from reposync.lifecycle import Trigger
 from reposync.models import Binding, OwnerBinding, OwnerBindingMember, Run
-from reposync.service import owners, schedules
+from reposync.service import owners
 from reposync.service.bindings import SyncRequest, bind, delete_binding, update_binding
 from reposync.service.context import NoDispatch, ServiceContext
 from reposync.service.owner_pass import spread
 from reposync.service.owners import OwnerRequest
+from reposync.service.scheduling import schedules
 from tests.gitrepo import generate, init_bare, refs
 
 T0 = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)

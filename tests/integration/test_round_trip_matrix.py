@@ -37,8 +37,8 @@ from hypothesis import strategies as st
 from reposync.models.db import Database
 from reposync.providers.base import EndpointSpec, ProviderEnvironment
 from reposync.providers.local import LocalProvider
+from reposync.service.accounts.budgets import DatabaseWriteBudget
 from reposync.service.bindings import SyncRequest, bind
-from reposync.service.budgets import DatabaseWriteBudget
 from reposync.service.context import ServiceContext
 from reposync.service.embedded import sync
 from reposync.service.handoff import WRITE_ACTIONS, handoff

@@ -12,12 +12,12 @@ from sqlalchemy import select
 from reposync.errors import NotAllowedNow, UnschedulableCron
 from reposync.lifecycle import Stage
 from reposync.models import Binding, Run
-from reposync.service import schedules
 from reposync.service.bindings import SyncRequest, bind, update_binding
 from reposync.service.context import ServiceContext, Step
 from reposync.service.embedded import sync
 from reposync.service.pipeline.runner import run_until_done
 from reposync.service.runs import create_run
+from reposync.service.scheduling import schedules
 from tests.gitrepo import generate
 
 T0 = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)

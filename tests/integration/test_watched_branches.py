@@ -19,14 +19,14 @@ from reposync.lifecycle import Stage
 from reposync.models import BranchWatch, WebhookDelivery
 from reposync.providers.base import EndpointInfo
 from reposync.providers.notifications import RefMove
-from reposync.service import watches
+from reposync.service.accounts.users import create_user
 from reposync.service.bindings import SyncRequest, bind
 from reposync.service.context import ServiceContext, Step
 from reposync.service.embedded import sync
-from reposync.service.intake import receive_local
 from reposync.service.pipeline.runner import execute_step
 from reposync.service.runs import create_run
-from reposync.service.users import create_user
+from reposync.service.webhooks import watches
+from reposync.service.webhooks.intake import receive_local
 from tests.github_env import embedded_world
 from tests.gitrepo import commit_snapshot, delete_refs, init_bare, refs
 from tests.integration.test_webhook_outbox import documented, subscribe, webhook_ctx

@@ -27,16 +27,16 @@ from reposync.models import Run, RunItem, WebhookDelivery
 from reposync.providers.base import EndpointSpec
 from reposync.providers.local.authoring import ForgeAuthoring
 from reposync.providers.local.provider import LocalProvider
+from reposync.service.accounts.users import create_user
 from reposync.service.bindings import SyncRequest, bind
 from reposync.service.context import ServiceContext, Step
-from reposync.service.deliveries import backoff, claim, deliver, redispatch_overdue
 from reposync.service.embedded import sync
 from reposync.service.handoff import handoff
-from reposync.service.outbox import notify
 from reposync.service.pipeline.runner import execute_step
 from reposync.service.runs import create_run, request_cancel
-from reposync.service.subscriptions import create_subscription
-from reposync.service.users import create_user
+from reposync.service.webhooks.deliveries import backoff, claim, deliver, redispatch_overdue
+from reposync.service.webhooks.outbox import notify
+from reposync.service.webhooks.subscriptions import create_subscription
 from reposync.web.schemas.subscriptions import (
     BranchMovedDataSchema,
     DriftDetectedDataSchema,
@@ -343,7 +343,7 @@ def test_a_secret_no_key_opens_is_a_dead_letter_not_a_crash(wctx, admin_id):
 
 
 def test_a_paused_subscription_holds_its_pending_deliveries(wctx, admin_id):
-    from reposync.service.subscriptions import update_subscription
+    from reposync.service.webhooks.subscriptions import update_subscription
 
     with receiver() as hook:
         delivery_id = one_delivery(wctx, admin_id, hook.url)
@@ -545,7 +545,7 @@ def test_events_of_another_binding_or_branch_are_filtered_out(wctx, admin_id, fo
 def test_a_members_repository_event_reaches_it_through_its_grant(wctx, tmp_path):
     """An event about a repository (a branch watch's) rather than a Binding reaches a
     member's subscription when the member holds a grant on that repository."""
-    from reposync.service.users import grant
+    from reposync.service.accounts.users import grant
 
     member = create_user(wctx, "mel")
     stranger = create_user(wctx, "sam")
@@ -572,9 +572,9 @@ def test_a_watched_branch_moving_writes_branch_moved_with_the_cursor(backend, re
     subscription filtered on a Binding of the repository and a granted member's get the
     event; a stranger's does not; a late (older) delivery moves nothing and sends nothing."""
     from reposync.providers.base import EndpointInfo
-    from reposync.service import watches
-    from reposync.service.outbox import written_in
-    from reposync.service.users import grant
+    from reposync.service.accounts.users import grant
+    from reposync.service.webhooks import watches
+    from reposync.service.webhooks.outbox import written_in
 
     ctx = webhook_ctx(request.getfixturevalue("ctx" if backend == "sqlite" else "pg_ctx"))
     source = generate(tmp_path / "src.git", commits=2, branches=0, tags=0)

@@ -17,11 +17,11 @@ import requests
 from sqlalchemy import select
 
 from reposync.models import WebhookDelivery
+from reposync.service.accounts.users import create_user, issue_token
 from reposync.service.context import ServiceContext
-from reposync.service.outbox import dispatch_deliveries, notify
-from reposync.service.subscriptions import create_subscription
-from reposync.service.users import create_user, issue_token
-from reposync.service.webhook_transport import verify
+from reposync.service.webhooks.outbox import dispatch_deliveries, notify
+from reposync.service.webhooks.subscriptions import create_subscription
+from reposync.service.webhooks.webhook_transport import verify
 from tests.gitrepo import generate
 from tests.integration.web.conftest import TEST_SECRET_KEY
 from tests.servers import free_port

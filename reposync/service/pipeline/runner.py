@@ -24,7 +24,7 @@ from reposync.git.transport import guarded
 from reposync.lifecycle import Stage
 from reposync.logs import log_context
 from reposync.models import Run
-from reposync.service.budgets import claiming
+from reposync.service.accounts.budgets import claiming
 from reposync.service.context import ServiceContext, Step
 from reposync.service.lookups import get_binding
 from reposync.service.pipeline.execution import StageExecution

@@ -13,7 +13,7 @@ from flask import redirect, render_template, request, url_for
 from werkzeug.wrappers.response import Response as BaseResponse
 
 from reposync.errors import UsageError
-from reposync.service.authorization import require_admin
+from reposync.service.accounts.authorization import require_admin
 from reposync.service.owner_pass import PassReport
 from reposync.service.owners import (
     DEFAULT_PASS_CRON,

@@ -36,9 +36,10 @@ from reposync.errors import (
 )
 from reposync.lifecycle import Stage
 from reposync.models import Run
-from reposync.service.authorization import (
+from reposync.service.accounts.authorization import (
     authorize_run,
 )
+from reposync.service.accounts.users import issue_stream_token
 from reposync.service.pipeline.leases import interrupted
 from reposync.service.queries import (
     OverviewRow,
@@ -53,8 +54,7 @@ from reposync.service.queries import (
 )
 from reposync.service.recovery import recover_run
 from reposync.service.runs import request_cancel, retry_run
-from reposync.service.users import issue_stream_token
-from reposync.service.waits import waiting
+from reposync.service.scheduling.waits import waiting
 from reposync.sync.report import NOTICE_CATEGORIES, problem_type_of
 from reposync.web.pages import glance, session
 from reposync.web.pages.common import PAGE_SIZE, blueprint, signed_in_user

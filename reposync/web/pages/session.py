@@ -35,12 +35,12 @@ from werkzeug.wrappers.response import Response
 from reposync.config import Settings
 from reposync.errors import Unauthenticated
 from reposync.models import User
-from reposync.service.context import ServiceContext
-from reposync.service.users import (
+from reposync.service.accounts.users import (
     authenticate,
     issue_session_token,
     revoke_token_secret,
 )
+from reposync.service.context import ServiceContext
 from reposync.web.auth import client_address
 
 SESSION_COOKIE = "reposync_session"

@@ -33,12 +33,13 @@ from reposync.errors import (
 )
 from reposync.lifecycle import AuditMode, RunMode
 from reposync.models import Binding
-from reposync.service import github_connect
-from reposync.service.authorization import (
+from reposync.service.accounts import github_connect
+from reposync.service.accounts.authorization import (
     authorize_binding,
     authorize_connections,
     require_admin,
 )
+from reposync.service.accounts.users import grant
 from reposync.service.bindings import (
     SyncRequest,
     bind_pair,
@@ -57,8 +58,7 @@ from reposync.service.queries import (
     run_history,
 )
 from reposync.service.runs import enqueue_run
-from reposync.service.users import grant
-from reposync.service.waits import waiting
+from reposync.service.scheduling.waits import waiting
 from reposync.sync.vocabulary import RefConflictPolicy
 from reposync.web import github as github_api
 from reposync.web.errors import retry_headers

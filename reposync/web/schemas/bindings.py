@@ -8,7 +8,7 @@ from marshmallow import Schema, fields, pre_dump, validate
 
 from reposync.lifecycle import Side
 from reposync.models import Binding, utcnow
-from reposync.service.schedules import schedule_problem
+from reposync.service.scheduling.schedules import schedule_problem
 from reposync.sync.vocabulary import RefConflictPolicy
 from reposync.web.pagination import PageArgsSchema
 from reposync.web.schemas.common import MAX_ID, no_nul, one_of, record_id, text

@@ -11,9 +11,9 @@ from typing import Any
 from marshmallow import Schema, ValidationError, fields, pre_dump, validate
 
 from reposync.models import DeliveryStatus, WebhookDelivery
-from reposync.service.outbox import EVENTS
-from reposync.service.watches import CHANGE_KINDS, FILES_LISTED
-from reposync.service.webhook_transport import standard_secret_problem
+from reposync.service.webhooks.outbox import EVENTS
+from reposync.service.webhooks.watches import CHANGE_KINDS, FILES_LISTED
+from reposync.service.webhooks.webhook_transport import standard_secret_problem
 from reposync.web.pagination import PageArgsSchema
 from reposync.web.schemas.common import MAX_ID, no_nul, one_of, record_id, text
 
@@ -316,7 +316,7 @@ class ChangedFileSchema(Schema):
 
 
 class BranchMovedDataSchema(Schema):
-    """branch.moved: a watched branch's cursor moved (``service/watches.py``), seen in a
+    """branch.moved: a watched branch's cursor moved (``service/webhooks/watches.py``), seen in a
     delivery or by a Run that read the branch (a lost delivery is heard of anyway)."""
 
     watch_id = fields.Integer(required=True)

@@ -7,7 +7,7 @@ from typing import Any
 from marshmallow import Schema, fields, pre_dump, validate
 
 from reposync.models import ApiToken
-from reposync.service.users import token_state
+from reposync.service.accounts.users import token_state
 from reposync.web.schemas.common import one_of, text
 
 ROLES = ["admin", "member"]

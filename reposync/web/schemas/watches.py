@@ -7,7 +7,7 @@ from typing import Any
 from marshmallow import Schema, fields, pre_dump
 
 from reposync.models import BranchWatch
-from reposync.service.watches import MAX_BRANCH
+from reposync.service.webhooks.watches import MAX_BRANCH
 from reposync.sync.canonical import BRANCH_PREFIX
 from reposync.web.pagination import PageArgsSchema
 from reposync.web.schemas.common import record_id, text

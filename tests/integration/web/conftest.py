@@ -15,11 +15,11 @@ from werkzeug.test import TestResponse
 
 from reposync.config import Settings
 from reposync.models import Binding, Run
+from reposync.service.accounts.users import create_user, grant, issue_token
 from reposync.service.bindings import SyncRequest, bind
 from reposync.service.context import ServiceContext
 from reposync.service.embedded import sync
 from reposync.service.runs import create_run
-from reposync.service.users import create_user, grant, issue_token
 from reposync.web.app import API_PREFIX, create_app
 from tests.browser import start_chromium
 from tests.gitrepo import generate

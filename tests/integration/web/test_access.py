@@ -10,8 +10,8 @@ import pytest
 
 from reposync.models import AuthFailure, utcnow
 from reposync.providers.base import EndpointInfo
-from reposync.service.users import find_user
-from reposync.service.watches import create_watch
+from reposync.service.accounts.users import find_user
+from reposync.service.webhooks.watches import create_watch
 from reposync.web.app import API_PREFIX
 from tests.integration.web.conftest import assert_problem, bearer, url
 
@@ -198,8 +198,8 @@ def admin_watch(ctx, binding) -> int:
 @pytest.fixture
 def members_delivery(ctx, tokens, binding) -> tuple[int, int]:
     """A subscription of the granted member, with a delivery: (subscription, delivery)."""
-    from reposync.service.outbox import notify
-    from reposync.service.subscriptions import create_subscription
+    from reposync.service.webhooks.outbox import notify
+    from reposync.service.webhooks.subscriptions import create_subscription
 
     member = find_user(ctx, "mel")
     subscription = create_subscription(ctx, member.id, **SUBSCRIPTION, binding_id=binding.id)

@@ -16,8 +16,8 @@ from sqlalchemy import func, select
 
 from reposync.models import Binding
 from reposync.models.db import Database
+from reposync.service.accounts.users import create_user, issue_token
 from reposync.service.context import ServiceContext
-from reposync.service.users import create_user, issue_token
 from reposync.web.app import create_app
 from tests.github_env import github_context
 from tests.gitrepo import generate

@@ -27,8 +27,8 @@ from werkzeug.test import TestResponse
 from reposync.config import Settings
 from reposync.forge_instances import ForgejoInstance
 from reposync.models.db import Database
+from reposync.service.accounts.users import create_user, issue_token
 from reposync.service.context import ServiceContext
-from reposync.service.users import create_user, issue_token
 from reposync.web.app import SWAGGER_ASSETS, create_app
 from reposync.web.github import FLOW_COOKIE
 from reposync.web.pages import session

@@ -27,9 +27,9 @@ from reposync.config import Settings
 from reposync.forge_instances import ForgejoInstance
 from reposync.models import Binding, BranchWatch, IncomingWebhook
 from reposync.providers.base import EndpointInfo
+from reposync.service.accounts.users import create_user
 from reposync.service.context import ServiceContext
-from reposync.service.users import create_user
-from reposync.service.watches import create_watch
+from reposync.service.webhooks.watches import create_watch
 from reposync.web.app import create_app
 from tests.fakes.forgejo import ForgejoFake
 from tests.forgejo_env import instance, locator

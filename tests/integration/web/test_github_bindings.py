@@ -22,10 +22,10 @@ from reposync.lifecycle import Stage
 from reposync.models import Binding, RepositoryGrant, Run
 from reposync.models.db import Database
 from reposync.providers.base import ProviderEnvironment
-from reposync.service.budgets import DatabaseWriteBudget
+from reposync.service.accounts.budgets import DatabaseWriteBudget
+from reposync.service.accounts.users import create_user, issue_token
 from reposync.service.context import ServiceContext, Step
 from reposync.service.embedded import execute
-from reposync.service.users import create_user, issue_token
 from reposync.web.app import create_app
 from tests.fakes.contract import RecordingValidator
 from tests.fakes.github import GitHubFake, generate_key_pair

@@ -25,8 +25,8 @@ from reposync.models import (
 )
 from reposync.models.db import Database
 from reposync.providers.base import ProviderEnvironment
+from reposync.service.accounts.users import create_user, issue_token
 from reposync.service.context import ServiceContext
-from reposync.service.users import create_user, issue_token
 from reposync.web.app import API_PREFIX, create_app
 from reposync.web.github import FLOW_COOKIE
 from tests.fakes.github import GitHubFake, generate_key_pair

@@ -13,8 +13,8 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from reposync.lifecycle import Stage
+from reposync.service.accounts.users import create_user, issue_token
 from reposync.service.context import ServiceContext
-from reposync.service.users import create_user, issue_token
 from tests.gitrepo import generate
 from tests.servers import free_port
 from tests.workers import start_api, start_worker, wait_for

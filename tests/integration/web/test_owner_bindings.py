@@ -11,7 +11,7 @@ import pytest
 
 from reposync.models import Binding, OwnerBinding, utcnow
 from reposync.service import owners
-from reposync.service.users import create_user, issue_token
+from reposync.service.accounts.users import create_user, issue_token
 from tests.gitrepo import generate
 from tests.integration.test_owners import count
 from tests.integration.web.conftest import assert_problem, bearer, url

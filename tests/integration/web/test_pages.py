@@ -383,7 +383,7 @@ def test_sign_in_returns_only_to_a_page_of_this_site(client, tokens, next_, land
 
 def test_a_stream_token_does_not_sign_in(ctx, client, tokens, finished_run):
     """A stream token opens one Run's events, nothing else: not a page session."""
-    from reposync.service.users import find_user, issue_stream_token
+    from reposync.service.accounts.users import find_user, issue_stream_token
 
     stream_token, _ = issue_stream_token(ctx, find_user(ctx, "ada"), finished_run.id)
     form = client.get("/signin")

@@ -23,9 +23,9 @@ from selenium.webdriver.support.ui import WebDriverWait
 from sqlalchemy import select
 
 from reposync.models import Binding, Run
+from reposync.service.accounts.users import create_user, grant, issue_token
 from reposync.service.bindings import SyncRequest, bind
 from reposync.service.context import ServiceContext
-from reposync.service.users import create_user, grant, issue_token
 from tests.browser import screenshot
 from tests.gitrepo import generate, init_bare, install_gate_hook, refs
 from tests.many_bindings import seed

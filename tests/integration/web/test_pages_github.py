@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs, urlsplit
 
-from reposync.service.users import create_user, issue_token
+from reposync.service.accounts.users import create_user, issue_token
 from tests.integration.web import test_github_connect as connect
 from tests.integration.web.conftest import bearer, url
 from tests.integration.web.test_github_connect import CALLBACK

@@ -22,8 +22,8 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 from sqlalchemy import select
 
 from reposync.models import Binding, Run
+from reposync.service.accounts.users import create_user, issue_token
 from reposync.service.context import ServiceContext
-from reposync.service.users import create_user, issue_token
 from reposync.web.app import API_PREFIX
 from tests.fakes.github import GitHubFake, generate_key_pair
 from tests.fakes.github.oauth import TEST_PASSWORD

@@ -49,7 +49,7 @@ def test_500_bindings_render_in_as_many_statements_as_50(request, backend, token
     if backend == "pg":
         ctx: ServiceContext = request.getfixturevalue("pg_ctx")
         ctx.db.upgrade()
-        from reposync.service.users import create_user, issue_token
+        from reposync.service.accounts.users import create_user, issue_token
 
         token = issue_token(ctx, create_user(ctx, "ops", role="admin").id)
     else:

@@ -11,9 +11,9 @@ from sqlalchemy import event, update
 from sqlalchemy.engine import Engine
 
 from reposync.models import Binding, Run, RunItem
+from reposync.service.accounts.users import create_user, issue_token
 from reposync.service.context import ServiceContext
 from reposync.service.runs import create_run
-from reposync.service.users import create_user, issue_token
 from reposync.web.app import create_app
 from tests.gitrepo import generate
 from tests.integration.web.conftest import bearer, url

@@ -17,9 +17,9 @@ from sqlalchemy import func, select
 
 from reposync.cli import main
 from reposync.models import Binding, Run
+from reposync.service.accounts.users import create_user, issue_token
 from reposync.service.bindings import SyncRequest, bind
 from reposync.service.context import ServiceContext
-from reposync.service.users import create_user, issue_token
 from reposync.web.app import create_app
 from tests.github_env import embedded_world, github_env
 from tests.gitrepo import generate

@@ -25,11 +25,11 @@ from reposync.models import (
     utcnow,
 )
 from reposync.service import idempotency
+from reposync.service.accounts.users import create_user, find_user, issue_token
 from reposync.service.bindings import SyncRequest, bind
 from reposync.service.context import ServiceContext
 from reposync.service.embedded import sync
 from reposync.service.reconcile import ReconcileRequest, scope
-from reposync.service.users import create_user, find_user, issue_token
 from reposync.web.app import create_app
 from tests.gitrepo import commit_on, refs, set_ref
 from tests.integration.web.conftest import assert_problem, bearer, url

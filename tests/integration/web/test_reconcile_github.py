@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from reposync.service.accounts.users import create_user, issue_token
 from reposync.service.bindings import SyncRequest, bind
 from reposync.service.embedded import sync
-from reposync.service.users import create_user, issue_token
 from reposync.web.app import create_app
 from tests.github_env import embedded_world
 from tests.gitrepo import commit_on, generate, refs

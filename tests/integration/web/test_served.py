@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import requests
 
+from reposync.service.accounts.users import create_user, issue_token
 from reposync.service.context import ServiceContext
-from reposync.service.users import create_user, issue_token
 from tests.gitrepo import generate, refs
 from tests.servers import free_port
 from tests.workers import start_api, start_worker, wait_for

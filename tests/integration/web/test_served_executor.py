@@ -20,9 +20,9 @@ from sqlalchemy import select
 from reposync.config import Settings
 from reposync.models import Binding, Run, RunEvent
 from reposync.models.db import Database
+from reposync.service.accounts.users import create_user, issue_token
 from reposync.service.bindings import SyncRequest, bind
 from reposync.service.context import ServiceContext
-from reposync.service.users import create_user, issue_token
 from tests.gitrepo import generate, init_bare, install_gate_hook, refs
 from tests.servers import free_port
 from tests.workers import ROOT, WorkerProcess, start_api, wait_for

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 import requests
 
+from reposync.service.accounts.users import create_user, issue_token
 from reposync.service.context import ServiceContext
-from reposync.service.users import create_user, issue_token
 from tests.servers import free_port
 from tests.workers import WorkerProcess, start_api
 

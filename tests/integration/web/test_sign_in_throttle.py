@@ -13,8 +13,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import select, update
 
 from reposync.models import ApiToken, AuthFailure, utcnow
-from reposync.service.context import ServiceContext
-from reposync.service.users import (
+from reposync.service.accounts.users import (
     MAX_SESSIONS_PER_USER,
     create_user,
     hash_token,
@@ -23,6 +22,7 @@ from reposync.service.users import (
     issue_token,
     purge_expired,
 )
+from reposync.service.context import ServiceContext
 from reposync.web.app import create_app
 from reposync.web.pages import session as page_session
 from tests.integration.web.conftest import assert_problem, bearer, url

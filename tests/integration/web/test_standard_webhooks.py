@@ -16,10 +16,10 @@ from standardwebhooks import Webhook, WebhookVerificationError
 
 from reposync.errors import UsageError
 from reposync.service.context import ServiceContext
-from reposync.service.deliveries import deliver
-from reposync.service.outbox import notify
-from reposync.service.subscriptions import create_subscription
-from reposync.service.webhook_transport import verify
+from reposync.service.webhooks.deliveries import deliver
+from reposync.service.webhooks.outbox import notify
+from reposync.service.webhooks.subscriptions import create_subscription
+from reposync.service.webhooks.webhook_transport import verify
 from tests.integration.web.conftest import assert_problem, bearer, url
 from tests.node import NODE_DIR, package_version, run_json
 from tests.webhook_receiver import Received, receiver

@@ -14,10 +14,10 @@ from sqlalchemy import select
 from reposync.models import WebhookDelivery, WebhookSubscription
 from reposync.service.bindings import SyncRequest, bind
 from reposync.service.context import ServiceContext
-from reposync.service.deliveries import deliver
 from reposync.service.embedded import sync
-from reposync.service.outbox import notify
-from reposync.service.webhook_transport import verify
+from reposync.service.webhooks.deliveries import deliver
+from reposync.service.webhooks.outbox import notify
+from reposync.service.webhooks.webhook_transport import verify
 from reposync.web.app import create_app
 from tests.gitrepo import generate
 from tests.integration.web.conftest import assert_problem, bearer, url
@@ -329,7 +329,7 @@ def test_a_member_hears_only_of_visible_bindings_and_never_server_paths(
 def test_a_grant_taken_back_stops_the_members_deliveries(
     ctx, tokens, binding, source_repo, tmp_path, client
 ):
-    from reposync.service.users import revoke_grant
+    from reposync.service.accounts.users import revoke_grant
 
     member_sub = subscribe(
         client, tokens.member, "http://127.0.0.1:9/m", binding_id=binding.id

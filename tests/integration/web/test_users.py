@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from freezegun import freeze_time
 
-from reposync.service.users import find_user
+from reposync.service.accounts.users import find_user
 from tests.integration.web.conftest import assert_problem, bearer, url
 
 

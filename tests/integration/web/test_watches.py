@@ -11,15 +11,15 @@ import pytest
 
 from reposync.models import Binding, BranchWatch
 from reposync.providers.base import EndpointInfo
-from reposync.service import watches
-from reposync.service.context import ServiceContext
-from reposync.service.users import (
+from reposync.service.accounts.users import (
     create_user,
     delete_user,
     find_user,
     issue_token,
     revoke_grant,
 )
+from reposync.service.context import ServiceContext
+from reposync.service.webhooks import watches
 from tests.integration.web.conftest import assert_problem, bearer, url
 
 T0 = datetime(2026, 12, 5, 12, 0, tzinfo=UTC)

@@ -36,9 +36,9 @@ from reposync.providers.notifications import (
     RepositoryChange,
 )
 from reposync.providers.webhooks import json_body
+from reposync.service.accounts.users import create_user
 from reposync.service.context import ServiceContext
-from reposync.service.users import create_user
-from reposync.service.watches import create_watch
+from reposync.service.webhooks.watches import create_watch
 from reposync.web import webhooks as web_webhooks
 from reposync.web.app import create_app
 from tests import webhooks

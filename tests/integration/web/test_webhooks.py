@@ -19,11 +19,11 @@ from werkzeug.test import EnvironBuilder, run_wsgi_app
 
 from reposync.lifecycle import RunMode, Side, Stage
 from reposync.models import Binding, IncomingWebhook, Run
-from reposync.service import intake
 from reposync.service.context import ServiceContext, Step
-from reposync.service.intake import start_due_run, tick
 from reposync.service.pipeline.stages.visibility import confirmation_hash
 from reposync.service.runs import create_run
+from reposync.service.webhooks import intake
+from reposync.service.webhooks.intake import start_due_run, tick
 from reposync.web.app import create_app
 from reposync.web.limits import WEBHOOK_MAX_BODY_BYTES
 from tests import webhooks
@@ -506,8 +506,8 @@ def test_a_push_delivery_moves_a_branch_watch_once(client, ctx):
     does not move the cursor back."""
     from reposync.models import BranchWatch
     from reposync.providers.base import EndpointInfo
-    from reposync.service.users import create_user
-    from reposync.service.watches import create_watch
+    from reposync.service.accounts.users import create_user
+    from reposync.service.webhooks.watches import create_watch
 
     owner = create_user(ctx, "wanda", role="admin")
     watch, _ = create_watch(

@@ -10,9 +10,9 @@ from sqlalchemy.exc import IntegrityError
 from reposync.errors import IdempotencyKeyInProgress, IdempotencyKeyInvalid, IdempotencyKeyReused
 from reposync.models import IdempotencyKey, utcnow
 from reposync.service import idempotency
+from reposync.service.accounts.users import create_user
 from reposync.service.context import ServiceContext
 from reposync.service.idempotency import Answer, Claim, begin, parse_key, request_hash
-from reposync.service.users import create_user
 
 ANSWER = Answer(202, {"run": {"id": 7}}, {"Location": "/runs/7"})
 

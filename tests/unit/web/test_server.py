@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from reposync.config import Settings
-from reposync.service.executor import InProcessExecutor
+from reposync.service.scheduling.executor import InProcessExecutor
 from reposync.tasks.base import CeleryDispatcher
 from reposync.web import server
 from reposync.web.app import default_context

@@ -20,8 +20,6 @@ from reposync.errors import LeaseLost, RateLimited, ReposyncError
 from reposync.lifecycle import RunMode, RunStatus, Stage, Trigger
 from reposync.models import Binding, InventoryEntry, Run, RunItem, utcnow
 from reposync.service.context import Step
-from reposync.service.event_runs import after_run
-from reposync.service.outbox import dispatch_deliveries, written_in
 from reposync.service.pipeline.execution import StageExecution
 from reposync.service.pipeline.leases import release
 from reposync.service.pipeline.stages import watched_branches
@@ -29,6 +27,8 @@ from reposync.service.pipeline.stages.applying import block_unfinished, settle_u
 from reposync.service.pipeline.stages.default_branch import default_branch_report
 from reposync.service.pipeline.stages.notifications import run_end_notifications
 from reposync.service.runs import new_run
+from reposync.service.webhooks.event_runs import after_run
+from reposync.service.webhooks.outbox import dispatch_deliveries, written_in
 from reposync.sync.report import (
     NOTICE_TYPES,
     ItemAggregate,

@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 
 from reposync.lifecycle import RunStatus
 from reposync.models import Binding, Run, RunItem, WebhookSubscription
-from reposync.service.outbox import (
+from reposync.service.webhooks.outbox import (
     DRIFT_DETECTED,
     ITEM_BLOCKED,
     RUN_COMPLETED,

@@ -33,7 +33,7 @@ from reposync.git.diffs import ChangedFiles
 from reposync.lifecycle import Side, Stage
 from reposync.models import BranchWatch, InventoryEntry, ObjectLink, Run, RunEvent, RunItem
 from reposync.service.pipeline.execution import StageExecution
-from reposync.service.watches import (
+from reposync.service.webhooks.watches import (
     FilesOf,
     cursor_of,
     files_in,

@@ -25,10 +25,10 @@ from reposync.models import (
     WebhookSubscription,
     utcnow,
 )
+from reposync.service.accounts.sealing import seal
 from reposync.service.context import ServiceContext
-from reposync.service.outbox import EVENTS, dispatch_deliveries
-from reposync.service.sealing import seal
-from reposync.service.webhook_transport import (
+from reposync.service.webhooks.outbox import EVENTS, dispatch_deliveries
+from reposync.service.webhooks.webhook_transport import (
     Resolver,
     check_target,
     standard_secret_problem,

@@ -9,9 +9,10 @@ import pytest
 from sqlalchemy import select, update
 
 from reposync.models import ApiToken, AuthFailure, IdempotencyKey, utcnow
-from reposync.service import idempotency, ticks
+from reposync.service import idempotency
+from reposync.service.accounts.users import create_user, issue_session_token
 from reposync.service.idempotency import Answer, Claim
-from reposync.service.users import create_user, issue_session_token
+from reposync.service.scheduling import ticks
 
 
 def test_the_tick_purges_expired_keys_even_when_scheduling_fails(ctx, monkeypatch):

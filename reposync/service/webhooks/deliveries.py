@@ -38,10 +38,10 @@ from reposync import metrics
 from reposync.config import Settings
 from reposync.errors import ReposyncError, WebhookTargetRefused
 from reposync.models import DeliveryStatus, WebhookDelivery, WebhookSubscription
+from reposync.service.accounts.sealing import unseal
 from reposync.service.context import ServiceContext
 from reposync.service.pipeline.leases import database_now
-from reposync.service.sealing import unseal
-from reposync.service.webhook_transport import (
+from reposync.service.webhooks.webhook_transport import (
     ATTEMPT_HEADER,
     DELIVERY_HEADER,
     EVENT_HEADER,

@@ -60,14 +60,14 @@ from reposync.providers.notifications import (
     RepositoryChange,
 )
 from reposync.providers.registry import parse_locator, provider_class
-from reposync.service import event_runs
 from reposync.service.context import ServiceContext, Step
 from reposync.service.lookups import active_run
-from reposync.service.outbox import dispatch_deliveries, written_in
 from reposync.service.pipeline.leases import database_now
 from reposync.service.pipeline.stages.visibility import observe
 from reposync.service.runs import mark_cancel_requested
-from reposync.service.watches import FilesOf, files_in, local_git_dir, observe_branch_moves
+from reposync.service.webhooks import event_runs
+from reposync.service.webhooks.outbox import dispatch_deliveries, written_in
+from reposync.service.webhooks.watches import FilesOf, files_in, local_git_dir, observe_branch_moves
 
 log = logging.getLogger(__name__)
 

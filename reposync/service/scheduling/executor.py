@@ -11,7 +11,7 @@ in a few threads of the API's one process:
   Celery task does: the same fences, never bypassed), a handoff, a webhook delivery out,
   the Run a webhook owes, a pass of an owner binding;
 * a clock thread holds the jobs that wait (a delivery's retry delay, a webhook's
-  debounce) and runs the periodic tick (``service/ticks.py``: schedules, stalled Runs,
+  debounce) and runs the periodic tick (``service/scheduling/ticks.py``: schedules, stalled Runs,
   overdue deliveries, purges) every ``tick_interval``, as beat does;
 * at ``start`` it adopts the Runs nobody runs: queued or running ones whose lease is
   free, expired, or held by a process of this machine that ended (an API killed
@@ -50,14 +50,15 @@ from reposync.errors import OwnerBindingBusy, RecordNotFound
 from reposync.lifecycle import ACTIVE_RUN_STATUSES, RunKind, RunStatus, Trigger
 from reposync.models import Binding, Run
 from reposync.models.db import Database
-from reposync.service import owners, ticks
+from reposync.service import owners
 from reposync.service.context import ServiceContext, Step
-from reposync.service.deliveries import deliver
 from reposync.service.handoff import handoff
-from reposync.service.intake import start_due_run
 from reposync.service.pipeline.holders import holder_gone
 from reposync.service.pipeline.leases import database_now, new_owner
 from reposync.service.pipeline.runner import run_until_done
+from reposync.service.scheduling import ticks
+from reposync.service.webhooks.deliveries import deliver
+from reposync.service.webhooks.intake import start_due_run
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +173,7 @@ class InProcessExecutor:
             )
         )
 
-    # -- where a Run waits (``service/waits.py``) -----------------------------------------
+    # -- where a Run waits (``service/scheduling/waits.py``) ------------------------------
 
     def describe_wait(self, run_id: int, waited: float) -> str | None:
         """Where ``run_id`` is in this process: starting, its place in the queue (and

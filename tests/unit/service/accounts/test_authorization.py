@@ -19,14 +19,14 @@ OPERATIONS = [
     "runs",
     "handoff",
     "recovery",
-    "schedules",
+    "scheduling.schedules",
     "embedded",
     "reconcile",
-    "watches",
-    "subscriptions",
-    "deliveries",
-    "outbox",
-    "intake",
+    "webhooks.watches",
+    "webhooks.subscriptions",
+    "webhooks.deliveries",
+    "webhooks.outbox",
+    "webhooks.intake",
 ]
 WEB = Path(__file__).resolve().parents[3] / "reposync" / "web"
 

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import logging
 
-from reposync.service import deliveries, idempotency, intake, owners, recovery, schedules, users
+from reposync.service import idempotency, owners, recovery
+from reposync.service.accounts import users
 from reposync.service.context import ServiceContext
+from reposync.service.scheduling import schedules
+from reposync.service.webhooks import deliveries, intake
 
 log = logging.getLogger(__name__)
 

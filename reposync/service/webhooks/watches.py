@@ -35,8 +35,8 @@ from reposync.git.diffs import CHANGES, MAX_CHANGED_FILES, ChangedFiles, changed
 from reposync.models import Binding, BranchWatch, utcnow
 from reposync.providers.base import EndpointInfo, GitRemoteSource, Provider
 from reposync.providers.registry import parse_locator
-from reposync.service import outbox
 from reposync.service.context import ServiceContext
+from reposync.service.webhooks import outbox
 from reposync.sync.canonical import BRANCH_PREFIX, ref_name_problem
 from reposync.sync.cursors import Cursor, Move, Sighting, advance, moved, sight
 

@@ -18,9 +18,9 @@ from reposync.errors import UnschedulableCron
 from reposync.lifecycle import ACTIVE_RUN_STATUSES, AuditMode, Stage, Trigger
 from reposync.models import Binding, Run
 from reposync.service.context import ServiceContext, Step
-from reposync.service.cron import next_slot
 from reposync.service.pipeline.leases import database_now
 from reposync.service.runs import new_run
+from reposync.service.scheduling.cron import next_slot
 from reposync.service.unknown_outcomes import unresolved_unknown_by_binding
 
 log = logging.getLogger(__name__)

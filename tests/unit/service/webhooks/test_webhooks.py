@@ -24,7 +24,8 @@ from reposync.errors import (
     SecretUnreadable,
     WebhookTargetRefused,
 )
-from reposync.service.deliveries import (
+from reposync.service.accounts.sealing import seal, unseal
+from reposync.service.webhooks.deliveries import (
     Claimed,
     backoff,
     lease_seconds,
@@ -32,9 +33,8 @@ from reposync.service.deliveries import (
     retryable,
     signed_request,
 )
-from reposync.service.outbox import branch_matches, envelope
-from reposync.service.sealing import seal, unseal
-from reposync.service.webhook_transport import (
+from reposync.service.webhooks.outbox import branch_matches, envelope
+from reposync.service.webhooks.webhook_transport import (
     Answer,
     allowed,
     check_target,
