@@ -14,10 +14,10 @@ from sqlalchemy import update
 from reposync.lifecycle import Stage, Trigger
 from reposync.models import Binding, Run, utcnow
 from reposync.models.db import Database
-from reposync.service.scheduling import executor as executor_module
 from reposync.service.bindings import SyncRequest, bind
 from reposync.service.context import ServiceContext, Step
 from reposync.service.runs import create_run
+from reposync.service.scheduling import executor as executor_module
 from reposync.service.scheduling.executor import InProcessExecutor
 from reposync.service.scheduling.waits import waiting
 from tests.gitrepo import generate
