@@ -23,7 +23,7 @@ from reposync.config import Settings
 from reposync.models.db import Database
 from reposync.service.context import ServiceContext
 from reposync.service.scheduling.executor import InProcessExecutor
-from reposync.web import (
+from reposync.web.endpoints import (
     bindings,
     events,
     github,
@@ -38,9 +38,9 @@ from reposync.web import (
     watches,
     webhooks,
 )
+from reposync.web.endpoints.metrics import register as register_metrics
 from reposync.web.errors import PROBLEM_CONTENT_TYPE, register_error_handlers
 from reposync.web.limits import MAX_BODY_BYTES, refuse_deep_json
-from reposync.web.metrics import register as register_metrics
 from reposync.web.pages import register as register_pages
 from reposync.web.schemas.common import ProblemSchema
 from reposync.web.schemas.subscriptions import PAYLOAD_SCHEMAS

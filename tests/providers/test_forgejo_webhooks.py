@@ -35,7 +35,7 @@ from reposync.providers.forgejo import payloads as forgejo_payloads
 from reposync.providers.forgejo.webhooks import ForgejoWebhookReader, sign, web_name
 from reposync.providers.notifications import Notification, Outcome, RefMove
 from reposync.providers.registry import webhook_reader
-from reposync.web.webhooks import FORGEJO_SIGNATURE_SCHEME, GITEA_SIGNATURE_SCHEME
+from reposync.web.endpoints.webhooks import FORGEJO_SIGNATURE_SCHEME, GITEA_SIGNATURE_SCHEME
 from tests.fakes.forgejo import ForgejoFake
 from tests.forgejo_deliveries import SECRET, Delivery, record
 from tests.payload_paths import JSON_VALUES, read_paths, read_tree, remove, required_paths

@@ -23,7 +23,7 @@ from reposync.providers.github.webhooks import (
 )
 from reposync.providers.notifications import Delivery, Outcome
 from reposync.providers.registry import webhook_reader
-from reposync.web.webhooks import SIGNATURE_SCHEME
+from reposync.web.endpoints.webhooks import SIGNATURE_SCHEME
 from tests import webhooks
 
 NOW = datetime(2026, 12, 5, 12, 0, tzinfo=UTC)

@@ -21,7 +21,7 @@ SCRIPT = textwrap.dedent(
     import json, os, sys
     from pathlib import Path
     from reposync import metrics
-    from reposync.web.metrics import FilesCollector
+    from reposync.web.endpoints.metrics import FilesCollector
 
     base = Path(sys.argv[1])
     own = metrics.setup_multiprocess(base, "worker")

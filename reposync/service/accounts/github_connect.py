@@ -54,7 +54,7 @@ from reposync.providers.accounts import (
 )
 from reposync.providers.registry import account_connector
 from reposync.service.context import ServiceContext
-from reposync.service.queries import connection_id as connection_id  # web/github.py's
+from reposync.service.queries import connection_id as connection_id  # web/endpoints/github.py's
 
 log = logging.getLogger(__name__)
 

@@ -60,7 +60,7 @@ from reposync.service.queries import (
 from reposync.service.runs import enqueue_run
 from reposync.service.scheduling.waits import waiting
 from reposync.sync.vocabulary import RefConflictPolicy
-from reposync.web import github as github_api
+from reposync.web.endpoints import github as github_api
 from reposync.web.errors import retry_headers
 from reposync.web.pages import glance, session
 from reposync.web.pages.common import PAGE_SIZE, STATUSES, blueprint, same_site, signed_in_user

@@ -30,7 +30,7 @@ from reposync.models.db import Database
 from reposync.service.accounts.users import create_user, issue_token
 from reposync.service.context import ServiceContext
 from reposync.web.app import SWAGGER_ASSETS, create_app
-from reposync.web.github import FLOW_COOKIE
+from reposync.web.endpoints.github import FLOW_COOKIE
 from reposync.web.pages import session
 from tests import webhooks
 from tests.integration.web.conftest import TEST_SECRET_KEY, WEBHOOK_SECRET, bearer, url

@@ -28,7 +28,7 @@ from reposync.providers.base import ProviderEnvironment
 from reposync.service.accounts.users import create_user, issue_token
 from reposync.service.context import ServiceContext
 from reposync.web.app import API_PREFIX, create_app
-from reposync.web.github import FLOW_COOKIE
+from reposync.web.endpoints.github import FLOW_COOKIE
 from tests.fakes.github import GitHubFake, generate_key_pair
 from tests.fakes.github.models import App
 from tests.integration.web.conftest import TEST_SECRET_KEY, assert_problem, bearer, url

@@ -3,7 +3,7 @@
 ``Acme`` is a forge made up here, unlike GitHub in every way the service could have
 depended on: its own headers, a plain shared token rather than an HMAC, its own payload
 shape. Its provider class declares ``WebhookSource`` and is registered for the test
-only; its route is the one view every forge's route is (``web/webhooks.py: receive``).
+only; its route is the one view every forge's route is (``web/endpoints/webhooks.py: receive``).
 That its deliveries are authenticated, recorded, deduplicated, owe Runs and move branch
 watches proves the service holds no branch for GitHub.
 """
@@ -39,8 +39,8 @@ from reposync.providers.webhooks import json_body
 from reposync.service.accounts.users import create_user
 from reposync.service.context import ServiceContext
 from reposync.service.webhooks.watches import create_watch
-from reposync.web import webhooks as web_webhooks
 from reposync.web.app import create_app
+from reposync.web.endpoints import webhooks as web_webhooks
 from tests import webhooks
 from tests.integration.web.conftest import assert_problem, url
 from tests.integration.web.intake import Recorder, binding_row, deliver
