@@ -18,10 +18,10 @@ from reposync.service.context import ServiceContext, Step
 from reposync.service.events import emit
 from reposync.service.pipeline.execution import StageExecution
 from reposync.service.pipeline.leases import ClaimRefused, claim_binding, database_now, new_owner
-from reposync.service.pipeline.stages.applier_contract import ApplyItem, ItemOutcome
-from reposync.service.pipeline.stages.appliers import applier_for
 from reposync.service.pipeline.stages.applying import item_rows, record_blocked
 from reposync.service.pipeline.stages.finalizing import finish
+from reposync.service.pipeline.stages.objects.applier_contract import ApplyItem, ItemOutcome
+from reposync.service.pipeline.stages.objects.appliers import applier_for
 from reposync.sync.vocabulary import ItemState, ObjectType
 
 log = logging.getLogger(__name__)

@@ -110,7 +110,7 @@ def test_a_source_that_keeps_moving_gets_a_bounded_chain_of_follow_ups(ctx, tmp_
 
 def _superseded(item):
     from reposync.providers.base import ItemError
-    from reposync.service.pipeline.stages.applier_contract import ItemOutcome
+    from reposync.service.pipeline.stages.objects.applier_contract import ItemOutcome
     from reposync.sync.vocabulary import ItemState
 
     return ItemOutcome(item, ItemState.SUPERSEDED, ItemError("superseded", "moved (test)"))

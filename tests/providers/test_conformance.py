@@ -188,7 +188,7 @@ _item_ids = itertools.count(1)
 
 
 def marker(object_type: ObjectType, key: object) -> str:
-    """What the engine stores with a created object (the shape of ``stages.mapping.marker``)."""
+    """What the engine stores with a created object (``stages.objects.mapping.marker``'s shape)."""
     return f"reposync:conformance-source:{object_type.value}:{key}"
 
 

@@ -37,7 +37,7 @@ from reposync.service.lookups import active_run, get_binding
 from reposync.service.pipeline.execution import StageExecution
 from reposync.service.pipeline.leases import Lease
 from reposync.service.pipeline.stages.inventory import SYNCED_TYPES, held, held_types
-from reposync.service.pipeline.stages.link_states import has_links, load_links
+from reposync.service.pipeline.stages.objects.link_states import has_links, load_links
 from reposync.service.pipeline.stages.planning import planned_items
 from reposync.service.pipeline.stages.visibility import (
     RANK,

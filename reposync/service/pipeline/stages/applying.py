@@ -46,9 +46,13 @@ from reposync.models import Run, RunItem, utcnow
 from reposync.models.db import driver_datetime, executemany, fetch
 from reposync.providers.base import ItemError
 from reposync.service.pipeline.execution import StageExecution
-from reposync.service.pipeline.stages.applier_contract import ApplyItem, ItemOutcome, deferred
-from reposync.service.pipeline.stages.appliers import applier_for
-from reposync.service.pipeline.stages.links import (
+from reposync.service.pipeline.stages.objects.applier_contract import (
+    ApplyItem,
+    ItemOutcome,
+    deferred,
+)
+from reposync.service.pipeline.stages.objects.appliers import applier_for
+from reposync.service.pipeline.stages.objects.links import (
     VerifiedPair,
     drop_links,
     mark_unreliable,

@@ -18,7 +18,11 @@ from reposync.lifecycle import Side
 from reposync.models import ObjectLink, RunItem
 from reposync.providers.base import DefaultBranchWriter, ItemError, read_index
 from reposync.service.pipeline.execution import StageExecution
-from reposync.service.pipeline.stages.applier_contract import ApplyItem, ItemOutcome, WriteReport
+from reposync.service.pipeline.stages.objects.applier_contract import (
+    ApplyItem,
+    ItemOutcome,
+    WriteReport,
+)
 from reposync.sync.canonical import DEFAULT_BRANCH_IDENTITY
 from reposync.sync.vocabulary import Action, ItemState, ObjectType
 

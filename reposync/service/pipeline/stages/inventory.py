@@ -25,7 +25,7 @@ from reposync.providers.base import (
     WikiRemoteSource,
 )
 from reposync.service.pipeline.execution import StageExecution
-from reposync.service.pipeline.stages.link_states import has_links, load_links
+from reposync.service.pipeline.stages.objects.link_states import has_links, load_links
 from reposync.sync.canonical import DigestBuilder, IndexEntry
 from reposync.sync.planner import PlanMode, split_checkpoint
 from reposync.sync.report import PlanningCounters

@@ -59,7 +59,7 @@ from reposync.providers.base import (
     LfsTransfer,
 )
 from reposync.service.pipeline.execution import StageExecution
-from reposync.service.pipeline.stages.applier_contract import ApplyItem
+from reposync.service.pipeline.stages.objects.applier_contract import ApplyItem
 from reposync.sync.lfs import LfsPointer
 from reposync.sync.vocabulary import Action, ObjectType
 

@@ -24,8 +24,12 @@ from reposync.providers.base import AncestryChecker, read_index
 from reposync.providers.registry import provider_class
 from reposync.service.pipeline.execution import StageExecution
 from reposync.service.pipeline.stages.inventory import load_snapshot
-from reposync.service.pipeline.stages.link_states import load_links
-from reposync.service.pipeline.stages.mapping import expected_target_hash, number_map, target_type
+from reposync.service.pipeline.stages.objects.link_states import load_links
+from reposync.service.pipeline.stages.objects.mapping import (
+    expected_target_hash,
+    number_map,
+    target_type,
+)
 from reposync.service.pipeline.stages.push_order import history_ordered
 from reposync.sync.batching import BatchLimits, assign_batches, numbers_in_order
 from reposync.sync.canonical import REF_TYPES, IndexEntry

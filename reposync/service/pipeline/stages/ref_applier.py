@@ -36,13 +36,13 @@ from reposync.providers.base import (
     read_index,
 )
 from reposync.service.pipeline.execution import StageExecution
-from reposync.service.pipeline.stages.applier_contract import (
+from reposync.service.pipeline.stages.lfs_objects import move_lfs_objects
+from reposync.service.pipeline.stages.objects.applier_contract import (
     ApplyItem,
     ItemOutcome,
     WriteReport,
     superseded,
 )
-from reposync.service.pipeline.stages.lfs_objects import move_lfs_objects
 from reposync.service.pipeline.stages.push_progress import PushProgress
 from reposync.sync.vocabulary import Action, ItemState, ObjectType
 

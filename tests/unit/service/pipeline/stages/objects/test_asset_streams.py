@@ -8,7 +8,7 @@ from typing import BinaryIO
 import pytest
 
 from reposync.errors import AssetTooLarge, ContentUnavailable
-from reposync.service.pipeline.stages.asset_streams import asset_reader
+from reposync.service.pipeline.stages.objects.asset_streams import asset_reader
 
 
 class Source:

@@ -29,16 +29,16 @@ from reposync.providers.base import (
     read_index,
 )
 from reposync.service.pipeline.execution import StageExecution
-from reposync.service.pipeline.stages.applier_contract import (
+from reposync.service.pipeline.stages.default_branch import DefaultBranchApplier
+from reposync.service.pipeline.stages.objects.applier_contract import (
     Applier,
     ApplyItem,
     ItemOutcome,
     WriteReport,
     superseded,
 )
-from reposync.service.pipeline.stages.asset_streams import asset_reader
-from reposync.service.pipeline.stages.default_branch import DefaultBranchApplier
-from reposync.service.pipeline.stages.mapping import (
+from reposync.service.pipeline.stages.objects.asset_streams import asset_reader
+from reposync.service.pipeline.stages.objects.mapping import (
     MappingContext,
     archived_identity,
     build_write,
