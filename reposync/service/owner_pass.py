@@ -406,7 +406,14 @@ def _bind(
     outcome.outcome, outcome.binding_id = joined, binding.id
     outcome.source_repository_id = binding.a_repository_id
     if created and state.queue_runs:
-        run = enqueue_run(ctx, binding.id, audit_mode=AuditMode.FULL, trigger=state.trigger)
+        run = enqueue_run(
+            ctx,
+            binding.id,
+            audit_mode=AuditMode.FULL,
+            trigger=state.trigger,
+            # A scheduled pass's bootstraps wait behind operators' and webhooks' Runs.
+            background=state.trigger is Trigger.SCHEDULE,
+        )
         outcome.run_id = run.id
     return outcome
 

@@ -98,10 +98,16 @@ def create_run(
     return run
 
 
-def enqueue_run(ctx: ServiceContext, binding_id: int, **options: object) -> Run:
-    """Create a Run and hand its first stage to the dispatcher after the commit."""
+def enqueue_run(
+    ctx: ServiceContext, binding_id: int, *, background: bool = False, **options: object
+) -> Run:
+    """Create a Run and hand its first stage to the dispatcher after the commit.
+
+    ``background``: a Run nobody waits for (a scheduled owner pass's new members), whose
+    steps go after an operator's or a webhook's, as the scheduler's do.
+    """
     run = create_run(ctx, binding_id, **options)  # type: ignore[arg-type]
-    ctx.dispatcher.dispatch(Step(run.id, Stage.CHECKING_ACCESS, None))
+    ctx.dispatcher.dispatch(Step(run.id, Stage.CHECKING_ACCESS, None, background=background))
     return run
 
 

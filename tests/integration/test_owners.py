@@ -16,11 +16,11 @@ from freezegun import freeze_time
 from sqlalchemy import func, select, update
 
 from reposync.errors import OwnerBindingBusy, OwnerNotFound
-from reposync.lifecycle import Trigger
+from reposync.lifecycle import Stage, Trigger
 from reposync.models import Binding, OwnerBinding, OwnerBindingMember, Run
 from reposync.service import owners
 from reposync.service.bindings import SyncRequest, bind, delete_binding, update_binding
-from reposync.service.context import NoDispatch, ServiceContext
+from reposync.service.context import NoDispatch, ServiceContext, Step
 from reposync.service.owner_pass import spread
 from reposync.service.owners import OwnerRequest
 from reposync.service.scheduling import schedules
@@ -196,9 +196,31 @@ def test_one_pass_at_a_time_and_a_dead_workers_claim_is_taken_over(ctx, world):
 class RecordingDispatcher(NoDispatch):
     def __init__(self) -> None:
         self.passes: list[tuple[int, Trigger]] = []
+        self.steps: list[Step] = []
 
     def dispatch_owner_pass(self, owner_binding_id: int, trigger: Trigger) -> None:
         self.passes.append((owner_binding_id, trigger))
+
+    def dispatch(self, step: Step) -> None:
+        self.steps.append(step)
+
+
+def test_a_scheduled_pass_queues_its_new_members_runs_in_the_background(ctx, world):
+    """An operator's bind-all queues its members' first Runs at the interactive priority;
+    a scheduled pass's new member waits behind operators' and webhooks' Runs, as the
+    scheduler's own Runs do."""
+    source, target = world
+    dispatcher = RecordingDispatcher()
+    ctx.dispatcher = dispatcher
+    row, _ = owners.bind_all(ctx, request(source, target))
+    assert row is not None
+    assert [step.background for step in dispatcher.steps] == [False] * 3
+    make_sources(source, "delta")
+    report = owners.run_pass(ctx, row.id, trigger=Trigger.SCHEDULE)
+    (delta,) = [repo for repo in report.repositories if repo.name == "delta"]
+    assert dispatcher.steps[3:] == [
+        Step(delta.run_id, Stage.CHECKING_ACCESS, None, background=True)
+    ]
 
 
 def test_the_tick_hands_a_due_pass_to_a_worker_once_per_slot(ctx, world):
