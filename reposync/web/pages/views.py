@@ -388,10 +388,11 @@ def binding_settings(binding_id: int) -> BaseResponse:
     return redirect(url_for("pages.binding", binding_id=binding_id))
 
 
+#: The page's Run buttons: (mode, audit mode) of each.
 RUN_ACTIONS = {
-    "sync": {"mode": RunMode.APPLY, "audit_mode": AuditMode.CHECKPOINT},
-    "dry_run": {"mode": RunMode.DRY_RUN, "audit_mode": AuditMode.CHECKPOINT},
-    "full_audit": {"mode": RunMode.APPLY, "audit_mode": AuditMode.FULL},
+    "sync": (RunMode.APPLY, AuditMode.CHECKPOINT),
+    "dry_run": (RunMode.DRY_RUN, AuditMode.CHECKPOINT),
+    "full_audit": (RunMode.APPLY, AuditMode.FULL),
 }
 
 
@@ -400,10 +401,11 @@ def start_run(binding_id: int) -> BaseResponse:
     """Sync now, dry-run or full audit (admin, or a grant): then the new Run's page."""
     ctx = session.service_context()
     authorize_binding(ctx, signed_in_user(), binding_id)
-    options = RUN_ACTIONS.get(request.form.get("action", ""))
-    if options is None:
+    action = RUN_ACTIONS.get(request.form.get("action", ""))
+    if action is None:
         raise UsageError(f"action must be one of {', '.join(RUN_ACTIONS)}")
-    run = enqueue_run(ctx, binding_id, **options)
+    mode, audit_mode = action
+    run = enqueue_run(ctx, binding_id, mode=mode, audit_mode=audit_mode)
     return redirect(url_for("pages.run", run_id=run.id))
 
 
