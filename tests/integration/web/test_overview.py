@@ -36,7 +36,10 @@ def test_a_member_sees_the_bindings_it_was_granted(client, tokens, binding):
     """A grant on one repository of the Binding shows it; no grant shows nothing."""
     granted = client.get(url("/overview"), headers=bearer(tokens.member)).json
     assert [e["binding"]["id"] for e in granted["bindings"]] == [binding.id]
-    assert client.get(url("/overview"), headers=bearer(tokens.stranger)).json == {"bindings": []}
+    assert client.get(url("/overview"), headers=bearer(tokens.stranger)).json == {
+        "bindings": [],
+        "next_after_id": None,
+    }
 
 
 def test_overview_takes_no_arguments_and_refuses_other_methods(client, tokens):
