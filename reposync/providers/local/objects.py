@@ -127,17 +127,6 @@ class Row:
         """The stored payload as builder arguments."""
         return builder_fields(self.object_type, json.loads(self.payload))
 
-    def payload_dict(self) -> dict[str, Any]:
-        return dict(json.loads(self.payload))
-
-    def refs(self) -> dict[str, ObjectRef]:
-        refs: dict[str, ObjectRef] = {}
-        if self.parent is not None:
-            refs["parent"] = self.parent
-        if self.in_reply_to is not None:
-            refs["in_reply_to"] = ObjectRef(ObjectType.REVIEW_COMMENT, self.in_reply_to)
-        return refs
-
 
 @dataclass(frozen=True, slots=True)
 class Parent:
@@ -211,25 +200,42 @@ def build(
         raise MalformedObject(f"fields do not form a {object_type}: {exc}") from exc
 
 
-def stored_object(row: Row, db_path: Path) -> CanonicalObject:
-    """Rows are validated when written; reading them back trusts the stored form."""
+#: The columns ``stored_object`` reads, in its order: what a read returns, no more.
+OBJECT_COLUMNS = (
+    "id, number, unique_key, parent_type, parent_id, in_reply_to, payload, content_hash, "
+    "revision, object_key, order_key"
+)
+
+
+def stored_object(object_type: ObjectType, row: Sequence[Any], db_path: Path) -> CanonicalObject:
+    """An object from a row of ``OBJECT_COLUMNS``. Rows are validated when written;
+    reading them back trusts the stored form (no builder), and reads of many objects at
+    once (an applying stage's source reads) build nothing but the object itself."""
+    identity, number, unique_key, parent_type, parent_id, in_reply_to, payload = row[:7]
     try:
-        payload = row.payload_dict()
+        loaded = json.loads(payload)
+        if not isinstance(loaded, dict):
+            raise ValueError(f"the payload is a {type(loaded).__name__}, not an object")
     except ValueError as exc:
         raise ProviderError(
-            f"local forge {db_path}: stored {row.object_type} {row.identity} is corrupt: {exc}"
+            f"local forge {db_path}: stored {object_type} {identity} is corrupt: {exc}"
         ) from exc
+    refs: dict[str, ObjectRef] = {}
+    if parent_type is not None and parent_id is not None:
+        refs["parent"] = ObjectRef(ObjectType(parent_type), parent_id)
+    if in_reply_to is not None:
+        refs["in_reply_to"] = ObjectRef(ObjectType.REVIEW_COMMENT, in_reply_to)
     return CanonicalObject(
-        object_type=row.object_type,
-        identity=row.identity,
-        object_key=row.object_key,
-        unique_key=row.unique_key,
-        revision=str(row.revision),
-        payload=payload,
-        number=row.number,
-        refs=row.refs(),
-        order_key=row.order_key,
-        known_hash=row.content_hash,
+        object_type=object_type,
+        identity=identity,
+        object_key=row[9],
+        unique_key=unique_key,
+        revision=str(row[8]),
+        payload=loaded,
+        number=number,
+        refs=refs,
+        order_key=row[10],
+        known_hash=row[7],
     )
 
 
