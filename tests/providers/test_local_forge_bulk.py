@@ -133,7 +133,8 @@ def test_a_batch_of_creates_is_one_executemany_with_one_lookup_per_type(forge):
     with traced(forge) as statements:
         results = forge.writer.apply_batch(writes)
     assert all(r.status is WriteStatus.OK for r in results)
-    assert "SAVEPOINT bulk" in statements and "RELEASE bulk" in statements
+    assert "SAVEPOINT bulk" in statements
+    assert "RELEASE bulk" in statements
     assert "ROLLBACK TO bulk" not in statements
     lookups = [s for s in statements if s.startswith("SELECT")]
     assert len(lookups) <= 4  # parents by identity, markers of the creates, two sequences
