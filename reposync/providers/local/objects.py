@@ -153,12 +153,17 @@ class Stored:
         return cls(raw, raw.decode("utf-8"), "sha256:" + hashlib.sha256(raw).hexdigest(), len(raw))
 
 
+#: The payload fields each type's builder derives (looked up once, not per write).
+_DERIVED: dict[ObjectType, tuple[str, ...]] = {
+    t: tuple(field.name for field in shape.fields if field.derived) for t, shape in SHAPES.items()
+}
+
+
 def builder_fields(object_type: ObjectType, payload: Mapping[str, Any]) -> dict[str, Any]:
     """A canonical payload as keyword arguments of its builder (derived fields dropped)."""
     fields = dict(payload)
-    for field in SHAPES[object_type].fields:
-        if field.derived:
-            fields.pop(field.name, None)
+    for name in _DERIVED[object_type]:
+        fields.pop(name, None)
     return fields
 
 
@@ -191,7 +196,7 @@ def build(
         extra["in_reply_to"] = (
             None if in_reply_to is None else ObjectRef(ObjectType.REVIEW_COMMENT, in_reply_to)
         )
-    clash = set(fields) & set(extra)
+    clash = extra.keys() & fields.keys()
     if clash:
         raise MalformedObject(f"{', '.join(sorted(clash))} cannot be payload fields")
     try:
