@@ -131,7 +131,7 @@ class ForgeAuthoring:
                     marker=None,
                     expect=None,
                     content=content,
-                ).identity
+                )
             except MalformedObject as exc:
                 raise Refused("invalid", str(exc)) from exc
             sequences.flush()

@@ -105,18 +105,13 @@ class RowMutations:
         content: Callable[[], BinaryIO] | None = None,
         expect_hash: str | None = None,
         reply_checked: bool = False,
-        rows: list[tuple[object, ...]] | None = None,
-    ) -> CanonicalObject:
-        """Validate, allocate and insert one object; returns it as built.
+    ) -> str:
+        """Validate, allocate and insert one object; returns its identity.
 
         Everything is checked before the one INSERT, which is the only statement that
-        writes: a refusal at any point leaves the database as it was.
-
-        ``reply_checked``: the caller resolved ``in_reply_to`` itself (or it answers a
-        deleted comment), sparing a query. ``rows``: the row is appended there instead
-        of inserted, its identity and number taken at once, for the caller's one
-        ``executemany`` of a batch; the caller then owns a constraint the schema refuses
-        (and must not pass release assets, whose bytes are stored before their row).
+        writes: a refusal at any point leaves the database as it was. ``reply_checked``:
+        the caller resolved ``in_reply_to`` itself (or it answers a deleted comment), so
+        it is not looked up a second time.
         """
         if number is not None and object_type not in NUMBERED:
             raise Refused("invalid", f"a {object_type} has no number")
@@ -151,33 +146,31 @@ class RowMutations:
         if object_type is ObjectType.RELEASE_ASSET:  # refuse before the bytes are stored
             self.check_free(conn, obj, scope, kept_number)
             asset_sha256 = self._assets.put(content, obj.payload)
-        values = object_values(
-            obj,
-            identity,
-            number,
-            scope,
-            parent,
-            in_reply_to,
-            stored,
-            self.stamp or timestamp(),
-            marker=marker,
-            asset_sha256=asset_sha256,
-        )
-        if rows is not None:
-            rows.append(values)
-        else:
-            try:
-                conn.execute(INSERT_OBJECT, values)
-            except sqlite3.IntegrityError:
-                # The unique indexes refused the row (the statement wrote nothing): name
-                # the key that is taken, as a check before the insert would have. Checking
-                # after the fact spares two queries per create on the common path.
-                self.check_free(conn, obj, scope, kept_number)
-                raise
+        stamp = self.stamp or timestamp()
+        try:
+            self._insert(
+                conn,
+                obj,
+                identity,
+                number,
+                scope,
+                parent,
+                in_reply_to,
+                stored,
+                marker,
+                asset_sha256,
+                stamp,
+            )
+        except sqlite3.IntegrityError:
+            # The unique indexes refused the row (the statement wrote nothing): name the
+            # key that is taken, as a check before the insert would have. Checking after
+            # the fact spares two queries per create on the common path.
+            self.check_free(conn, obj, scope, kept_number)
+            raise
         sequences.take(object_type.value, int(identity))
         if number is not None:
             sequences.take("number", number)
-        return obj
+        return identity
 
     def check_free(
         self,
@@ -194,6 +187,36 @@ class RowMutations:
             if taken is not None:
                 raise Refused("conflict", f"number #{number} is taken by {taken[0]} {taken[1]}")
         self.check_unique(conn, obj, scope, None)
+
+    def _insert(
+        self,
+        conn: sqlite3.Connection,
+        obj: CanonicalObject,
+        identity: str,
+        number: int | None,
+        scope: str | None,
+        parent: Parent | None,
+        in_reply_to: str | None,
+        stored: Stored,
+        marker: str | None,
+        asset_sha256: str | None,
+        stamp: str,
+    ) -> None:
+        conn.execute(
+            INSERT_OBJECT,
+            object_values(
+                obj,
+                identity,
+                number,
+                scope,
+                parent,
+                in_reply_to,
+                stored,
+                stamp,
+                marker=marker,
+                asset_sha256=asset_sha256,
+            ),
+        )
 
     def update(
         self,

@@ -6,13 +6,6 @@ transaction per batch gives the first; the second comes from a savepoint per upd
 delete, and from writing each create as one INSERT (atomic by itself) after all its
 checks, its ids and numbers allocated in memory and stored right before COMMIT.
 Measured, skipping the savepoint of a create halves the time of a batch of creates.
-
-A batch of creates only (a bootstrap is almost nothing else) goes further: every check
-runs in memory against what one query per type found of the objects the batch names,
-and the rows go in with one ``executemany``. A row the schema still refuses (a key taken
-twice in the batch) undoes them all and the batch runs again one write at a time, so
-the results are those of the plain path; on the bench that path is rare, the common one
-spares a statement and a lookup per write.
 """
 
 from __future__ import annotations
@@ -24,7 +17,7 @@ from dataclasses import dataclass
 from reposync import faults
 from reposync.providers.base import ApplyResult, ItemError, TargetRef, TargetWrite, WriteStatus
 from reposync.providers.local.assets import AssetStore
-from reposync.providers.local.mutations import INSERT_OBJECT, RowMutations, Sequences, find_row
+from reposync.providers.local.mutations import RowMutations, Sequences, find_row
 from reposync.providers.local.objects import (
     FORGE_TYPES,
     GONE_COMMENT,
@@ -44,19 +37,15 @@ from reposync.sync.vocabulary import Action, ObjectType
 class _Batch:
     """What one ``apply_batch`` transaction learns as it goes, to spare repeated queries.
 
-    Before the first write, one query per type finds every object the batch refers to
-    (by identity or by marker) and every marker its creates carry; each create adds its
-    row. Only creates run while ``trusted``: they add rows but never change or remove
-    one, so what is known is the database, and what is not known does not exist. The
-    first update or delete ends that (lookups then go to the database again).
+    Only creates run while ``trusted``: they add rows but never change or remove one, so
+    a marker or parent seen earlier is still valid. The first update or delete ends that
+    (lookups then go to the database again).
     """
 
     sequences: Sequences
-    parents: dict[tuple[str, str], Parent]  # (type, identity) -> an existing object
-    marked: dict[tuple[str, str], Parent]  # (type, marker) -> the object created from it
+    markers: dict[tuple[str, str], str]  # (type, marker) -> identity, for the creates
+    parents: dict[tuple[str, str], Parent]
     garbage: set[str]
-    #: Bulk mode: creates append their rows here for one ``executemany``, not inserted.
-    rows: list[tuple[object, ...]] | None = None
     trusted: bool = True
 
 
@@ -77,27 +66,57 @@ class BatchWriter:
         resolved by retrying the referring write after it. Raises ``ProviderUnavailable``
         when the store fails; then nothing of the batch is committed (and an error while
         reading asset bytes from ``write.content`` aborts the batch the same way).
-
-        A batch of creates only (the bulk of a bootstrap) is checked write by write in
-        memory and inserted with one ``executemany``; should the schema refuse a row
-        there (a key taken twice in the batch, or by another process meanwhile), the
-        rows are undone and the batch runs again one write at a time, where that write
-        alone is refused. Both ways store the same rows and give the same results.
         """
         if not writes:
             return []
         store = self._store
         object_type = writes[0].object_type.value
+        results: dict[int, ApplyResult] = {}
+        performed = 0
         with store.lock, store.guard(f"apply a batch of {len(writes)} {object_type} writes"):
             conn = store.writer()
             conn.execute("BEGIN IMMEDIATE")
             self._rows.stamp = timestamp()  # one time for the rows of one transaction
             try:
-                settled = self._in_bulk(conn, writes) if _bulk_eligible(writes) else None
-                if settled is None:
-                    batch = self._start(conn, writes, bulk=False)
-                    settled = self._settle(conn, writes, batch), batch
-                (results, performed), batch = settled
+                batch = _Batch(Sequences(conn), self._known_markers(conn, writes), {}, set())
+                pending = list(enumerate(writes))
+                while pending:
+                    unsettled = {
+                        (w.object_type.value, w.marker)
+                        for _, w in pending
+                        if w.action is Action.CREATE and w.marker
+                    }
+                    deferred: list[tuple[int, TargetWrite]] = []
+                    last_pass_refusals: dict[int, Refused] = {}
+                    for position, write in pending:
+                        # A create writes one row in one statement (atomic by itself);
+                        # updates and deletes may write several, so they get a savepoint.
+                        savepoint = write.action is not Action.CREATE
+                        if savepoint:
+                            conn.execute("SAVEPOINT write")
+                        try:
+                            identity, wrote = self._apply_write(conn, write, batch)
+                        except Refused as refusal:
+                            if savepoint:
+                                conn.execute("ROLLBACK TO write")
+                                conn.execute("RELEASE write")
+                            if refusal.missing is not None and refusal.missing in unsettled:
+                                deferred.append((position, write))
+                                last_pass_refusals[position] = refusal
+                                continue
+                            results[position] = _refused(write, refusal)
+                        else:
+                            if savepoint:
+                                conn.execute("RELEASE write")
+                            performed += wrote
+                            results[position] = ApplyResult(write.item_id, WriteStatus.OK, identity)
+                        if write.action is Action.CREATE and write.marker:
+                            unsettled.discard((write.object_type.value, write.marker))
+                    if len(deferred) == len(pending):  # no progress: a cycle or a refusal
+                        for position, write in deferred:
+                            results[position] = _refused(write, last_pass_refusals[position])
+                        break
+                    pending = deferred
                 batch.sequences.flush()
                 faults.point("local_forge.before_commit", object_type=object_type)
                 conn.execute("COMMIT")
@@ -109,113 +128,28 @@ class BatchWriter:
             store.writes_performed += performed
         faults.point("local_forge.after_commit", object_type=object_type)
         self._assets.collect(batch.garbage)
-        return results
+        return [results[position] for position in range(len(writes))]
 
-    def _in_bulk(
+    def _known_markers(
         self, conn: sqlite3.Connection, writes: Sequence[TargetWrite]
-    ) -> tuple[tuple[list[ApplyResult], int], _Batch] | None:
-        """The batch's creates as one ``executemany``; ``None`` when the schema refused a
-        row, having undone them all (the caller then writes one by one)."""
-        batch = self._start(conn, writes, bulk=True)
-        settled = self._settle(conn, writes, batch)
-        if batch.rows:
-            conn.execute("SAVEPOINT bulk")
-            try:
-                conn.executemany(INSERT_OBJECT, batch.rows)
-            except sqlite3.IntegrityError:
-                conn.execute("ROLLBACK TO bulk")
-                conn.execute("RELEASE bulk")
-                return None
-            conn.execute("RELEASE bulk")
-        return settled, batch
-
-    def _start(
-        self, conn: sqlite3.Connection, writes: Sequence[TargetWrite], *, bulk: bool
-    ) -> _Batch:
-        parents, marked = self._referenced(conn, writes)
-        return _Batch(Sequences(conn), parents, marked, set(), [] if bulk else None)
-
-    def _settle(
-        self, conn: sqlite3.Connection, writes: Sequence[TargetWrite], batch: _Batch
-    ) -> tuple[list[ApplyResult], int]:
-        """Every write's result (in the order of ``writes``) and how many wrote something.
-
-        Writes run in passes: one refused for want of an object that a create still
-        pending in the batch provides is deferred to the next pass, until a pass makes no
-        progress (a cycle, or a reference nothing provides).
-        """
-        results: dict[int, ApplyResult] = {}
-        performed = 0
-        pending = list(enumerate(writes))
-        while pending:
-            unsettled = {
-                (w.object_type.value, w.marker)
-                for _, w in pending
-                if w.action is Action.CREATE and w.marker
-            }
-            deferred: list[tuple[int, TargetWrite]] = []
-            last_pass_refusals: dict[int, Refused] = {}
-            for position, write in pending:
-                # A create writes one row in one statement (atomic by itself); updates
-                # and deletes may write several, so they get a savepoint.
-                savepoint = write.action is not Action.CREATE
-                if savepoint:
-                    conn.execute("SAVEPOINT write")
-                try:
-                    identity, wrote = self._apply_write(conn, write, batch)
-                except Refused as refusal:
-                    if savepoint:
-                        conn.execute("ROLLBACK TO write")
-                        conn.execute("RELEASE write")
-                    if refusal.missing is not None and refusal.missing in unsettled:
-                        deferred.append((position, write))
-                        last_pass_refusals[position] = refusal
-                        continue
-                    results[position] = _refused(write, refusal)
-                else:
-                    if savepoint:
-                        conn.execute("RELEASE write")
-                    performed += wrote
-                    results[position] = ApplyResult(write.item_id, WriteStatus.OK, identity)
-                if write.action is Action.CREATE and write.marker:
-                    unsettled.discard((write.object_type.value, write.marker))
-            if len(deferred) == len(pending):  # no progress: a cycle or a refusal
-                for position, write in deferred:
-                    results[position] = _refused(write, last_pass_refusals[position])
-                break
-            pending = deferred
-        return [results[position] for position in range(len(writes))], performed
-
-    def _referenced(
-        self, conn: sqlite3.Connection, writes: Sequence[TargetWrite]
-    ) -> tuple[dict[tuple[str, str], Parent], dict[tuple[str, str], Parent]]:
-        """The existing objects the batch names: by identity in its references, by marker
-        in its references and its creates; one query per type (and chunk) for each."""
-        by_identity: dict[str, set[str]] = {}
-        by_marker: dict[str, set[str]] = {}
+    ) -> dict[tuple[str, str], str]:
+        """Markers of the batch's creates that already exist, in one query per type."""
+        wanted: dict[ObjectType, list[str]] = {}
         for write in writes:
             if write.action is Action.CREATE and write.marker:
-                by_marker.setdefault(write.object_type.value, set()).add(write.marker)
-            for ref in write.refs.values():
-                if ref.identity is not None:
-                    by_identity.setdefault(ref.object_type.value, set()).add(ref.identity)
-                elif ref.marker:
-                    by_marker.setdefault(ref.object_type.value, set()).add(ref.marker)
-        parents: dict[tuple[str, str], Parent] = {}
-        marked: dict[tuple[str, str], Parent] = {}
-        for wanted, column, found in ((by_identity, "id", parents), (by_marker, "marker", marked)):
-            for type_name, values in wanted.items():
-                object_type = ObjectType(type_name)
-                unique = sorted(values)
-                for start in range(0, len(unique), IN_CHUNK):
-                    chunk = unique[start : start + IN_CHUNK]
-                    for key, identity, unique_key in conn.execute(
-                        f"SELECT {column}, id, unique_key FROM objects WHERE object_type = ? "
-                        f"AND {column} IN ({','.join('?' * len(chunk))})",
-                        (type_name, *chunk),
-                    ):
-                        found[(type_name, key)] = Parent(object_type, identity, unique_key)
-        return parents, marked
+                wanted.setdefault(write.object_type, []).append(write.marker)
+        known: dict[tuple[str, str], str] = {}
+        for object_type, markers in wanted.items():
+            unique = list(dict.fromkeys(markers))
+            for start in range(0, len(unique), IN_CHUNK):
+                chunk = unique[start : start + IN_CHUNK]
+                for marker, identity in conn.execute(
+                    "SELECT marker, id FROM objects WHERE object_type = ? "
+                    f"AND marker IN ({','.join('?' * len(chunk))})",
+                    (object_type.value, *chunk),
+                ):
+                    known[(object_type.value, marker)] = identity
+        return known
 
     def _apply_write(
         self, conn: sqlite3.Connection, write: TargetWrite, batch: _Batch
@@ -246,8 +180,7 @@ class BatchWriter:
         object_type = write.object_type
         if write.marker:
             if batch.trusted:
-                known = batch.marked.get((object_type.value, write.marker))
-                existing = None if known is None else known.identity
+                existing = batch.markers.get((object_type.value, write.marker))
             else:
                 row = conn.execute(
                     "SELECT id FROM objects WHERE object_type = ? AND marker = ?",
@@ -272,7 +205,7 @@ class BatchWriter:
                     in_reply_to = self._resolve(conn, name, ref, batch).identity
             else:
                 raise Refused("invalid", f"{object_type} has no reference {name!r}")
-        obj = self._rows.create(
+        identity = self._rows.create(
             conn,
             batch.sequences,
             object_type,
@@ -285,13 +218,10 @@ class BatchWriter:
             expect=write.payload,
             expect_hash=write.payload_hash,
             content=write.content,
-            rows=batch.rows,
         )
-        created = Parent(object_type, obj.identity, obj.unique_key)
-        batch.parents[(object_type.value, obj.identity)] = created
         if write.marker:
-            batch.marked[(object_type.value, write.marker)] = created
-        return obj.identity, True
+            batch.markers[(object_type.value, write.marker)] = identity
+        return identity, True
 
     def _apply_update(
         self, conn: sqlite3.Connection, write: TargetWrite, garbage: set[str]
@@ -342,49 +272,34 @@ class BatchWriter:
         self, conn: sqlite3.Connection, name: str, ref: TargetRef, batch: _Batch
     ) -> Parent:
         """A reference in the target's namespace: by identity, else by the created marker."""
-        by_identity = ref.identity is not None
-        if batch.trusted:  # what the batch found and created is all there is
-            found = (
-                batch.parents.get((ref.object_type.value, ref.identity))
-                if ref.identity is not None
-                else batch.marked.get((ref.object_type.value, ref.marker))
-            )
-            if found is None:
-                raise _missing(name, ref)
-            return found
-        if by_identity:
+        if ref.identity is not None and batch.trusted:
+            cached = batch.parents.get((ref.object_type.value, ref.identity))
+            if cached is not None:
+                return cached
+        parent = self._lookup(conn, name, ref)
+        if ref.identity is not None:
+            batch.parents[(ref.object_type.value, ref.identity)] = parent
+        return parent
+
+    def _lookup(self, conn: sqlite3.Connection, name: str, ref: TargetRef) -> Parent:
+        if ref.identity is not None:
             sql_row = conn.execute(
                 "SELECT object_type, id, unique_key FROM objects WHERE object_type = ? AND id = ?",
                 (ref.object_type.value, ref.identity),
             ).fetchone()
+            what = f"{ref.object_type} {ref.identity}"
+            missing = None
         else:
             sql_row = conn.execute(
                 "SELECT object_type, id, unique_key FROM objects "
                 "WHERE object_type = ? AND marker = ?",
                 (ref.object_type.value, ref.marker),
             ).fetchone()
+            what = f"{ref.object_type} created from {ref.marker}"
+            missing = (ref.object_type.value, ref.marker)
         if sql_row is None:
-            raise _missing(name, ref)
+            raise Refused("dependency_missing", f"{name}: {what} does not exist", missing=missing)
         return Parent(ObjectType(sql_row[0]), sql_row[1], sql_row[2])
-
-
-def _bulk_eligible(writes: Sequence[TargetWrite]) -> bool:
-    """Creates only, none with bytes to store first (release assets go one by one)."""
-    return all(
-        w.action is Action.CREATE and w.object_type is not ObjectType.RELEASE_ASSET for w in writes
-    )
-
-
-def _missing(name: str, ref: TargetRef) -> Refused:
-    if ref.identity is not None:
-        return Refused(
-            "dependency_missing", f"{name}: {ref.object_type} {ref.identity} does not exist"
-        )
-    return Refused(
-        "dependency_missing",
-        f"{name}: {ref.object_type} created from {ref.marker} does not exist",
-        missing=(ref.object_type.value, ref.marker),
-    )
 
 
 def _refused(write: TargetWrite, refusal: Refused) -> ApplyResult:

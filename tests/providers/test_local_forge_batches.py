@@ -1,12 +1,12 @@
-"""The local forge's bulk path: a batch of creates checked in memory, inserted at once.
+"""The local forge's batches of creates: references within a batch, refusals one by one,
+retried markers, store failures, and the batch's caches against the database.
 
-Every test here would fail if the bulk path stored other rows, or gave other results,
-than writing the same batch one write at a time.
+The writer answers lookups from what the batch already learnt while only creates run;
+the property below holds it to what looking everything up in the database gives.
 """
 
 from __future__ import annotations
 
-import sqlite3
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reposync.errors import ProviderUnavailable
+from reposync.errors import ProviderError, ProviderUnavailable
 from reposync.providers.base import TargetRef, TargetWrite, WriteStatus
 from reposync.providers.local import writes as writes_module
 from reposync.providers.local.authoring import ForgeAuthoring
@@ -94,54 +94,18 @@ def stored_rows(forge: ForgeAuthoring) -> tuple[list[tuple[Any, ...]], list[tupl
 
 
 @contextmanager
-def traced(forge: ForgeAuthoring) -> Iterator[list[str]]:
-    statements: list[str] = []
-    forge.store.trace(statements.append)
-    try:
-        yield statements
-    finally:
-        forge.store.trace(None)
+def untrusting() -> Iterator[None]:
+    """The batch writer at its plainest, the reference to compare with: every marker and
+    every reference looked up in the database when it is needed, nothing remembered."""
+    batch_type = writes_module._Batch
 
-
-@contextmanager
-def one_by_one() -> Iterator[None]:
-    """The batch writer at its plainest, the reference to compare with: every create its
-    own INSERT, every marker and reference looked up in the database when it is needed."""
-    start = writes_module.BatchWriter._start
-
-    def untrusting(self: Any, *args: Any, **kwargs: Any) -> Any:
-        batch = start(self, *args, **kwargs)
+    def plain(*args: Any, **kwargs: Any) -> Any:
+        batch = batch_type(*args, **kwargs)
         batch.trusted = False
         return batch
 
-    with (
-        mock.patch.object(writes_module, "_bulk_eligible", return_value=False),
-        mock.patch.object(writes_module.BatchWriter, "_start", untrusting),
-    ):
+    with mock.patch.object(writes_module, "_Batch", plain):
         yield
-
-
-def test_a_batch_of_creates_is_one_executemany_with_one_lookup_per_type(forge):
-    """Creates referring to existing issues and to each other are inserted together, and
-    their references cost one query per type, not one per write."""
-    first = forge.create_issue("one", author="a")
-    second = forge.create_issue("two", author="a")
-    writes = [
-        comment(f"c{n}", f"c{n}", by_identity(T.ISSUE, first if n % 2 else second), item=n)
-        for n in range(40)
-    ]
-    with traced(forge) as statements:
-        results = forge.writer.apply_batch(writes)
-    assert all(r.status is WriteStatus.OK for r in results)
-    assert "SAVEPOINT bulk" in statements
-    assert "RELEASE bulk" in statements
-    assert "ROLLBACK TO bulk" not in statements
-    lookups = [s for s in statements if s.startswith("SELECT")]
-    assert len(lookups) <= 4  # parents by identity, markers of the creates, two sequences
-    made = forge.reader.read_batch(T.ISSUE_COMMENT, [r.target_identity for r in results])
-    assert [made[r.target_identity].refs["parent"].identity for r in results] == [
-        first if n % 2 else second for n in range(40)
-    ]
 
 
 def test_creates_referring_to_later_creates_of_the_batch_get_their_keys(forge):
@@ -165,20 +129,18 @@ def test_creates_referring_to_later_creates_of_the_batch_get_their_keys(forge):
 
 
 def test_a_key_taken_in_the_store_or_the_batch_refuses_that_create_alone(forge):
-    """The schema refuses a row of the one insert; the batch runs again one by one and
-    only the creates whose name is taken are refused, without gaps in the ids."""
+    """Only the creates whose name is taken (before or earlier in the batch) are
+    refused; the others commit, without gaps in the ids."""
     forge.create_label("bug")
     before = forge.store.writes_performed
-    with traced(forge) as statements:
-        results = forge.writer.apply_batch(
-            [
-                label("a", "s1", item=1),
-                label("bug", "s2", item=2),
-                label("b", "s3", item=3),
-                label("a", "s4", item=4),
-            ]
-        )
-    assert "ROLLBACK TO bulk" in statements
+    results = forge.writer.apply_batch(
+        [
+            label("a", "s1", item=1),
+            label("bug", "s2", item=2),
+            label("b", "s3", item=3),
+            label("a", "s4", item=4),
+        ]
+    )
     assert [(r.status.value, r.error and r.error.code) for r in results] == [
         ("ok", None),
         ("refused", "conflict"),
@@ -194,8 +156,8 @@ def test_a_key_taken_in_the_store_or_the_batch_refuses_that_create_alone(forge):
 
 
 def test_a_marker_already_stored_returns_its_object_and_writes_nothing(forge):
-    """A retried create in a bulk batch is never a duplicate, and a reference by that
-    marker resolves to the object the first attempt made."""
+    """A retried create is never a duplicate, and a reference by its marker in the same
+    batch resolves to the object the first attempt made."""
     [first] = forge.writer.apply_batch([issue("once", "i1", number=3)])
     before = forge.store.writes_performed
     results = forge.writer.apply_batch(
@@ -208,9 +170,9 @@ def test_a_marker_already_stored_returns_its_object_and_writes_nothing(forge):
     assert made.refs["parent"] == ObjectRef(T.ISSUE, first.target_identity)
 
 
-def test_a_store_failure_in_the_one_insert_commits_nothing(forge):
-    """A failure of the storage itself (not a constraint) while inserting the rows raises
-    ProviderUnavailable and leaves the store as it was."""
+def test_a_store_failure_while_inserting_commits_nothing(forge):
+    """A failure of the storage itself (not a constraint) while inserting a row raises
+    ProviderUnavailable and leaves the store as it was, the rows before it included."""
     forge.create_label("kept")
     before = forge.store.writes_performed
     conn = forge.store.writer()
@@ -225,7 +187,7 @@ def test_a_store_failure_in_the_one_insert_commits_nothing(forge):
     assert forge.store.writes_performed == before
 
 
-# -- the bulk path against writing one by one, over random batches --------------------------
+# -- the batch's caches against the database, over random batches --------------------------
 
 MARKERS = st.sampled_from(["m1", "m2", "m3", "m4", "m5"])
 ISSUE_REFS = st.one_of(
@@ -270,60 +232,33 @@ def _forge(base: Path, name: str) -> ForgeAuthoring:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(WRITES, min_size=1, max_size=12))
-def test_the_bulk_path_stores_and_answers_what_one_by_one_does(batch):
+def test_the_batch_caches_answer_what_the_database_would(batch):
     """Over random batches of creates (taken keys and numbers, retried markers, references
-    to objects before, after and outside the batch, non-canonical payloads), the bulk path
-    gives the same results, rows, sequences and write counts as one write at a time."""
+    to objects before, after and outside the batch, non-canonical payloads), the writer
+    with its caches gives the same results, rows, sequences and write counts as one that
+    looks everything up in the database."""
     batch = [
         TargetWrite(n, w.action, w.object_type, None, w.payload, w.marker, w.number, w.refs)
         for n, w in enumerate(batch)
     ]
     with tempfile.TemporaryDirectory() as tmp:
-        bulk, single = _forge(Path(tmp), "bulk.git"), _forge(Path(tmp), "single.git")
+        cached, plain = _forge(Path(tmp), "cached.git"), _forge(Path(tmp), "plain.git")
         try:
-            bulk_results = bulk.writer.apply_batch(batch)
-            with one_by_one():
-                single_results = single.writer.apply_batch(batch)
-            assert outcomes(bulk_results) == outcomes(single_results)
-            assert stored_rows(bulk) == stored_rows(single)
-            assert bulk.store.writes_performed == single.store.writes_performed
+            cached_results = cached.writer.apply_batch(batch)
+            with untrusting():
+                plain_results = plain.writer.apply_batch(batch)
+            assert outcomes(cached_results) == outcomes(plain_results)
+            assert stored_rows(cached) == stored_rows(plain)
+            assert cached.store.writes_performed == plain.store.writes_performed
         finally:
-            bulk.store.close()
-            single.store.close()
+            cached.store.close()
+            plain.store.close()
 
 
-def test_the_property_meets_each_kind_of_batch():
-    """The random batches above do reach the bulk path's three outcomes: all inserted at
-    once, a row refused by the schema (done again one by one), and references resolved
-    within the batch."""
-    seen: set[str] = set()
-    with tempfile.TemporaryDirectory() as tmp:
-        for n, batch in enumerate(
-            [
-                [label("c", "m2"), comment("hi", "m3", by_marker(T.ISSUE, "i1")),
-                 issue("x", "i1")],
-                [label("bug", "m2"), label("a", "m3")],
-            ]
-        ):  # fmt: skip
-            made = _forge(Path(tmp), f"{n}.git")
-            with traced(made) as statements:
-                made.writer.apply_batch(batch)
-            seen.update(s for s in statements if s.endswith(" bulk"))
-            made.store.close()
-    assert seen == {"SAVEPOINT bulk", "RELEASE bulk", "ROLLBACK TO bulk"}
-
-
-def test_sqlite_reports_a_unique_clash_of_executemany_as_an_integrity_error(tmp_path):
-    """The bulk path's fall-back rests on this: a refused row of ``executemany`` is an
-    ``IntegrityError`` and the rows before it stay until rolled back to a savepoint."""
-    conn = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
-    conn.execute("CREATE TABLE t (k TEXT UNIQUE)")
-    conn.execute("BEGIN")
-    conn.execute("SAVEPOINT bulk")
-    with pytest.raises(sqlite3.IntegrityError):
-        conn.executemany("INSERT INTO t VALUES (?)", [("a",), ("b",), ("a",)])
-    assert conn.execute("SELECT count(*) FROM t").fetchone()[0] == 2
-    conn.execute("ROLLBACK TO bulk")
-    assert conn.execute("SELECT count(*) FROM t").fetchone()[0] == 0
-    conn.execute("ROLLBACK")
-    conn.close()
+def test_a_stored_payload_that_is_no_object_reads_as_a_provider_error(forge):
+    """A row whose payload is valid JSON but not an object is reported as corrupt, the
+    same error as unreadable JSON, not a crash of whoever reads it."""
+    made = forge.create_label("bug")
+    forge.store.writer().execute("UPDATE objects SET payload = '[1]' WHERE id = ?", (made,))
+    with pytest.raises(ProviderError, match="corrupt"):
+        forge.reader.get(T.LABEL, made)
