@@ -216,7 +216,19 @@ def stored_object(object_type: ObjectType, row: Sequence[Any], db_path: Path) ->
     """An object from a row of ``OBJECT_COLUMNS``. Rows are validated when written;
     reading them back trusts the stored form (no builder), and reads of many objects at
     once (an applying stage's source reads) build nothing but the object itself."""
-    identity, number, unique_key, parent_type, parent_id, in_reply_to, payload = row[:7]
+    (
+        identity,
+        number,
+        unique_key,
+        parent_type,
+        parent_id,
+        in_reply_to,
+        payload,
+        content_hash,
+        revision,
+        object_key,
+        order_key,
+    ) = row
     try:
         loaded = json.loads(payload)
         if not isinstance(loaded, dict):
@@ -233,14 +245,14 @@ def stored_object(object_type: ObjectType, row: Sequence[Any], db_path: Path) ->
     return CanonicalObject(
         object_type=object_type,
         identity=identity,
-        object_key=row[9],
+        object_key=object_key,
         unique_key=unique_key,
-        revision=str(row[8]),
+        revision=str(revision),
         payload=loaded,
         number=number,
         refs=refs,
-        order_key=row[10],
-        known_hash=row[7],
+        order_key=order_key,
+        known_hash=content_hash,
     )
 
 
