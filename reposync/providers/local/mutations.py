@@ -104,12 +104,14 @@ class RowMutations:
         expect: Mapping[str, Any] | None,
         content: Callable[[], BinaryIO] | None = None,
         expect_hash: str | None = None,
-        reply_gone: bool = False,
+        reply_checked: bool = False,
     ) -> str:
         """Validate, allocate and insert one object; returns its identity.
 
         Everything is checked before the one INSERT, which is the only statement that
-        writes: a refusal at any point leaves the database as it was.
+        writes: a refusal at any point leaves the database as it was. ``reply_checked``:
+        the caller resolved ``in_reply_to`` itself (or it answers a deleted comment), so
+        it is not looked up a second time.
         """
         if number is not None and object_type not in NUMBERED:
             raise Refused("invalid", f"a {object_type} has no number")
@@ -117,7 +119,7 @@ class RowMutations:
             raise Refused("invalid", f"a {object_type} needs a parent reference")
         if parent is not None and object_type not in PARENT_TYPES:
             raise Refused("invalid", f"a {object_type} has no parent")
-        if in_reply_to is not None and not reply_gone:
+        if in_reply_to is not None and not reply_checked:
             replied = find_row(conn, ObjectType.REVIEW_COMMENT, in_reply_to)
             if replied is None:
                 raise Refused("dependency_missing", f"review comment {in_reply_to} does not exist")

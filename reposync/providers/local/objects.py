@@ -127,17 +127,6 @@ class Row:
         """The stored payload as builder arguments."""
         return builder_fields(self.object_type, json.loads(self.payload))
 
-    def payload_dict(self) -> dict[str, Any]:
-        return dict(json.loads(self.payload))
-
-    def refs(self) -> dict[str, ObjectRef]:
-        refs: dict[str, ObjectRef] = {}
-        if self.parent is not None:
-            refs["parent"] = self.parent
-        if self.in_reply_to is not None:
-            refs["in_reply_to"] = ObjectRef(ObjectType.REVIEW_COMMENT, self.in_reply_to)
-        return refs
-
 
 @dataclass(frozen=True, slots=True)
 class Parent:
@@ -164,12 +153,17 @@ class Stored:
         return cls(raw, raw.decode("utf-8"), "sha256:" + hashlib.sha256(raw).hexdigest(), len(raw))
 
 
+#: The payload fields each type's builder derives (looked up once, not per write).
+_DERIVED: dict[ObjectType, tuple[str, ...]] = {
+    t: tuple(field.name for field in shape.fields if field.derived) for t, shape in SHAPES.items()
+}
+
+
 def builder_fields(object_type: ObjectType, payload: Mapping[str, Any]) -> dict[str, Any]:
     """A canonical payload as keyword arguments of its builder (derived fields dropped)."""
     fields = dict(payload)
-    for field in SHAPES[object_type].fields:
-        if field.derived:
-            fields.pop(field.name, None)
+    for name in _DERIVED[object_type]:
+        fields.pop(name, None)
     return fields
 
 
@@ -202,7 +196,7 @@ def build(
         extra["in_reply_to"] = (
             None if in_reply_to is None else ObjectRef(ObjectType.REVIEW_COMMENT, in_reply_to)
         )
-    clash = set(fields) & set(extra)
+    clash = extra.keys() & fields.keys()
     if clash:
         raise MalformedObject(f"{', '.join(sorted(clash))} cannot be payload fields")
     try:
@@ -211,25 +205,54 @@ def build(
         raise MalformedObject(f"fields do not form a {object_type}: {exc}") from exc
 
 
-def stored_object(row: Row, db_path: Path) -> CanonicalObject:
-    """Rows are validated when written; reading them back trusts the stored form."""
+#: The columns ``stored_object`` reads, in its order: what a read returns, no more.
+OBJECT_COLUMNS = (
+    "id, number, unique_key, parent_type, parent_id, in_reply_to, payload, content_hash, "
+    "revision, object_key, order_key"
+)
+
+
+def stored_object(object_type: ObjectType, row: Sequence[Any], db_path: Path) -> CanonicalObject:
+    """An object from a row of ``OBJECT_COLUMNS``. Rows are validated when written;
+    reading them back trusts the stored form (no builder), and reads of many objects at
+    once (an applying stage's source reads) build nothing but the object itself."""
+    (
+        identity,
+        number,
+        unique_key,
+        parent_type,
+        parent_id,
+        in_reply_to,
+        payload,
+        content_hash,
+        revision,
+        object_key,
+        order_key,
+    ) = row
     try:
-        payload = row.payload_dict()
+        loaded = json.loads(payload)
+        if not isinstance(loaded, dict):
+            raise ValueError(f"the payload is a {type(loaded).__name__}, not an object")
     except ValueError as exc:
         raise ProviderError(
-            f"local forge {db_path}: stored {row.object_type} {row.identity} is corrupt: {exc}"
+            f"local forge {db_path}: stored {object_type} {identity} is corrupt: {exc}"
         ) from exc
+    refs: dict[str, ObjectRef] = {}
+    if parent_type is not None and parent_id is not None:
+        refs["parent"] = ObjectRef(ObjectType(parent_type), parent_id)
+    if in_reply_to is not None:
+        refs["in_reply_to"] = ObjectRef(ObjectType.REVIEW_COMMENT, in_reply_to)
     return CanonicalObject(
-        object_type=row.object_type,
-        identity=row.identity,
-        object_key=row.object_key,
-        unique_key=row.unique_key,
-        revision=str(row.revision),
-        payload=payload,
-        number=row.number,
-        refs=row.refs(),
-        order_key=row.order_key,
-        known_hash=row.content_hash,
+        object_type=object_type,
+        identity=identity,
+        object_key=object_key,
+        unique_key=unique_key,
+        revision=str(revision),
+        payload=loaded,
+        number=number,
+        refs=refs,
+        order_key=order_key,
+        known_hash=content_hash,
     )
 
 

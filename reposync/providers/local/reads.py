@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from reposync.providers.local.objects import FORGE_TYPES, ROW_COLUMNS, Row, stored_object
+from reposync.providers.local.objects import FORGE_TYPES, OBJECT_COLUMNS, stored_object
 from reposync.providers.local.store import IN_CHUNK, ForgeStore
 from reposync.sync.canonical import CanonicalObject, IndexEntry, PullHead
 from reposync.sync.vocabulary import ObjectType
@@ -111,9 +111,9 @@ class ForgeReader:
         """Objects in full, ``None`` for those that do not exist."""
         object_type = ObjectType(object_type)
         found: dict[str, CanonicalObject | None] = dict.fromkeys(ids)
-        for sql_row in self._by_ids(object_type, list(found), ROW_COLUMNS, "objects"):
-            row = Row.from_sql(sql_row)
-            found[row.identity] = stored_object(row, self._store.db_path)
+        db_path = self._store.db_path
+        for sql_row in self._by_ids(object_type, list(found), OBJECT_COLUMNS, "objects"):
+            found[sql_row[0]] = stored_object(object_type, sql_row, db_path)
         return found
 
     def get(self, object_type: ObjectType | str, identity: str) -> CanonicalObject | None:
@@ -131,10 +131,10 @@ class ForgeReader:
             if conn is None:
                 return []
             rows = conn.execute(
-                f"SELECT {ROW_COLUMNS} FROM objects WHERE object_type = ? ORDER BY id",
+                f"SELECT {OBJECT_COLUMNS} FROM objects WHERE object_type = ? ORDER BY id",
                 (object_type.value,),
             ).fetchall()
-            return [stored_object(Row.from_sql(r), store.db_path) for r in rows]
+            return [stored_object(object_type, r, store.db_path) for r in rows]
 
     def open_pull_heads(self) -> list[PullHead]:
         """Number, head branch and head commit of every open pull request.

@@ -193,7 +193,6 @@ class BatchWriter:
             raise Refused("invalid", "a create needs a payload")
         parent: Parent | None = None
         in_reply_to: str | None = None
-        reply_gone = False
         for name, ref in write.refs.items():
             if name == "parent":
                 parent = self._resolve(conn, name, ref, batch)
@@ -202,7 +201,6 @@ class BatchWriter:
                     raise Refused("invalid", f"in_reply_to must be a review comment: {ref}")
                 if ref.gone:  # answers a deleted comment, as on the source
                     in_reply_to = ref.identity or GONE_COMMENT
-                    reply_gone = True
                 else:
                     in_reply_to = self._resolve(conn, name, ref, batch).identity
             else:
@@ -215,7 +213,7 @@ class BatchWriter:
             number=write.number,
             parent=parent,
             in_reply_to=in_reply_to,
-            reply_gone=reply_gone,
+            reply_checked=True,  # resolved above, or answering a deleted comment
             marker=write.marker or None,
             expect=write.payload,
             expect_hash=write.payload_hash,
