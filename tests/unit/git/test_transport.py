@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import signal
 import subprocess
 import time
 from collections.abc import Callable
@@ -231,6 +232,31 @@ def test_a_guarded_git_dies_with_every_process_it_started(tmp_path):
     while alive(grandchild) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert not alive(grandchild)
+
+
+@pytest.mark.skipif(not procfs.available(), reason="needs Linux /proc")
+def test_a_tree_ended_gently_lets_each_process_clean_up(tmp_path):
+    """``kill_tree(sig=SIGTERM)`` reaches every process of the tree, stopped while it was
+    gathered and continued after, so each one's handler runs (a receive-pack removes its
+    quarantine so)."""
+    cleaned = tmp_path / "cleaned"
+    ready = tmp_path / "ready"
+    child = subprocess.Popen(
+        [
+            "sh",
+            "-c",
+            f'sh -c \'trap "touch {cleaned}; exit 0" TERM; touch {ready}; '
+            "while :; do sleep 0.05; done' & wait",
+        ]
+    )
+    deadline = time.monotonic() + 5
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    procfs.kill_tree(child.pid, sig=signal.SIGTERM)
+    child.wait(timeout=5)
+    while not cleaned.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert cleaned.exists()
 
 
 def test_a_lost_guard_starts_no_git(tmp_path):
