@@ -18,6 +18,11 @@ as a pointer (``parse_pointer``, the scan's own rule: a pointer without
 ``.gitattributes`` counts). A repository that may lack objects it can reach (a partial
 clone: a ``.promisor`` pack, or ``extensions.partialClone``) is never proven; nor is a
 store that cannot be read. When the proof fails, the caller walks as before.
+
+A proof can also run beside the push it decides (``BackgroundProof``): its readers run
+at a lower priority than the push, and the push's refs wait for its answer
+(``reposync.git.transport``'s gate), so a bootstrap pays for the proof only where the
+push leaves a core idle.
 """
 
 from __future__ import annotations
@@ -79,11 +84,47 @@ class ProofCache:
         os.replace(temporary, self.path)
 
 
+class BackgroundProof:
+    """``holds_no_pointer`` running in a thread from the moment it is made; ``result``
+    waits for it. Its git readers run niced (``NICENESS``): beside a push, the push comes
+    first. An error is an answer like any other: not proven."""
+
+    #: Added to the readers' niceness: on a busy machine the push is served first.
+    NICENESS = 10
+
+    def __init__(
+        self, git_dir: Path, cache: ProofCache, *, env: Mapping[str, str] | None = None
+    ) -> None:
+        self.git_dir = git_dir
+        self._answer: bool = False
+        self._thread = threading.Thread(
+            target=self._prove, args=(cache, env), name="lfs-proof", daemon=True
+        )
+        self._thread.start()
+
+    def _prove(self, cache: ProofCache, env: Mapping[str, str] | None) -> None:
+        try:
+            self._answer = holds_no_pointer(self.git_dir, cache, env=env, niceness=self.NICENESS)
+        except Exception:  # a thread's error has nowhere else to go: not proven
+            log.exception("LFS proof of %s failed", self.git_dir)
+            self._answer = False
+
+    def result(self) -> bool:
+        """True: no stored object is a pointer (proven); False: not proven."""
+        self._thread.join()
+        return self._answer
+
+
 def holds_no_pointer(
-    git_dir: Path, cache: ProofCache, *, env: Mapping[str, str] | None = None
+    git_dir: Path,
+    cache: ProofCache,
+    *,
+    env: Mapping[str, str] | None = None,
+    niceness: int = 0,
 ) -> bool:
     """Whether no object stored in ``git_dir``'s object stores (alternates included) is
-    an LFS pointer: True is a proof, False only "not proven" (walk instead)."""
+    an LFS pointer: True is a proof, False only "not proven" (walk instead). The git
+    processes that read objects run with ``niceness`` added to their priority."""
     try:
         stores = object_stores(git_dir / "objects")
         if _partial(git_dir, stores):
@@ -98,7 +139,7 @@ def holds_no_pointer(
         if len(read_packs) < len(packs):
             names = [name for key in read_packs for name in _pack_names(packs[key], env)]
             names.extend(loose)
-        if names != [] and _any_pointer(git_dir, names, env):
+        if names != [] and _any_pointer(git_dir, names, env, niceness):
             return False
         if _pack_keys(stores).keys() != packs.keys():  # a repack ran: what moved is unsure
             log.info("no LFS proof for %s: its packs changed while they were read", git_dir)
@@ -178,7 +219,9 @@ def _loose_names(store: Path) -> list[str]:
     return names
 
 
-def _any_pointer(git_dir: Path, names: list[str] | None, env: Mapping[str, str] | None) -> bool:
+def _any_pointer(
+    git_dir: Path, names: list[str] | None, env: Mapping[str, str] | None, niceness: int = 0
+) -> bool:
     """Whether one of ``names`` (None: of all stored objects, alternates' included) is a
     blob that parses as an LFS pointer.
 
@@ -205,6 +248,9 @@ def _any_pointer(git_dir: Path, names: list[str] | None, env: Mapping[str, str] 
         stderr=subprocess.DEVNULL,
         env=full_env,
     )
+    for proc in (check, reader) if niceness else ():
+        with suppress(OSError):  # already gone: nothing to slow down
+            os.setpriority(os.PRIO_PROCESS, proc.pid, os.getpriority(os.PRIO_PROCESS, 0) + niceness)
     assert check.stdout is not None
     assert reader.stdin is not None
     assert reader.stdout is not None

@@ -74,7 +74,7 @@ def possible_writers(repository: Path, locks: Collection[Path]) -> list[str]:
     return found
 
 
-def kill_tree(root: int, *, settle: float = 1.0) -> None:
+def kill_tree(root: int, *, settle: float = 1.0, sig: signal.Signals = signal.SIGKILL) -> None:
     """SIGKILL ``root`` and every process it started, however deep (the
     ``receive-pack`` that ``git push`` runs over the local transport, its hooks,
     ``index-pack``, ``ssh``).
@@ -82,9 +82,12 @@ def kill_tree(root: int, *, settle: float = 1.0) -> None:
     Each generation is stopped before its children are looked up, so that none of them
     can start another one unseen, or be re-parented to init (out of reach) because its
     parent died first. Without ``/proc`` only ``root`` is killed.
+
+    Another ``sig`` (SIGTERM) lets each process clean up as it ends (a ``receive-pack``
+    removes its quarantined objects): the tree is continued after it is sent.
     """
     if not available():
-        _signal(root, signal.SIGKILL)
+        _signal(root, sig)
         return
     deadline = time.monotonic() + settle
     tree = {root}
@@ -97,7 +100,10 @@ def kill_tree(root: int, *, settle: float = 1.0) -> None:
         tree |= children
         frontier = children
     for pid in tree:
-        _signal(pid, signal.SIGKILL)
+        _signal(pid, sig)
+    if sig != signal.SIGKILL:
+        for pid in tree:
+            _signal(pid, signal.SIGCONT)
 
 
 # -- internals ----------------------------------------------------------------------------

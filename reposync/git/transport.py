@@ -13,14 +13,26 @@ which would otherwise complete the push after another execution took over.
 
 A push reports its progress as git does (``--progress``, ``reposync.git.progress``),
 read from its stderr as it is written.
+
+A push can be gated (``push(gate=...)``): its refs land only once the gate answered yes
+(the LFS proof that no pointer needs moving first). Into a local target whose hooks are
+off, git sends the pack while the gate thinks: the target's ``receive-pack`` runs only
+the gate's ``pre-receive`` hook, which holds the refs after the pack and its
+connectivity check until the answer. Elsewhere (a remote's receive-pack is not ours to
+configure) the push waits for the answer before it starts.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import queue
+import shlex
+import shutil
+import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -100,6 +112,8 @@ class PushOutcome:
     refused: dict[str, str] = field(default_factory=dict)
     #: Refs not pushed because their own pack exceeds the target's limit (ref -> why).
     too_large: dict[str, str] = field(default_factory=dict)
+    #: The gate answered no: no ref was pushed (every ref is still to push).
+    gate_closed: bool = False
 
 
 #: What git's receive-pack (GitHub's too) says when a pack is over its size limit.
@@ -152,6 +166,7 @@ def push(
     max_refs_per_push: int | None = None,
     on_push: Callable[[int, int], None] | None = None,
     on_progress: Callable[[TransferProgress], None] | None = None,
+    gate: Callable[[], bool] | None = None,
 ) -> PushOutcome:
     """Push ``updates`` to ``target_url`` from a staged workspace, in atomic groups.
 
@@ -181,10 +196,80 @@ def push(
     (``reposync.git.progress``: phase, objects, bytes); the bytes add up over the
     groups of one call, so they only ever grow.
 
+    ``gate`` (called once, in a thread of its own) decides whether any ref may land: no
+    ref does before it answered, none when it answers no (or raises). Into a local target
+    whose hooks are off (``receive_pack`` sets ``core.hooksPath`` to the null device)
+    the push runs while it answers; an early no ends the push (SIGTERM: the target drops
+    what it received). Elsewhere the push starts once it answered yes. After a no,
+    ``gate_closed`` is set and nothing else: every ref is still to push.
+
     Raises ``GitTransportError`` when git cannot talk to the target at all; refused refs
     are reported, not raised: ``rejected`` (conflicts) apart from ``refused`` (the
     target's own reasons).
     """
+    if gate is None:
+        return _push(
+            workspace,
+            target_url,
+            updates,
+            env,
+            argv_budget,
+            receive_pack,
+            max_pack_bytes,
+            max_refs_per_push,
+            on_push,
+            on_progress,
+        )
+    gated = _PushGate(workspace.path, gate)
+    try:
+        gated_receive_pack = gated.receive_pack(receive_pack)
+        if gated_receive_pack is None and not gated.wait():
+            return PushOutcome(gate_closed=True)
+        outer = _guard.get()
+
+        def check() -> None:
+            if outer is not None:
+                outer()
+            gated.check()
+
+        with guarded(check):
+            outcome = _push(
+                workspace,
+                target_url,
+                updates,
+                env,
+                argv_budget,
+                gated_receive_pack or receive_pack,
+                max_pack_bytes,
+                max_refs_per_push,
+                on_push,
+                on_progress,
+            )
+        # A push that ended before the guard heard the no: its hook refused every ref.
+        with contextlib.suppress(_GateClosed):
+            gated.check()
+            return outcome
+        raise _GateClosed
+    except _GateClosed:
+        log.info("push to %s stopped: its gate answered no", target_url)
+        return PushOutcome(gate_closed=True)
+    finally:
+        gated.remove()
+
+
+def _push(
+    workspace: PushWorkspace,
+    target_url: str,
+    updates: Sequence[RefUpdate],
+    env: Mapping[str, str] | None,
+    argv_budget: int,
+    receive_pack: str | None,
+    max_pack_bytes: int | None,
+    max_refs_per_push: int | None,
+    on_push: Callable[[int, int], None] | None,
+    on_progress: Callable[[TransferProgress], None] | None,
+) -> PushOutcome:
+    """``push`` without a gate."""
     outcome = PushOutcome()
     limit = max_pack_bytes
     if limit is not None:
@@ -219,6 +304,89 @@ def push(
                 )
                 on_push(settled, len(updates))
     return outcome
+
+
+class _GateClosed(Exception):
+    """A gated push's gate answered no: the push is ended gently (SIGTERM, so that the
+    target's ``receive-pack`` removes what it received), never completed."""
+
+
+#: The gate's ``pre-receive`` hook: the refs land only when the answer is yes, and never
+#: once the gate, or the reposync process that made it, is gone.
+_GATE_HOOK = """#!/bin/sh
+# reposync's push gate (reposync.git.transport): exit 0 lets every ref land.
+cat >/dev/null
+while [ ! -e {open} ]; do
+    if [ -e {closed} ] || [ ! -d {gate} ] || ! kill -0 {pid} 2>/dev/null; then
+        echo "reposync: push gate closed" >&2
+        exit 1
+    fi
+    sleep 0.02
+done
+"""
+
+
+class _PushGate:
+    """One gated push's gate: the answer, asked in a thread, becomes a file (``open`` or
+    ``closed``) in a directory of its own that the ``pre-receive`` hook watches."""
+
+    def __init__(self, parent: Path, answer: Callable[[], bool]) -> None:
+        parent.mkdir(parents=True, exist_ok=True)
+        self.path = Path(tempfile.mkdtemp(prefix="reposync-gate-", dir=parent))
+        hook = self.path / "hooks" / "pre-receive"
+        hook.parent.mkdir()
+        hook.write_text(
+            _GATE_HOOK.format(
+                open=shlex.quote(str(self.path / "open")),
+                closed=shlex.quote(str(self.path / "closed")),
+                gate=shlex.quote(str(self.path)),
+                pid=os.getpid(),
+            )
+        )
+        hook.chmod(0o755)
+        self._answered = threading.Event()
+        self._yes = False
+        self._thread = threading.Thread(
+            target=self._ask, args=(answer,), name="push-gate", daemon=True
+        )
+        self._thread.start()
+
+    def _ask(self, answer: Callable[[], bool]) -> None:
+        try:
+            self._yes = bool(answer())
+        except Exception:  # a thread's error has nowhere else to go: the gate stays shut
+            log.exception("a push gate's answer failed")
+            self._yes = False
+        with contextlib.suppress(OSError):  # removed already: the hook refuses anyway
+            (self.path / ("open" if self._yes else "closed")).touch()
+        self._answered.set()
+
+    def receive_pack(self, receive_pack: str | None) -> str | None:
+        """``receive_pack`` running the gate's hook in place of none; None where the
+        target's own hooks are not off (their place is not the gate's to take)."""
+        if receive_pack is None:
+            return None
+        words = shlex.split(receive_pack)
+        if (
+            words[:1] != ["git"]
+            or words[-1:] != ["receive-pack"]
+            or f"core.hooksPath={os.devnull}" not in words
+        ):
+            return None
+        return shlex.join([*words[:-1], "-c", f"core.hooksPath={self.path / 'hooks'}", words[-1]])
+
+    def wait(self) -> bool:
+        """The answer, once given."""
+        self._answered.wait()
+        return self._yes
+
+    def check(self) -> None:
+        """Raise ``_GateClosed`` once the answer is no (a ``guarded`` check)."""
+        if self._answered.is_set() and not self._yes:
+            raise _GateClosed
+
+    def remove(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
 
 
 class _Progress:
@@ -498,9 +666,10 @@ def run_git(
             stdout, stderr = _communicate(proc, input_text, guard)
         else:
             stdout, stderr = _stream(proc, input_text, guard, on_stderr)
-    except BaseException:
+    except BaseException as error:
         if proc.returncode is None:  # not reaped yet, so its pid is still its own
-            procfs.kill_tree(proc.pid)
+            gently = isinstance(error, _GateClosed)
+            procfs.kill_tree(proc.pid, sig=signal.SIGTERM if gently else signal.SIGKILL)
         proc.wait()
         raise
     result = subprocess.CompletedProcess(list(argv), proc.returncode, stdout, stderr)

@@ -9,6 +9,7 @@ forge's store is git-lfs's own layout: the real git-lfs client clones from it.
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -318,3 +319,86 @@ def test_a_repository_without_pointers_walks_no_history_for_them(ctx, tmp_path, 
     assert walks == [[tip]]
     assert stored(target) == {pointer.oid: BIG}
     assert refs(target)["refs/heads/main"] == tip
+
+
+def _slow_proof(monkeypatch: Any, before_answer: Any) -> list[bool]:
+    """The background proof answers only after ``before_answer()`` returned; its answers."""
+    from reposync.git import lfs_proof
+
+    answers: list[bool] = []
+    real = lfs_proof.holds_no_pointer
+
+    def slow(git_dir: Path, cache: Any, **options: Any) -> bool:
+        answer = real(git_dir, cache, **options)
+        before_answer()
+        answers.append(answer)
+        return answer
+
+    monkeypatch.setattr(lfs_proof, "holds_no_pointer", slow)
+    return answers
+
+
+def _quarantined(target: Path) -> bool:
+    return any(f.is_file() for f in target.glob("objects/*incoming-*/**/*"))
+
+
+def test_a_proof_beside_the_push_lands_no_ref_before_the_objects_it_needs(
+    ctx, tmp_path, monkeypatch
+):
+    """The proof runs beside the push; when it finds a pointer (late: after the push's
+    objects reached the target), no ref has landed, the objects move first, and the
+    refs follow in the push after them."""
+    from reposync.providers.base import LfsThroughBackend
+
+    source = _source(tmp_path)
+    target = tmp_path / "dst.git"
+
+    def once_the_push_waits() -> None:
+        deadline = time.monotonic() + 20
+        while not _quarantined(target) and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    answers = _slow_proof(monkeypatch, once_the_push_waits)
+    refs_at_upload: list[dict[str, str]] = []
+    real_upload = LfsThroughBackend.lfs_upload
+
+    def upload(self: Any, transfer: Any, content: Any) -> None:
+        refs_at_upload.append(refs(target))
+        real_upload(self, transfer, content)
+
+    monkeypatch.setattr(LfsThroughBackend, "lfs_upload", upload)
+
+    run = sync(ctx, SyncRequest(f"local:{source}", f"local:{target}"))
+
+    assert run.status == "completed", run.report["problems"]
+    assert answers == [False]
+    assert refs_at_upload == [{}, {}]
+    assert refs(target) == refs(source)
+    assert stored(target) == stored(source)
+    assert not list(target.glob("objects/*incoming-*"))
+
+
+def test_a_repository_without_pointers_is_pushed_while_its_proof_runs(ctx, tmp_path, monkeypatch):
+    """No pointer stored: the push's objects reach the target before the proof answers,
+    its refs land after the answer, and no history is walked."""
+    from reposync.service.pipeline.stages import lfs_objects
+
+    source = generate(tmp_path / "src.git", commits=30, branches=3, tags=3, file_bytes=300)
+    target = tmp_path / "dst.git"
+    seen: list[tuple[bool, dict[str, str]]] = []
+
+    def once_the_push_waits() -> None:
+        deadline = time.monotonic() + 20
+        while not _quarantined(target) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        seen.append((_quarantined(target), refs(target)))
+
+    answers = _slow_proof(monkeypatch, once_the_push_waits)
+    monkeypatch.setattr(lfs_objects, "scan_pointers", None)  # a walk would fail the Run
+
+    run = sync(ctx, SyncRequest(f"local:{source}", f"local:{target}"))
+
+    assert run.status == "completed", run.report["problems"]
+    assert answers == [True]
+    assert seen == [(True, {})]
+    assert refs(target) == refs(source)

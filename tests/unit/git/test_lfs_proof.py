@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from reposync.git.lfs_proof import ProofCache, holds_no_pointer
 from reposync.git.workspace import PushWorkspace
@@ -112,3 +113,52 @@ def test_a_repack_while_the_proof_reads_leaves_it_unmade(tmp_path, monkeypatch):
 
     assert not holds_no_pointer(repo, cache)
     assert cache.load() == set()
+
+
+def test_a_background_proof_answers_as_the_proof_does_with_its_readers_niced(tmp_path, monkeypatch):
+    """``BackgroundProof`` gives ``holds_no_pointer``'s answer (yes for plain blobs, no
+    for a pointer), and the git processes reading the objects run at a lower priority
+    than this one (beside a push, the push comes first)."""
+    import os
+
+    from reposync.git import lfs_proof
+
+    plain = generate(tmp_path / "plain.git", commits=5, branches=1, tags=1, file_bytes=300)
+    pointed = generate(tmp_path / "pointed.git", commits=3, branches=0, tags=0)
+    commit_snapshot(pointed, "refs/heads/main", {b"model.bin": POINTER})
+    started: list[int] = []
+    reniced: dict[int, int] = {}
+    real_popen = lfs_proof.subprocess.Popen
+    real_setpriority = os.setpriority
+
+    def popen(*args: Any, **kwargs: Any) -> Any:
+        proc = real_popen(*args, **kwargs)
+        started.append(proc.pid)
+        return proc
+
+    def setpriority(which: int, pid: int, priority: int) -> None:
+        reniced[pid] = priority
+        real_setpriority(which, pid, priority)
+
+    monkeypatch.setattr(lfs_proof.subprocess, "Popen", popen)
+    monkeypatch.setattr(lfs_proof.os, "setpriority", setpriority)
+
+    assert lfs_proof.BackgroundProof(plain, _cache(tmp_path)).result()
+    assert not lfs_proof.BackgroundProof(pointed, _cache(tmp_path)).result()
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    assert len(started) == 4
+    assert reniced == {pid: own + lfs_proof.BackgroundProof.NICENESS for pid in started}
+
+
+def test_a_background_proof_that_breaks_is_no_proof(tmp_path, monkeypatch):
+    """An error inside the proof's thread is an answer: not proven (the walk decides)."""
+    from reposync.git import lfs_proof
+
+    repo = generate(tmp_path / "r.git", commits=3, branches=0, tags=0)
+
+    def broken(*args: object, **kwargs: object) -> bool:
+        raise RuntimeError("a bug in the proof")
+
+    monkeypatch.setattr(lfs_proof, "_any_pointer", broken)
+
+    assert not lfs_proof.BackgroundProof(repo, _cache(tmp_path)).result()

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import itertools
+import os
+import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -231,6 +234,31 @@ def test_a_guarded_git_dies_with_every_process_it_started(tmp_path):
     assert not alive(grandchild)
 
 
+@pytest.mark.skipif(not procfs.available(), reason="needs Linux /proc")
+def test_a_tree_ended_gently_lets_each_process_clean_up(tmp_path):
+    """``kill_tree(sig=SIGTERM)`` reaches every process of the tree, stopped while it was
+    gathered and continued after, so each one's handler runs (a receive-pack removes its
+    quarantine so)."""
+    cleaned = tmp_path / "cleaned"
+    ready = tmp_path / "ready"
+    child = subprocess.Popen(
+        [
+            "sh",
+            "-c",
+            f'sh -c \'trap "touch {cleaned}; exit 0" TERM; touch {ready}; '
+            "while :; do sleep 0.05; done' & wait",
+        ]
+    )
+    deadline = time.monotonic() + 5
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    procfs.kill_tree(child.pid, sig=signal.SIGTERM)
+    child.wait(timeout=5)
+    while not cleaned.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert cleaned.exists()
+
+
 def test_a_lost_guard_starts_no_git(tmp_path):
     with pytest.raises(LeaseLost), guarded(lease_lost_once(lambda: True)):
         run_git(["git", "init", "-q", "--bare", str(tmp_path / "never.git")])
@@ -339,3 +367,121 @@ def test_run_git_hands_stderr_lines_over_as_they_come_and_keeps_them_all():
     assert heard == ["a 1%", "a 2%", "done"]
     assert result.stdout == "in\n" * 10000
     assert result.stderr == "a 1%\na 2%\ndone\n"
+
+
+NO_HOOKS = f"git -c core.hooksPath={os.devnull} receive-pack"
+
+
+def _answer_after(seconds: float, answer: bool, asked: list[float]) -> Callable[[], bool]:
+    def gate() -> bool:
+        asked.append(time.monotonic())
+        time.sleep(seconds)
+        return answer
+
+    return gate
+
+
+def test_a_gated_push_sends_while_the_gate_thinks_and_lands_once_it_says_yes(pair, tmp_path):
+    """Into a local target whose hooks are off, the pack goes over while the gate is
+    still thinking; the refs land after its yes, not before."""
+    source, target = pair
+    reached = tmp_path / "pack-received"
+    asked: list[float] = []
+    updates = [RefUpdate(name, oid, None) for name, oid in refs(source).items()]
+
+    def gate() -> bool:
+        asked.append(time.monotonic())
+        deadline = time.monotonic() + 10
+        # The push's objects are in the target's quarantine before the gate answers.
+        while not [f for f in target.glob("objects/*incoming-*/**/*") if f.is_file()]:
+            assert time.monotonic() < deadline, "the push did not run beside the gate"
+            time.sleep(0.01)
+        assert refs(target) == {}
+        reached.touch()
+        return True
+
+    outcome = push(str(source), str(target), updates, receive_pack=NO_HOOKS, gate=gate)
+    assert reached.exists()
+    assert not outcome.gate_closed
+    assert outcome.accepted == set(refs(source))
+    assert refs(target) == refs(source)
+    assert not list((source.parent / "workspace.git").glob("reposync-gate-*"))
+
+
+@pytest.mark.parametrize("answer_after", [0.0, 1.5])
+def test_a_gate_that_says_no_lands_no_ref_and_leaves_nothing_behind(pair, answer_after):
+    """A no, early (mid-transfer) or late (the pack received), lands no ref; the push is
+    ended gently, so the target keeps none of its objects (no quarantine left)."""
+    source, target = pair
+    asked: list[float] = []
+    updates = [RefUpdate(name, oid, None) for name, oid in refs(source).items()]
+
+    outcome = push(
+        str(source),
+        str(target),
+        updates,
+        receive_pack=NO_HOOKS,
+        gate=_answer_after(answer_after, False, asked),
+    )
+    assert outcome.gate_closed
+    assert not outcome.accepted
+    assert refs(target) == {}
+    assert not list(target.glob("objects/*incoming-*"))
+    assert not list(target.glob("objects/pack/*.pack"))
+    # Nothing is refused either: every ref is still to push, and then lands.
+    assert not outcome.rejected
+    assert not outcome.refused
+    again = push(str(source), str(target), updates, receive_pack=NO_HOOKS)
+    assert again.accepted == set(refs(source))
+
+
+def test_a_gate_that_fails_is_a_no(pair):
+    """An answer that raises keeps the refs out, as a no does."""
+    source, target = pair
+    updates = [RefUpdate(name, oid, None) for name, oid in refs(source).items()]
+
+    def gate() -> bool:
+        raise RuntimeError("the proof broke")
+
+    outcome = push(str(source), str(target), updates, receive_pack=NO_HOOKS, gate=gate)
+    assert outcome.gate_closed
+    assert refs(target) == {}
+
+
+@pytest.mark.parametrize("receive_pack", [None, "git receive-pack"])
+def test_where_the_target_s_hooks_run_the_push_waits_for_the_gate_first(pair, receive_pack):
+    """The gate never takes the place of the target's own hooks: with them on (or a
+    remote's receive-pack) git starts only after the answer, and a no starts nothing."""
+    source, target = pair
+    declined = target / "hooks" / "pre-receive"
+    declined.parent.mkdir(exist_ok=True)
+    declined.write_text("#!/bin/sh\ncat >/dev/null\nexit 0\n")
+    declined.chmod(0o755)
+    asked: list[float] = []
+    updates = [RefUpdate(name, oid, None) for name, oid in refs(source).items()]
+    started: list[str] = []
+
+    def spy(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        started.append(" ".join(argv))
+        return run_git(argv, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("reposync.git.transport.run_git", spy)
+        closed = push(
+            str(source),
+            str(target),
+            updates,
+            receive_pack=receive_pack,
+            gate=_answer_after(0.2, False, asked),
+        )
+        assert closed.gate_closed
+        assert started == []
+        opened = push(
+            str(source),
+            str(target),
+            updates,
+            receive_pack=receive_pack,
+            gate=_answer_after(0.2, True, asked),
+        )
+    assert opened.accepted == set(refs(source))
+    assert all("core.hooksPath" not in argv for argv in started)

@@ -24,7 +24,9 @@ that (OID, size), with its code; those refs, and only those, are left out of the
 A checkpoint with no changed ref never gets here: no LFS content is read. Nor is any
 history walked when the repository provably holds no pointer at all
 (``reposync.git.lfs_proof``: its stored objects read once, its packs remembered): a
-repository that never used LFS pays a bootstrap's first proof, then nothing.
+repository that never used LFS pays a bootstrap's first proof, then nothing. The proof
+runs beside the push (``start_proof``), whose refs wait for it; only when it fails does
+the walk run, and the push after it.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from reposync.errors import (
     ResultUnknown,
     TargetRefusedPush,
 )
-from reposync.git.lfs_proof import ProofCache, holds_no_pointer
+from reposync.git.lfs_proof import BackgroundProof, ProofCache, holds_no_pointer
 from reposync.git.lfs_scan import scan_pointers
 from reposync.models import ObjectLink
 from reposync.providers.base import (
@@ -66,6 +68,8 @@ from reposync.sync.vocabulary import Action, ObjectType
 _CHUNK = 1 << 20
 #: ``Run.io`` bucket of the counters below.
 IO_ROLE = "lfs"
+#: The proven packs' file (``lfs_proof.ProofCache``) in the data directory's ``git``.
+PROOFS = "lfs-pointer-free-packs"
 
 
 @dataclass(slots=True)
@@ -97,19 +101,36 @@ class _Chunk:
     unsure: dict[LfsPointer, Exception] = field(default_factory=dict)
 
 
-def move_lfs_objects(
+def start_proof(
     ex: StageExecution, git_dir: Path, items: Sequence[ApplyItem]
+) -> BackgroundProof | None:
+    """The proof that the batch needs no LFS object, started beside the push it gates
+    (``transport.push(gate=...)``); None when no LFS object can be needed at all."""
+    source, target = ex.source(), ex.target()
+    if not isinstance(source, LfsStore) or not isinstance(target, LfsStore):
+        return None  # a side without an LFS store: pointers are plain blobs to it
+    if not any(i.action is not Action.DELETE and i.source_revision for i in items):
+        return None
+    return BackgroundProof(git_dir, ProofCache(ex.ctx.settings.data_dir / "git" / PROOFS))
+
+
+def move_lfs_objects(
+    ex: StageExecution,
+    git_dir: Path,
+    items: Sequence[ApplyItem],
+    proof: BackgroundProof | None = None,
 ) -> dict[int, ItemError]:
     """Bring the LFS objects the batch's refs need to the target; the items whose ref
-    must not be pushed, with their error. ``git_dir`` reaches the source's objects."""
+    must not be pushed, with their error. ``git_dir`` reaches the source's objects;
+    ``proof``, already started on it, is waited for rather than made again."""
     source, target = ex.source(), ex.target()
     if not isinstance(source, LfsStore) or not isinstance(target, LfsStore):
         return {}  # a side without an LFS store: pointers are plain blobs to it
     writes = [i for i in items if i.action is not Action.DELETE and i.source_revision]
     if not writes:
         return {}
-    proofs = ProofCache(ex.ctx.settings.data_dir / "git" / "lfs-pointer-free-packs")
-    if holds_no_pointer(git_dir, proofs):
+    proofs = ProofCache(ex.ctx.settings.data_dir / "git" / PROOFS)
+    if proof.result() if proof is not None else holds_no_pointer(git_dir, proofs):
         return {}  # nothing stored is a pointer: no pushed history can hold one
     known = _target_tips(ex, items)
     counts = _Counts()

@@ -36,7 +36,7 @@ from reposync.providers.base import (
     read_index,
 )
 from reposync.service.pipeline.execution import StageExecution
-from reposync.service.pipeline.stages.lfs_objects import move_lfs_objects
+from reposync.service.pipeline.stages.lfs_objects import move_lfs_objects, start_proof
 from reposync.service.pipeline.stages.objects.applier_contract import (
     ApplyItem,
     ItemOutcome,
@@ -191,31 +191,40 @@ class GitRefApplier:
         workspace = self.repository.workspace(ex, objects_dir)
         workspace.prepare()
         # LFS objects first: a ref whose objects cannot all reach the target stays out.
-        held_back = move_lfs_objects(ex, workspace.path, items) if self.repository.lfs else {}
-        items = [item for item in items if item.id not in held_back]
-        updates = [
-            transport.RefUpdate(
-                name=item.target_identity or "",
-                new=item.source_revision if item.action is not Action.DELETE else None,
-                expected_old=item.intent.get("expected_revision"),
-            )
-            for item in items
-        ]
+        # The proof that none is needed runs beside the push, whose refs wait for it;
+        # when it fails, nothing was pushed: the walk moves them, then the push runs.
+        proof = start_proof(ex, workspace.path, items) if self.repository.lfs else None
+        held_back: dict[int, ItemError] = {}
         progress = PushProgress(ex)
         try:
-            pushed = transport.push(
-                workspace,
-                target_remote.url,
-                updates,
-                env=dict(target_remote.env),
-                receive_pack=target_remote.receive_pack,
-                max_pack_bytes=effective_limit(
-                    type(target).max_push_pack_bytes, ex.ctx.settings.git_max_push_pack_bytes
-                ),
-                max_refs_per_push=type(target).max_ref_updates_per_push,
-                on_push=_push_progress(ex, len(updates), type(target).max_ref_updates_per_push),
-                on_progress=progress,
-            )
+            while True:
+                items = [item for item in items if item.id not in held_back]
+                updates = [
+                    transport.RefUpdate(
+                        name=item.target_identity or "",
+                        new=item.source_revision if item.action is not Action.DELETE else None,
+                        expected_old=item.intent.get("expected_revision"),
+                    )
+                    for item in items
+                ]
+                pushed = transport.push(
+                    workspace,
+                    target_remote.url,
+                    updates,
+                    env=dict(target_remote.env),
+                    receive_pack=target_remote.receive_pack,
+                    max_pack_bytes=effective_limit(
+                        type(target).max_push_pack_bytes, ex.ctx.settings.git_max_push_pack_bytes
+                    ),
+                    max_refs_per_push=type(target).max_ref_updates_per_push,
+                    on_push=_push_progress(ex, len(updates), type(target).max_ref_updates_per_push),
+                    on_progress=progress,
+                    gate=proof.result if proof is not None else None,
+                )
+                if not pushed.gate_closed or proof is None:
+                    break
+                held_back = move_lfs_objects(ex, workspace.path, items, proof)
+                proof = None
         except GitTransportError as error:
             refusal = self.repository.refusal(error, ex.spec("target").display)
             if refusal is None:
