@@ -35,31 +35,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.runner import timed_sync  # noqa: E402  (after the path tweak)
+from bench.fastimport import import_history  # noqa: E402  (after the path tweak)
+from bench.runner import timed_sync  # noqa: E402
 from tests.gitrepo import commit_on, refs  # noqa: E402
 
 CACHE = Path("/dev/shm/reposync-bench-gitlike")
 
 
 def generate(path: Path, commits: int, branches: int, tags: int) -> None:
-    """One ``git fast-import`` stream (see the module docstring), then a repack with a
-    reachability bitmap (used with ``--bitmap`` only: a fresh clone has none)."""
-    tmp = path.with_name(path.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    subprocess.run(["git", "init", "-q", "--bare", str(tmp)], check=True)
-    importer = subprocess.Popen(
-        ["git", f"--git-dir={tmp}", "fast-import", "--quiet"], stdin=subprocess.PIPE
-    )
-    assert importer.stdin is not None
-    write = importer.stdin.write
-    when = 1_600_000_000
-    for n in range(1, commits + 1):
-        message = f"commit {n}: edit three files\n".encode()
-        write(b"commit refs/heads/main\n")
-        write(f"mark :{n}\ncommitter Bench <bench@example.com> {when + n} +0000\n".encode())
-        write(f"data {len(message)}\n".encode() + message)
-        if n > 1:
-            write(f"from :{n - 1}\n".encode())
+    """The history the module docstring describes, then a repack with a reachability
+    bitmap (used with ``--bitmap`` only: a fresh clone has none)."""
+
+    def files(n: int) -> list[tuple[str, bytes]]:
+        changed = []
         for f in range(3):
             path_no = (n * 7 + f * 331) % 1000
             # 10-160 lines (~0.5-7 KB, ~1 in 10 under 1 KiB): a source tree's spread.
@@ -67,30 +55,21 @@ def generate(path: Path, commits: int, branches: int, tags: int) -> None:
                 f"line {k} of file {path_no} as of commit {n - n % (k + 3)}\n"
                 for k in range(10 + path_no * 37 % 150)
             ).encode()
-            write(f"M 644 inline src{path_no % 40:02d}/file{path_no:03d}.c\n".encode())
-            write(f"data {len(body)}\n".encode() + body + b"\n")
+            changed.append((f"src{path_no % 40:02d}/file{path_no:03d}.c", body))
         if n % 16 == 0:
-            blob = random.Random(n).randbytes(200_000)
-            write(f"M 644 inline assets/{n % 500:03d}.bin\n".encode())
-            write(f"data {len(blob)}\n".encode() + blob + b"\n")
-    for b in range(branches):
-        write(f"reset refs/heads/branch-{b:05d}\nfrom :{1 + b * commits // branches}\n\n".encode())
-    for t in range(tags):
-        mark = 1 + t * commits // tags
-        if t % 2 == 0:
-            message = f"release {t}\n".encode()
-            write(f"tag v{t:05d}\nfrom :{mark}\n".encode())
-            write(f"tagger Bench <bench@example.com> {when} +0000\n".encode())
-            write(f"data {len(message)}\n".encode() + message)
-        else:
-            write(f"reset refs/tags/v{t:05d}\nfrom :{mark}\n\n".encode())
-    importer.stdin.close()
-    if importer.wait() != 0:
-        raise SystemExit("git fast-import failed")
-    subprocess.run(
-        ["git", f"--git-dir={tmp}", "repack", "-q", "-a", "-d", "-b", "--window=10"], check=True
+            changed.append((f"assets/{n % 500:03d}.bin", random.Random(n).randbytes(200_000)))
+        return changed
+
+    import_history(
+        path,
+        commits=commits,
+        branches=branches,
+        tags=tags,
+        when=1_600_000_000,
+        message=lambda n: f"commit {n}: edit three files\n",
+        files=files,
+        repack=["-a", "-d", "-b", "--window=10"],
     )
-    tmp.rename(path)
 
 
 def native_push(source: Path, target: Path, refspecs: list[str]) -> float:

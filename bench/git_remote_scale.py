@@ -35,7 +35,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.runner import timed_reposync  # noqa: E402  (after the path tweak)
+from bench.fastimport import import_history  # noqa: E402  (after the path tweak)
+from bench.runner import timed_reposync  # noqa: E402
 from tests.fakes.github import GitHubFake  # noqa: E402
 from tests.gitrepo import commit_blob, refs  # noqa: E402
 
@@ -46,47 +47,21 @@ MEMORY_DIR = Path("/dev/shm")
 
 
 def generate(path: Path, commits: int, branches: int, tags: int, file_bytes: int) -> None:
-    """One ``git fast-import`` stream: a linear history of incompressible files, with
-    branches and tags spread along it (every other tag annotated), then repacked."""
-    tmp = path.with_name(path.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    subprocess.run(["git", "init", "-q", "--bare", str(tmp)], check=True)
-    importer = subprocess.Popen(
-        ["git", f"--git-dir={tmp}", "fast-import", "--quiet"], stdin=subprocess.PIPE
+    """A linear history of incompressible files, with branches and tags spread along it,
+    packed as git gc leaves a repository (commits first, a bitmap) and with no delta
+    search, which finds nothing in random bytes."""
+    import_history(
+        path,
+        commits=commits,
+        branches=branches,
+        tags=tags,
+        when=1_700_000_000,
+        message=lambda n: f"commit {n}\n",
+        files=lambda n: [
+            (f"data/{n % 100:02d}/file{n}.bin", random.Random(n).randbytes(file_bytes))
+        ],
+        repack=["-a", "-d", "--window=0"],
     )
-    assert importer.stdin is not None
-    write = importer.stdin.write
-    when = 1_700_000_000
-    for n in range(1, commits + 1):
-        message = f"commit {n}\n".encode()
-        body = random.Random(n).randbytes(file_bytes)
-        write(b"commit refs/heads/main\n")
-        write(f"mark :{n}\ncommitter Bench <bench@example.com> {when + n} +0000\n".encode())
-        write(f"data {len(message)}\n".encode() + message)
-        if n > 1:
-            write(f"from :{n - 1}\n".encode())
-        write(f"M 644 inline data/{n % 100:02d}/file{n}.bin\n".encode())
-        write(f"data {len(body)}\n".encode() + body + b"\n")
-    for b in range(branches):
-        write(f"reset refs/heads/branch-{b:05d}\nfrom :{1 + b * commits // branches}\n\n".encode())
-    for t in range(tags):
-        mark = 1 + t * commits // tags
-        if t % 2 == 0:
-            message = f"release {t}\n".encode()
-            write(f"tag v{t:05d}\nfrom :{mark}\n".encode())
-            write(f"tagger Bench <bench@example.com> {when} +0000\n".encode())
-            write(f"data {len(message)}\n".encode() + message)
-        else:
-            write(f"reset refs/tags/v{t:05d}\nfrom :{mark}\n\n".encode())
-    importer.stdin.close()
-    if importer.wait() != 0:
-        raise SystemExit("git fast-import failed")
-    # Packed as git gc leaves a repository (commits first, a bitmap); no delta search,
-    # which finds nothing in random bytes.
-    subprocess.run(
-        ["git", f"--git-dir={tmp}", "repack", "-a", "-d", "-q", "--window=0"], check=True
-    )
-    tmp.rename(path)
 
 
 def cached_source(args: argparse.Namespace) -> Path:
