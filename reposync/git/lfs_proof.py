@@ -32,13 +32,14 @@ import os
 import re
 import subprocess
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from contextlib import suppress
 from pathlib import Path
-from typing import IO
 
+from reposync.errors import GitTransportError
+from reposync.git.catfile import BATCH_CHECK, blob_contents, feed, pick_pointer_sized
 from reposync.git.environment import git_env
-from reposync.sync.lfs import MAX_POINTER_BYTES, MIN_POINTER_BYTES, parse_pointer
+from reposync.sync.lfs import parse_pointer
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +49,6 @@ CACHE_LIMIT = 20_000
 _PACK = re.compile(r"pack-[0-9a-f]{40,64}\.pack")
 _LOOSE_DIR = re.compile(r"[0-9a-f]{2}")
 _LOOSE_NAME = re.compile(r"[0-9a-f]{38,62}")
-#: A blob's line of ``cat-file --batch-check``: size and name (the other types' lines
-#: are skipped by the C regex engine, not by Python).
-_BLOB = re.compile(rb"^blob ([0-9]{3,4}) ([0-9a-f]+)$", re.MULTILINE)
 
 
 class ProofCache:
@@ -144,7 +142,7 @@ def holds_no_pointer(
         if _pack_keys(stores).keys() != packs.keys():  # a repack ran: what moved is unsure
             log.info("no LFS proof for %s: its packs changed while they were read", git_dir)
             return False
-    except (OSError, subprocess.CalledProcessError) as error:
+    except (OSError, subprocess.CalledProcessError, GitTransportError) as error:
         log.info("no LFS proof for %s: %s", git_dir, error)
         return False
     cache.add(read_packs)  # loose objects are read again next time: few, and they move
@@ -225,17 +223,14 @@ def _any_pointer(
     """Whether one of ``names`` (None: of all stored objects, alternates' included) is a
     blob that parses as an LFS pointer.
 
-    Three stages run at once, as a shell pipeline would: ``cat-file --batch-check`` says
-    each object's type and size, a thread picks the blobs of a pointer's size (a C regex
-    over each chunk of its output) and hands them to a buffered ``cat-file --batch``,
-    whose contents are read here. Finding sizes and reading contents (git's delta
-    resolution, each) overlap on two cores; it stops at the first pointer.
+    The pipeline of ``reposync.git.catfile``, fed with ``names`` or with every stored
+    object (``--batch-all-objects``); it stops at the first pointer.
     """
     base = ["git", "--git-dir", str(git_dir), "cat-file"]
     which = ["--buffer"] if names is not None else ["--batch-all-objects", "--unordered"]
     full_env = git_env(env)
     check = subprocess.Popen(
-        [*base, "--batch-check=%(objecttype) %(objectsize) %(objectname)", *which],
+        [*base, BATCH_CHECK, *which],
         stdin=subprocess.PIPE if names is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -257,16 +252,18 @@ def _any_pointer(
     threads = []
     if names is not None:
         assert check.stdin is not None
-        threads.append(threading.Thread(target=_feed, args=(check.stdin, names), daemon=True))
+        threads.append(threading.Thread(target=feed, args=(check.stdin, names), daemon=True))
     problems: list[str] = []
     threads.append(
-        threading.Thread(target=_pick, args=(check.stdout, reader.stdin, problems), daemon=True)
+        threading.Thread(
+            target=pick_pointer_sized, args=(check.stdout, reader.stdin, problems), daemon=True
+        )
     )
     for thread in threads:
         thread.start()
     found = False
     try:
-        for data in _blobs(reader.stdout):
+        for data in blob_contents(reader.stdout):
             if data.startswith(b"version ") and parse_pointer(data) is not None:
                 found = True
                 break
@@ -287,51 +284,3 @@ def _any_pointer(
             1, base, (problems[0] if problems else "git cat-file failed").encode()
         )
     return False
-
-
-def _pick(checked: IO[bytes], sink: IO[bytes], problems: list[str]) -> None:
-    """Hand the blobs of a pointer's size in ``checked`` (batch-check's output) on to
-    ``sink``, then close it. An object listed yet missing is a problem: the proof must
-    fail, not pass over it."""
-    rest = b""
-    try:
-        while chunk := checked.read(1 << 20):
-            lines, _, rest = (rest + chunk).rpartition(b"\n")
-            if b" missing" in lines:
-                problems.append("a listed object is missing")
-                return
-            wanted = b"".join(
-                name + b"\n"
-                for size, name in _BLOB.findall(lines)
-                if MIN_POINTER_BYTES <= int(size) < MAX_POINTER_BYTES
-            )
-            if wanted:
-                sink.write(wanted)
-        if rest:
-            problems.append("cat-file --batch-check ended mid-line")
-    except (BrokenPipeError, ValueError, OSError):
-        pass  # the reader was stopped: a pointer was found, or the proof was abandoned
-    finally:
-        with suppress(BrokenPipeError, ValueError, OSError):
-            sink.close()
-
-
-def _blobs(stream: IO[bytes]) -> Iterator[bytes]:
-    """The contents ``git cat-file --batch`` writes, until it ends."""
-    while header := stream.readline():
-        words = header.split()
-        if len(words) != 3:
-            raise subprocess.CalledProcessError(1, "git cat-file --batch", header)
-        data = stream.read(int(words[2]))
-        stream.read(1)
-        yield data
-
-
-def _feed(sink: IO[bytes], names: list[str]) -> None:
-    try:
-        sink.write("".join(f"{name}\n" for name in names).encode())
-    except (BrokenPipeError, ValueError):
-        pass
-    finally:
-        with suppress(BrokenPipeError, ValueError):
-            sink.close()

@@ -15,14 +15,14 @@ from __future__ import annotations
 import subprocess
 import threading
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import ExitStack, suppress
+from contextlib import ExitStack
 from pathlib import Path
-from typing import IO
 
 from reposync.errors import GitTransportError
+from reposync.git.catfile import BATCH_CHECK, blob_contents, feed, pick_pointer_sized
 from reposync.git.environment import git_env
 from reposync.git.transport import last_line
-from reposync.sync.lfs import MAX_POINTER_BYTES, MIN_POINTER_BYTES, LfsPointer, parse_pointer
+from reposync.sync.lfs import MAX_POINTER_BYTES, LfsPointer, parse_pointer
 
 
 def scan_pointers(
@@ -72,15 +72,11 @@ def scan_pointers(
         )
         assert rev_list.stdin is not None
         assert rev_list.stdout is not None
-        feeder = threading.Thread(target=_feed, args=(rev_list.stdin, revisions), daemon=True)
+        feeder = threading.Thread(target=feed, args=(rev_list.stdin, revisions), daemon=True)
         feeder.start()
         check = stack.enter_context(
             subprocess.Popen(
-                [
-                    *base,
-                    "cat-file",
-                    "--batch-check=%(objecttype) %(objectsize) %(objectname)",
-                ],
+                [*base, "cat-file", BATCH_CHECK],
                 stdin=rev_list.stdout,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -100,21 +96,14 @@ def scan_pointers(
         assert check.stdout is not None
         assert reader.stdin is not None
         assert reader.stdout is not None
-        unreadable: list[bytes] = []
+        unreadable: list[str] = []
         picker = threading.Thread(
-            target=_pick, args=(check.stdout, reader.stdin, unreadable), daemon=True
+            target=pick_pointer_sized, args=(check.stdout, reader.stdin, unreadable), daemon=True
         )
         picker.start()
         finished = False
         try:
-            while header := reader.stdout.readline():
-                words = header.split()
-                if len(words) != 3:
-                    raise GitTransportError(
-                        f"git cat-file --batch could not read {header.decode(errors='replace')}"
-                    )
-                data = reader.stdout.read(int(words[2]))
-                reader.stdout.read(1)  # the newline after the content
+            for data in blob_contents(reader.stdout):
                 pointer = parse_pointer(data)
                 if pointer is not None:
                     yield pointer
@@ -129,46 +118,10 @@ def scan_pointers(
             check.wait()
             reader.wait()
         if unreadable:
-            raise GitTransportError(
-                f"git cat-file --batch-check in {git_dir} said "
-                + unreadable[0].decode(errors="replace")
-            )
+            raise GitTransportError(f"git cat-file --batch-check in {git_dir} said {unreadable[0]}")
         if rev_list.returncode != 0:
             assert rev_list.stderr is not None
             problem = last_line(rev_list.stderr.read().decode(errors="replace"))
             raise GitTransportError(f"git rev-list in {git_dir} failed: {problem}")
         if check.returncode != 0:
             raise GitTransportError(f"git cat-file --batch-check in {git_dir} failed")
-
-
-def _feed(sink: IO[bytes], revisions: list[str]) -> None:
-    """Write the revisions to rev-list's stdin, then close it (rev-list starts at EOF)."""
-    try:
-        for revision in revisions:
-            sink.write(revision.encode() + b"\n")
-    except BrokenPipeError:
-        pass
-    finally:
-        with suppress(BrokenPipeError):
-            sink.close()
-
-
-def _pick(checked: IO[bytes], sink: IO[bytes], unreadable: list[bytes]) -> None:
-    """Hand the blobs of a pointer's size on to the reader; close its input at the end
-    (``--buffer``: it answers as its buffer fills, and wholly at EOF). A line that is
-    not an object's size (a missing object) stops it, kept in ``unreadable``: the scan
-    must fail, never end as if the history held nothing more."""
-    try:
-        for line in checked:
-            words = line.split(b" ", 2)
-            if len(words) != 3 or not words[1].isdigit():
-                unreadable.append(line.strip())
-                return
-            kind, size, name = words
-            if kind == b"blob" and MIN_POINTER_BYTES <= int(size) < MAX_POINTER_BYTES:
-                sink.write(name)  # the name still ends in its newline
-    except (BrokenPipeError, ValueError, OSError):
-        pass  # the reader was killed: the scan is being abandoned
-    finally:
-        with suppress(BrokenPipeError, ValueError, OSError):
-            sink.close()
