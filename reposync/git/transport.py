@@ -681,7 +681,15 @@ def run_git(
 def _communicate(
     proc: subprocess.Popen[str], input_text: str | None, guard: Callable[[], None] | None
 ) -> tuple[str, str]:
-    """``proc.communicate``, calling ``guard`` every ``GUARD_INTERVAL`` seconds."""
+    """``proc.communicate``, calling ``guard`` every ``GUARD_INTERVAL`` seconds.
+
+    With input, the waits go through ``_stream``'s threads: ``Popen.communicate`` cannot
+    go on sending input after a timeout (a retry without it never writes the rest nor
+    closes stdin; with it, it refuses), so git would wait for the rest of a large input
+    forever.
+    """
+    if input_text and guard is not None:
+        return _stream(proc, input_text, guard, lambda _line: None)
     while True:
         try:
             stdout, stderr = proc.communicate(
@@ -690,7 +698,6 @@ def _communicate(
         except subprocess.TimeoutExpired:  # nothing is lost: communicate() resumes
             assert guard is not None
             guard()
-            input_text = None  # the input is already Popen's to send (it refuses it twice)
             continue
         return stdout, stderr
 

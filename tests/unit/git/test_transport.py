@@ -485,3 +485,29 @@ def test_where_the_target_s_hooks_run_the_push_waits_for_the_gate_first(pair, re
         )
     assert opened.accepted == set(refs(source))
     assert all("core.hooksPath" not in argv for argv in started)
+
+
+@pytest.mark.timeout(60)  # the bug this guards against was a hang, not a slow answer
+def test_a_guarded_git_gets_the_whole_of_a_large_input(tmp_path: Path, monkeypatch):
+    """A guarded git whose input outlasts the guard's interval still reads all of it and
+    ends. ``Popen.communicate`` cannot go on sending input after a timeout (a retry
+    without the input never writes the rest, nor closes stdin): a 1M-object bootstrap's
+    peel of its refs' commits waited for the rest of its input forever."""
+    import reposync.git.transport as transport
+
+    monkeypatch.setattr(transport, "GUARD_INTERVAL", 0.001)
+    repo = init_bare(tmp_path / "repo.git")
+    names = [f"{n:040x}" for n in range(200_000)]  # ~8 MB: far past a pipe's buffer
+    checks = 0
+
+    def check() -> None:
+        nonlocal checks
+        checks += 1
+
+    with guarded(check):
+        result = run_git(
+            ["git", "--git-dir", str(repo), "cat-file", "--batch-check"],
+            input_text="".join(f"{name}\n" for name in names),
+        )
+    assert result.stdout.splitlines() == [f"{name} missing" for name in names]
+    assert checks > 1  # the guard was asked while git read
