@@ -363,8 +363,10 @@ class _PushGate:
 
     def receive_pack(self, receive_pack: str | None) -> str | None:
         """``receive_pack`` running the gate's hook in place of none; None where the
-        target's own hooks are not off (their place is not the gate's to take)."""
-        if receive_pack is None:
+        target's own hooks are not off (their place is not the gate's to take), or where
+        the hook could not run: git passes over a hook it may not execute (a data
+        directory on a ``noexec`` mount) and the refs would land unheld."""
+        if receive_pack is None or not os.access(self.path / "hooks" / "pre-receive", os.X_OK):
             return None
         words = shlex.split(receive_pack)
         if (

@@ -487,6 +487,41 @@ def test_where_the_target_s_hooks_run_the_push_waits_for_the_gate_first(pair, re
     assert all("core.hooksPath" not in argv for argv in started)
 
 
+def test_where_the_gate_s_hook_cannot_run_the_push_waits_for_the_gate_first(pair, monkeypatch):
+    """git passes over a hook it may not execute (a data directory on a ``noexec``
+    mount), so the refs would land unheld: there the push starts only after the answer,
+    and a no starts nothing."""
+    import reposync.git.transport as transport
+
+    source, target = pair
+    updates = [RefUpdate(name, oid, None) for name, oid in refs(source).items()]
+    started: list[str] = []
+    real_access, real_run_git = os.access, run_git
+
+    def no_exec(path: Any, mode: int, **kwargs: Any) -> bool:
+        if str(path).endswith("pre-receive") and mode & os.X_OK:
+            return False
+        return real_access(path, mode, **kwargs)
+
+    def spy(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        started.append(" ".join(argv))
+        return real_run_git(argv, **kwargs)
+
+    monkeypatch.setattr(transport.os, "access", no_exec)
+    monkeypatch.setattr(transport, "run_git", spy)
+    closed = push(
+        str(source), str(target), updates, receive_pack=NO_HOOKS, gate=_answer_after(0.2, False, [])
+    )
+    assert closed.gate_closed
+    assert started == []
+    assert refs(target) == {}
+    opened = push(
+        str(source), str(target), updates, receive_pack=NO_HOOKS, gate=_answer_after(0.2, True, [])
+    )
+    assert opened.accepted == set(refs(source))
+    assert all("reposync-gate-" not in argv for argv in started)
+
+
 @pytest.mark.timeout(60)  # the bug this guards against was a hang, not a slow answer
 def test_a_guarded_git_gets_the_whole_of_a_large_input(tmp_path: Path, monkeypatch):
     """A guarded git whose input outlasts the guard's interval still reads all of it and
