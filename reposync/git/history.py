@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from reposync.git.transport import run_git
+from reposync.git.process import run_git
 
 
 def commit_times(

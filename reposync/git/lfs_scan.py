@@ -21,7 +21,7 @@ from pathlib import Path
 from reposync.errors import GitTransportError
 from reposync.git.catfile import BATCH_CHECK, blob_contents, feed, pick_pointer_sized
 from reposync.git.environment import git_env
-from reposync.git.transport import last_line
+from reposync.git.process import last_line
 from reposync.sync.lfs import MAX_POINTER_BYTES, LfsPointer, parse_pointer
 
 

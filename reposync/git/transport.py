@@ -26,26 +26,16 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import queue
-import shlex
-import shutil
-import signal
-import subprocess
-import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from reposync.errors import GitTransportError
-from reposync.git import procfs
-from reposync.git.environment import git_env
 from reposync.git.packsize import PackEstimator, advertised_oids, store_bytes
+from reposync.git.process import current_guard, guarded, last_line, run_git
 from reposync.git.progress import ProgressReader, TransferProgress, without_progress
+from reposync.git.push_gate import GateClosed, PushGate
 from reposync.git.push_report import Refusal, describe, parse_porcelain, refusal, remote_words
 from reposync.git.workspace import PushWorkspace, set_alternates
 
@@ -54,31 +44,7 @@ ARGV_BUDGET_BYTES = 512 * 1024
 
 ZERO_OID = "0" * 40
 
-#: Seconds between two checks of a guarded git child (see ``guarded``).
-GUARD_INTERVAL = 0.2
-
-_guard: ContextVar[Callable[[], None] | None] = ContextVar("reposync_git_guard", default=None)
-
 log = logging.getLogger(__name__)
-
-
-@contextmanager
-def guarded(check: Callable[[], None]) -> Iterator[None]:
-    """Run every git child started in this context under ``check`` (``Lease.check``, or
-    a write's guard that also stops for a cancelled Run); the innermost context's.
-
-    ``check`` is called before the child starts and every ``GUARD_INTERVAL`` seconds
-    while it runs; when it raises, the child and all its descendants are killed and the
-    error propagates. A worker frozen mid-push notices the moment it is continued that
-    its lease ran out, and ends its ``receive-pack`` instead of letting it finish (a
-    race it can lose: ``reposync.git.locks`` is what keeps a takeover from writing
-    under the same locks).
-    """
-    token = _guard.set(check)
-    try:
-        yield
-    finally:
-        _guard.reset(token)
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,12 +186,12 @@ def push(
             on_push,
             on_progress,
         )
-    gated = _PushGate(workspace.path, gate)
+    gated = PushGate(workspace.path, gate)
     try:
         gated_receive_pack = gated.receive_pack(receive_pack)
         if gated_receive_pack is None and not gated.wait():
             return PushOutcome(gate_closed=True)
-        outer = _guard.get()
+        outer = current_guard()
 
         def check() -> None:
             if outer is not None:
@@ -246,11 +212,11 @@ def push(
                 on_progress,
             )
         # A push that ended before the guard heard the no: its hook refused every ref.
-        with contextlib.suppress(_GateClosed):
+        with contextlib.suppress(GateClosed):
             gated.check()
             return outcome
-        raise _GateClosed
-    except _GateClosed:
+        raise GateClosed
+    except GateClosed:
         log.info("push to %s stopped: its gate answered no", target_url)
         return PushOutcome(gate_closed=True)
     finally:
@@ -304,91 +270,6 @@ def _push(
                 )
                 on_push(settled, len(updates))
     return outcome
-
-
-class _GateClosed(Exception):
-    """A gated push's gate answered no: the push is ended gently (SIGTERM, so that the
-    target's ``receive-pack`` removes what it received), never completed."""
-
-
-#: The gate's ``pre-receive`` hook: the refs land only when the answer is yes, and never
-#: once the gate, or the reposync process that made it, is gone.
-_GATE_HOOK = """#!/bin/sh
-# reposync's push gate (reposync.git.transport): exit 0 lets every ref land.
-cat >/dev/null
-while [ ! -e {open} ]; do
-    if [ -e {closed} ] || [ ! -d {gate} ] || ! kill -0 {pid} 2>/dev/null; then
-        echo "reposync: push gate closed" >&2
-        exit 1
-    fi
-    sleep 0.02
-done
-"""
-
-
-class _PushGate:
-    """One gated push's gate: the answer, asked in a thread, becomes a file (``open`` or
-    ``closed``) in a directory of its own that the ``pre-receive`` hook watches."""
-
-    def __init__(self, parent: Path, answer: Callable[[], bool]) -> None:
-        parent.mkdir(parents=True, exist_ok=True)
-        self.path = Path(tempfile.mkdtemp(prefix="reposync-gate-", dir=parent))
-        hook = self.path / "hooks" / "pre-receive"
-        hook.parent.mkdir()
-        hook.write_text(
-            _GATE_HOOK.format(
-                open=shlex.quote(str(self.path / "open")),
-                closed=shlex.quote(str(self.path / "closed")),
-                gate=shlex.quote(str(self.path)),
-                pid=os.getpid(),
-            )
-        )
-        hook.chmod(0o755)
-        self._answered = threading.Event()
-        self._yes = False
-        self._thread = threading.Thread(
-            target=self._ask, args=(answer,), name="push-gate", daemon=True
-        )
-        self._thread.start()
-
-    def _ask(self, answer: Callable[[], bool]) -> None:
-        try:
-            self._yes = bool(answer())
-        except Exception:  # a thread's error has nowhere else to go: the gate stays shut
-            log.exception("a push gate's answer failed")
-            self._yes = False
-        with contextlib.suppress(OSError):  # removed already: the hook refuses anyway
-            (self.path / ("open" if self._yes else "closed")).touch()
-        self._answered.set()
-
-    def receive_pack(self, receive_pack: str | None) -> str | None:
-        """``receive_pack`` running the gate's hook in place of none; None where the
-        target's own hooks are not off (their place is not the gate's to take), or where
-        the hook could not run: git passes over a hook it may not execute (a data
-        directory on a ``noexec`` mount) and the refs would land unheld."""
-        if receive_pack is None or not os.access(self.path / "hooks" / "pre-receive", os.X_OK):
-            return None
-        words = shlex.split(receive_pack)
-        if (
-            words[:1] != ["git"]
-            or words[-1:] != ["receive-pack"]
-            or f"core.hooksPath={os.devnull}" not in words
-        ):
-            return None
-        return shlex.join([*words[:-1], "-c", f"core.hooksPath={self.path / 'hooks'}", words[-1]])
-
-    def wait(self) -> bool:
-        """The answer, once given."""
-        self._answered.wait()
-        return self._yes
-
-    def check(self) -> None:
-        """Raise ``_GateClosed`` once the answer is no (a ``guarded`` check)."""
-        if self._answered.is_set() and not self._yes:
-            raise _GateClosed
-
-    def remove(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
 
 
 class _Progress:
@@ -632,150 +513,3 @@ def _missing_objects(
         input_text="".join(f"{oid}\n" for oid in oids),
     )
     return [line.split()[0] for line in result.stdout.splitlines() if line.endswith(" missing")]
-
-
-def run_git(
-    argv: Sequence[str],
-    *,
-    env: Mapping[str, str] | None = None,
-    check: bool = True,
-    input_text: str | None = None,
-    on_stderr: Callable[[str], None] | None = None,
-) -> subprocess.CompletedProcess[str]:
-    """Run git; on any interruption (time limit, signal, a ``guarded`` check, an error
-    of ``on_stderr``) kill it and every process it started rather than orphan them.
-
-    ``on_stderr`` is handed each line of git's stderr as git writes it (a ``\r`` ends
-    a line, as it ends a progress update), in this thread; the result still holds the
-    whole of it.
-    """
-    guard = _guard.get()
-    if guard is not None:
-        guard()
-    log.debug("%s", " ".join(argv[:6]))
-    proc = subprocess.Popen(
-        list(argv),
-        stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        # Ref names are bytes, not always UTF-8: kept as surrogates, never a crash.
-        errors="surrogateescape",
-        env=git_env(env),
-    )
-    try:
-        if on_stderr is None:
-            stdout, stderr = _communicate(proc, input_text, guard)
-        else:
-            stdout, stderr = _stream(proc, input_text, guard, on_stderr)
-    except BaseException as error:
-        if proc.returncode is None:  # not reaped yet, so its pid is still its own
-            gently = isinstance(error, _GateClosed)
-            procfs.kill_tree(proc.pid, sig=signal.SIGTERM if gently else signal.SIGKILL)
-        proc.wait()
-        raise
-    result = subprocess.CompletedProcess(list(argv), proc.returncode, stdout, stderr)
-    if check and result.returncode != 0:
-        raise GitTransportError(f"{' '.join(argv[:4])} failed: {last_line(stderr)}")
-    return result
-
-
-def _communicate(
-    proc: subprocess.Popen[str], input_text: str | None, guard: Callable[[], None] | None
-) -> tuple[str, str]:
-    """``proc.communicate``, calling ``guard`` every ``GUARD_INTERVAL`` seconds.
-
-    With input, the waits go through ``_stream``'s threads: ``Popen.communicate`` cannot
-    go on sending input after a timeout (a retry without it never writes the rest nor
-    closes stdin; with it, it refuses), so git would wait for the rest of a large input
-    forever.
-    """
-    if input_text and guard is not None:
-        return _stream(proc, input_text, guard, lambda _line: None)
-    while True:
-        try:
-            stdout, stderr = proc.communicate(
-                input_text, timeout=None if guard is None else GUARD_INTERVAL
-            )
-        except subprocess.TimeoutExpired:  # nothing is lost: communicate() resumes
-            assert guard is not None
-            guard()
-            continue
-        return stdout, stderr
-
-
-def _stream(
-    proc: subprocess.Popen[str],
-    input_text: str | None,
-    guard: Callable[[], None] | None,
-    on_stderr: Callable[[str], None],
-) -> tuple[str, str]:
-    """Like ``_communicate``, handing each stderr line to ``on_stderr`` as it comes.
-
-    Threads only move bytes (stdin in, stdout and stderr out); the lines are handled and
-    ``guard`` is called in this thread, so what either raises kills the child in
-    ``run_git`` as any interruption does (the threads then end at the pipes' end).
-    """
-    assert proc.stdout is not None
-    assert proc.stderr is not None
-    stdout_pipe, stderr_pipe = proc.stdout, proc.stderr
-    lines: queue.SimpleQueue[str | None] = queue.SimpleQueue()
-    out: list[str] = []
-
-    def read_stdout() -> None:
-        out.append(stdout_pipe.read())
-
-    def read_stderr() -> None:
-        try:
-            for line in stderr_pipe:  # universal newlines: "\r" ends a line too
-                lines.put(line)
-        finally:
-            lines.put(None)
-
-    def write_stdin() -> None:
-        assert proc.stdin is not None
-        assert input_text is not None
-        with contextlib.suppress(BrokenPipeError, OSError):
-            proc.stdin.write(input_text)
-            proc.stdin.close()
-
-    workers = [read_stdout, read_stderr, *([write_stdin] if input_text is not None else [])]
-    threads = [threading.Thread(target=work, daemon=True) for work in workers]
-    for thread in threads:
-        thread.start()
-    err: list[str] = []
-    next_check = time.monotonic() + GUARD_INTERVAL
-    while True:
-        try:
-            line = lines.get(timeout=max(0.0, next_check - time.monotonic()))
-        except queue.Empty:
-            pass
-        else:
-            if line is None:
-                break
-            err.append(line)
-            on_stderr(line.rstrip("\n"))
-        if guard is not None and time.monotonic() >= next_check:
-            guard()
-            next_check = time.monotonic() + GUARD_INTERVAL
-    while True:  # stderr is closed: git is ending (or closed it and goes on)
-        try:
-            proc.wait(timeout=GUARD_INTERVAL)
-            break
-        except subprocess.TimeoutExpired:
-            if guard is not None:
-                guard()
-    for thread in threads:
-        thread.join()
-    stdout_pipe.close()
-    stderr_pipe.close()
-    return "".join(out), "".join(err)
-
-
-def last_line(text: str) -> str:
-    """The line of git's stderr that says what went wrong (its first fatal/error line)."""
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    for line in lines:
-        if line.startswith(("fatal:", "error:")):
-            return line
-    return lines[-1] if lines else "no output"

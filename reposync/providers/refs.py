@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from reposync.errors import PermissionDenied, ProviderError
-from reposync.git.transport import run_git
+from reposync.git.process import run_git
 from reposync.providers.base import GitRemote, InventoryListing
 from reposync.sync.canonical import (
     PullHead,

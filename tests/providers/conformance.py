@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from reposync.config import Settings
-from reposync.git.transport import run_git
+from reposync.git.process import run_git
 from reposync.providers.base import (
     CAPABILITIES,
     AbsenceProver,

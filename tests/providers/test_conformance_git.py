@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from reposync.errors import WriteRefused
-from reposync.git.transport import run_git
+from reposync.git.process import run_git
 from reposync.providers.base import (
     DefaultBranchWriter,
     EmptyChecker,

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from reposync.errors import WikiDisabled
-from reposync.git.transport import run_git
+from reposync.git.process import run_git
 from reposync.providers.base import EmptyChecker, Provider, WikiRemoteSource, read_index
 from reposync.sync.vocabulary import ObjectType
 from tests.gitrepo import generate, refs

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from reposync.git.transport import run_git
+from reposync.git.process import run_git
 
 
 @dataclass(frozen=True, slots=True)

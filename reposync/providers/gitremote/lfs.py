@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from reposync.errors import LfsNotServed, PermissionDenied, ProviderUnavailable
-from reposync.git.transport import last_line, run_git
+from reposync.git.process import last_line, run_git
 from reposync.providers.base import LfsOperation
 from reposync.providers.gitremote import credentials
 from reposync.providers.gitremote.urls import RemoteUrl

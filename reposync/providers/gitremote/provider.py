@@ -46,7 +46,7 @@ from reposync.errors import (
     ReposyncError,
     UsageError,
 )
-from reposync.git.transport import last_line, run_git
+from reposync.git.process import last_line, run_git
 from reposync.providers.base import (
     EmptyChecker,
     EndpointInfo,

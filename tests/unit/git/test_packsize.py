@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from reposync.git.packsize import PackEstimator, effective_limit, store_bytes
-from reposync.git.transport import RefUpdate, run_git
+from reposync.git.process import run_git
+from reposync.git.transport import RefUpdate
 from reposync.git.transport import push as push_from
 from reposync.git.workspace import PushWorkspace
 from tests.gitrepo import commit_blob, generate, init_bare, refs

@@ -15,8 +15,9 @@ import pytest
 
 from reposync.errors import GitTransportError, LeaseLost
 from reposync.git import procfs
+from reposync.git.process import guarded, run_git
 from reposync.git.progress import TransferProgress
-from reposync.git.transport import RefUpdate, _argv_of, _groups, guarded, run_git
+from reposync.git.transport import RefUpdate, _argv_of, _groups
 from reposync.git.transport import push as push_from
 from reposync.git.workspace import PushWorkspace
 from tests.gitrepo import bad_tree_commit, commit_on, generate, init_bare, refs
@@ -491,6 +492,7 @@ def test_where_the_gate_s_hook_cannot_run_the_push_waits_for_the_gate_first(pair
     """git passes over a hook it may not execute (a data directory on a ``noexec``
     mount), so the refs would land unheld: there the push starts only after the answer,
     and a no starts nothing."""
+    import reposync.git.push_gate as push_gate
     import reposync.git.transport as transport
 
     source, target = pair
@@ -507,7 +509,7 @@ def test_where_the_gate_s_hook_cannot_run_the_push_waits_for_the_gate_first(pair
         started.append(" ".join(argv))
         return real_run_git(argv, **kwargs)
 
-    monkeypatch.setattr(transport.os, "access", no_exec)
+    monkeypatch.setattr(push_gate.os, "access", no_exec)
     monkeypatch.setattr(transport, "run_git", spy)
     closed = push(
         str(source), str(target), updates, receive_pack=NO_HOOKS, gate=_answer_after(0.2, False, [])
@@ -528,9 +530,9 @@ def test_a_guarded_git_gets_the_whole_of_a_large_input(tmp_path: Path, monkeypat
     ends. ``Popen.communicate`` cannot go on sending input after a timeout (a retry
     without the input never writes the rest, nor closes stdin): a 1M-object bootstrap's
     peel of its refs' commits waited for the rest of its input forever."""
-    import reposync.git.transport as transport
+    import reposync.git.process as process
 
-    monkeypatch.setattr(transport, "GUARD_INTERVAL", 0.001)
+    monkeypatch.setattr(process, "GUARD_INTERVAL", 0.001)
     repo = init_bare(tmp_path / "repo.git")
     names = [f"{n:040x}" for n in range(200_000)]  # ~8 MB: far past a pipe's buffer
     checks = 0

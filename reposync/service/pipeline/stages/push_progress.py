@@ -11,7 +11,7 @@ reach
   and ``reposync runs events --follow`` move while a push of minutes runs.
 
 Each write is fenced like every other write of the Run: an execution that lost its
-lease stops at its next update (and its git with it: ``transport.run_git``).
+lease stops at its next update (and its git with it: ``process.run_git``).
 """
 
 from __future__ import annotations

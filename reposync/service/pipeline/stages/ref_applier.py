@@ -25,6 +25,7 @@ from reposync.errors import (
 from reposync.git import transport
 from reposync.git.locks import remove_stale_locks
 from reposync.git.packsize import effective_limit
+from reposync.git.process import guarded
 from reposync.git.workspace import PushWorkspace
 from reposync.providers.base import (
     GitRemote,
@@ -154,7 +155,7 @@ class GitRefApplier:
     def write(self, ex: StageExecution, items: Sequence[ApplyItem]) -> WriteReport:
         # A cancel stops the fetch and the push it runs (``RunCancelled``); ``applying``
         # then reads back what they may have written before the Run ends cancelled.
-        with transport.guarded(ex.lease.check_write):
+        with guarded(ex.lease.check_write):
             return self._write(ex, items)
 
     def _write(self, ex: StageExecution, items: Sequence[ApplyItem]) -> WriteReport:

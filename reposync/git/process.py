@@ -1,0 +1,207 @@
+"""Running git children: under a guard, streamed, and never orphaned.
+
+Every git process reposync starts goes through ``run_git``: a ``guarded`` check (a
+lease, a cancel) is asked before it starts and while it runs, and any interruption kills
+it with every process it started. Pushes, fetches, the LFS tools and the providers' ref
+reads all share it, so it lives apart from any one of them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+from reposync.errors import GitTransportError
+from reposync.git import procfs
+from reposync.git.environment import git_env
+
+#: Seconds between two checks of a guarded git child (see ``guarded``).
+GUARD_INTERVAL = 0.2
+
+_guard: ContextVar[Callable[[], None] | None] = ContextVar("reposync_git_guard", default=None)
+
+log = logging.getLogger(__name__)
+
+
+class StopGently(Exception):
+    """An interruption after which git may clean up: its processes get SIGTERM, not
+    SIGKILL (a ``receive-pack`` then drops what it received)."""
+
+
+def current_guard() -> Callable[[], None] | None:
+    """The check of the innermost ``guarded`` context (None outside any)."""
+    return _guard.get()
+
+
+@contextmanager
+def guarded(check: Callable[[], None]) -> Iterator[None]:
+    """Run every git child started in this context under ``check`` (``Lease.check``, or
+    a write's guard that also stops for a cancelled Run); the innermost context's.
+
+    ``check`` is called before the child starts and every ``GUARD_INTERVAL`` seconds
+    while it runs; when it raises, the child and all its descendants are killed and the
+    error propagates. A worker frozen mid-push notices the moment it is continued that
+    its lease ran out, and ends its ``receive-pack`` instead of letting it finish (a
+    race it can lose: ``reposync.git.locks`` is what keeps a takeover from writing
+    under the same locks).
+    """
+    token = _guard.set(check)
+    try:
+        yield
+    finally:
+        _guard.reset(token)
+
+
+def run_git(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    check: bool = True,
+    input_text: str | None = None,
+    on_stderr: Callable[[str], None] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run git; on any interruption (time limit, signal, a ``guarded`` check, an error
+    of ``on_stderr``) kill it and every process it started rather than orphan them.
+
+    ``on_stderr`` is handed each line of git's stderr as git writes it (a ``\r`` ends
+    a line, as it ends a progress update), in this thread; the result still holds the
+    whole of it.
+    """
+    guard = _guard.get()
+    if guard is not None:
+        guard()
+    log.debug("%s", " ".join(argv[:6]))
+    proc = subprocess.Popen(
+        list(argv),
+        stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # Ref names are bytes, not always UTF-8: kept as surrogates, never a crash.
+        errors="surrogateescape",
+        env=git_env(env),
+    )
+    try:
+        if on_stderr is None:
+            stdout, stderr = _communicate(proc, input_text, guard)
+        else:
+            stdout, stderr = _stream(proc, input_text, guard, on_stderr)
+    except BaseException as error:
+        if proc.returncode is None:  # not reaped yet, so its pid is still its own
+            gently = isinstance(error, StopGently)
+            procfs.kill_tree(proc.pid, sig=signal.SIGTERM if gently else signal.SIGKILL)
+        proc.wait()
+        raise
+    result = subprocess.CompletedProcess(list(argv), proc.returncode, stdout, stderr)
+    if check and result.returncode != 0:
+        raise GitTransportError(f"{' '.join(argv[:4])} failed: {last_line(stderr)}")
+    return result
+
+
+def _communicate(
+    proc: subprocess.Popen[str], input_text: str | None, guard: Callable[[], None] | None
+) -> tuple[str, str]:
+    """``proc.communicate``, calling ``guard`` every ``GUARD_INTERVAL`` seconds.
+
+    With input, the waits go through ``_stream``'s threads: ``Popen.communicate`` cannot
+    go on sending input after a timeout (a retry without it never writes the rest nor
+    closes stdin; with it, it refuses), so git would wait for the rest of a large input
+    forever.
+    """
+    if input_text and guard is not None:
+        return _stream(proc, input_text, guard, lambda _line: None)
+    while True:
+        try:
+            stdout, stderr = proc.communicate(
+                input_text, timeout=None if guard is None else GUARD_INTERVAL
+            )
+        except subprocess.TimeoutExpired:  # nothing is lost: communicate() resumes
+            assert guard is not None
+            guard()
+            continue
+        return stdout, stderr
+
+
+def _stream(
+    proc: subprocess.Popen[str],
+    input_text: str | None,
+    guard: Callable[[], None] | None,
+    on_stderr: Callable[[str], None],
+) -> tuple[str, str]:
+    """Like ``_communicate``, handing each stderr line to ``on_stderr`` as it comes.
+
+    Threads only move bytes (stdin in, stdout and stderr out); the lines are handled and
+    ``guard`` is called in this thread, so what either raises kills the child in
+    ``run_git`` as any interruption does (the threads then end at the pipes' end).
+    """
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    stdout_pipe, stderr_pipe = proc.stdout, proc.stderr
+    lines: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+    out: list[str] = []
+
+    def read_stdout() -> None:
+        out.append(stdout_pipe.read())
+
+    def read_stderr() -> None:
+        try:
+            for line in stderr_pipe:  # universal newlines: "\r" ends a line too
+                lines.put(line)
+        finally:
+            lines.put(None)
+
+    def write_stdin() -> None:
+        assert proc.stdin is not None
+        assert input_text is not None
+        with contextlib.suppress(BrokenPipeError, OSError):
+            proc.stdin.write(input_text)
+            proc.stdin.close()
+
+    workers = [read_stdout, read_stderr, *([write_stdin] if input_text is not None else [])]
+    threads = [threading.Thread(target=work, daemon=True) for work in workers]
+    for thread in threads:
+        thread.start()
+    err: list[str] = []
+    next_check = time.monotonic() + GUARD_INTERVAL
+    while True:
+        try:
+            line = lines.get(timeout=max(0.0, next_check - time.monotonic()))
+        except queue.Empty:
+            pass
+        else:
+            if line is None:
+                break
+            err.append(line)
+            on_stderr(line.rstrip("\n"))
+        if guard is not None and time.monotonic() >= next_check:
+            guard()
+            next_check = time.monotonic() + GUARD_INTERVAL
+    while True:  # stderr is closed: git is ending (or closed it and goes on)
+        try:
+            proc.wait(timeout=GUARD_INTERVAL)
+            break
+        except subprocess.TimeoutExpired:
+            if guard is not None:
+                guard()
+    for thread in threads:
+        thread.join()
+    stdout_pipe.close()
+    stderr_pipe.close()
+    return "".join(out), "".join(err)
+
+
+def last_line(text: str) -> str:
+    """The line of git's stderr that says what went wrong (its first fatal/error line)."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    for line in lines:
+        if line.startswith(("fatal:", "error:")):
+            return line
+    return lines[-1] if lines else "no output"
