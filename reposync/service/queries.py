@@ -1,12 +1,8 @@
-"""Read-side operations of the API: listings with cursors, progress, the overview.
+"""Read-side operations of the API: who sees what, listings with cursors, progress.
 
 Every listing is keyset-paginated (``after_id`` / ``after_seq``), every count is one
-GROUP BY; the overview answers any number of Bindings in a fixed number of queries.
-
-Why ~730 lines: every read the API and the page make, side by side, so that each
-listing's keyset, visibility filter and fixed statement count are written one way; a
-split by resource is due when the service room is grouped by domain (see the closing
-note of issue 25).
+GROUP BY. The overview, which answers any number of Bindings in a fixed number of
+queries, is ``overview.py``.
 """
 
 from __future__ import annotations
@@ -17,17 +13,10 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import and_, func, or_, select
-from sqlalchemy.orm import defer
 from sqlalchemy.sql import ColumnElement
 
 from reposync.errors import (
-    DatabaseUnavailable,
-    GitTransportError,
-    PermissionDenied,
-    ProviderUnavailable,
-    RateLimited,
     RecordNotFound,
-    RepositoryMismatch,
     ResultUnknown,
 )
 from reposync.lifecycle import ACTIVE_RUN_STATUSES
@@ -45,7 +34,6 @@ from reposync.models import (
     WebhookSubscription,
 )
 from reposync.service.context import ServiceContext
-from reposync.service.unknown_outcomes import unresolved_unknown_by_binding
 
 MAX_PAGE = 200
 
@@ -137,7 +125,7 @@ def granted_connection(ctx: ServiceContext, user_id: int, connection: str) -> di
     return {name.casefold(): repository_id for name, repository_id in rows}
 
 
-def _limit(limit: int | None, default: int = 50) -> int:
+def page_limit(limit: int | None, default: int = 50) -> int:
     return max(1, min(limit or default, MAX_PAGE))
 
 
@@ -169,7 +157,7 @@ def list_bindings(
             )
         if after_id is not None:
             query = query.where(Binding.id > after_id)
-        rows = session.execute(query.order_by(Binding.id).limit(_limit(limit))).scalars().all()
+        rows = session.execute(query.order_by(Binding.id).limit(page_limit(limit))).scalars().all()
         for row in rows:
             session.expunge(row)
         return list(rows)
@@ -204,7 +192,9 @@ def list_watches(
             query = query.where(BranchWatch.branch == branch)
         if after_id is not None:
             query = query.where(BranchWatch.id > after_id)
-        rows = session.execute(query.order_by(BranchWatch.id).limit(_limit(limit))).scalars().all()
+        rows = (
+            session.execute(query.order_by(BranchWatch.id).limit(page_limit(limit))).scalars().all()
+        )
         for row in rows:
             session.expunge(row)
         return list(rows)
@@ -241,7 +231,9 @@ def list_runs(
             query = query.where(Run.binding_id == binding_id)
         if after_id is not None:
             query = query.where(Run.id < after_id)
-        rows = session.execute(query.order_by(Run.id.desc()).limit(_limit(limit))).scalars().all()
+        rows = (
+            session.execute(query.order_by(Run.id.desc()).limit(page_limit(limit))).scalars().all()
+        )
         for row in rows:
             session.expunge(row)
         return list(rows)
@@ -252,7 +244,7 @@ def run_progress(ctx: ServiceContext, user: User, run_id: int) -> dict[str, Any]
     push runs, ``transfer`` says what git reports of it (phase, objects, bytes): the
     items of a batch only move once its push has ended."""
     run = get_run_for(ctx, user, run_id)
-    progress = _progress(ctx, [run_id]).get(run_id, Progress())
+    progress = progress_of(ctx, [run_id]).get(run_id, Progress())
     shown = {
         "run_id": run.id,
         "stage": run.stage,
@@ -278,7 +270,7 @@ class Progress:
         }
 
 
-def _progress(ctx: ServiceContext, run_ids: list[int]) -> dict[int, Progress]:
+def progress_of(ctx: ServiceContext, run_ids: list[int]) -> dict[int, Progress]:
     if not run_ids:
         return {}
     found: dict[int, Progress] = defaultdict(Progress)
@@ -314,7 +306,7 @@ def run_items(
             query = query.where(RunItem.object_type == object_type)
         if after_id is not None:
             query = query.where(RunItem.id > after_id)
-        rows = session.execute(query.order_by(RunItem.id).limit(_limit(limit))).scalars().all()
+        rows = session.execute(query.order_by(RunItem.id).limit(page_limit(limit))).scalars().all()
         for row in rows:
             session.expunge(row)
         return list(rows)
@@ -336,7 +328,7 @@ def run_events(
 ) -> EventPage:
     """A page of a Run's events after ``after_seq`` (``user`` must see the Run)."""
     run = get_run_for(ctx, user, run_id)  # before the events: an ended Run's are all there
-    size = _limit(limit, 100)
+    size = page_limit(limit, 100)
     rows = _events_after(ctx, run_id, after_seq, size + 1)  # one more: is there a next page?
     more, rows = len(rows) > size, rows[:size]
     if not more and run.status not in {status.value for status in ACTIVE_RUN_STATUSES}:
@@ -352,7 +344,7 @@ def events_after(
     The API's shared event feed reads once per Run for every stream of it, whoever holds
     them; each stream was authorized when it opened (``get_run_for``).
     """
-    return _events_after(ctx, run_id, after_seq, _limit(limit, 100))
+    return _events_after(ctx, run_id, after_seq, page_limit(limit, 100))
 
 
 def _events_after(ctx: ServiceContext, run_id: int, after_seq: int, count: int) -> list[RunEvent]:
@@ -416,248 +408,6 @@ def run_status(ctx: ServiceContext, run_id: int) -> str | None:
         return session.execute(select(Run.status).where(Run.id == run_id)).scalar_one_or_none()
 
 
-#: The overview's Runs are summaries (``RunSummarySchema``): their report, I/O and
-#: inventory counts stay in the database, raising if read (the report alone was most of
-#: the overview's time with 1,000 Bindings, issue 26).
-_SUMMARY_ONLY = tuple(
-    defer(column, raiseload=True)
-    for column in (Run.report, Run.io, Run.unsupported, Run.rejected, Run.planning_counters)
-)
-
-
-def overview(
-    ctx: ServiceContext,
-    user: User,
-    *,
-    binding_id: int | None = None,
-    after_id: int | None = None,
-    limit: int | None = None,
-) -> list[dict[str, Any]]:
-    """Every visible Binding with its latest and active Run and their progress.
-
-    Five queries whatever the number of Bindings: Bindings, latest Runs, active Runs,
-    unresolved unknown writes, and one aggregate of the active Runs' items.
-    ``binding_id``: only that one (the web page's Binding page shows the same entry);
-    ``after_id`` and ``limit``: one page in id order (every Binding without a limit).
-    """
-    with ctx.db.session() as session:
-        query = select(Binding).where(visible(user))
-        if binding_id is not None:
-            query = query.where(Binding.id == binding_id)
-        if after_id is not None:
-            query = query.where(Binding.id > after_id)
-        query = query.order_by(Binding.id)
-        if limit is not None:
-            query = query.limit(limit)
-        bindings = session.execute(query).scalars().all()
-        ids = [b.id for b in bindings]
-        latest_ids = (
-            select(func.max(Run.id)).where(Run.binding_id.in_(ids)).group_by(Run.binding_id)
-        )
-        latest = {
-            r.binding_id: r
-            for r in session.execute(
-                select(Run).options(*_SUMMARY_ONLY).where(Run.id.in_(latest_ids))
-            ).scalars()
-        }
-        active = {
-            r.binding_id: r
-            for r in session.execute(
-                select(Run)
-                .options(*_SUMMARY_ONLY)
-                .where(
-                    Run.binding_id.in_(ids), Run.status.in_([s.value for s in ACTIVE_RUN_STATUSES])
-                )
-            ).scalars()
-        }
-        unknown = unresolved_unknown_by_binding(session, ids)
-        progress = _progress(ctx, [r.id for r in active.values()])
-        result = []
-        for binding in bindings:
-            last = latest.get(binding.id)
-            current = active.get(binding.id)
-            result.append(
-                {
-                    "binding": binding,
-                    "latest_run": last,
-                    "active_run": current,
-                    "active_progress": progress.get(current.id, Progress()).to_dict()
-                    if current is not None
-                    else None,
-                    "connection_health": health(last),
-                    "result_unknown": unknown.get(binding.id, 0),
-                }
-            )
-        session.expunge_all()  # the active Run is also the latest: detach each object once
-        return result
-
-
-@dataclass(frozen=True, slots=True)
-class RunGlance:
-    """A Run as the page's Overview row and Binding history show it: the few columns
-    they read, never the JSON report, I/O or inventory counts (loading a whole report
-    per Binding cost the overview more than everything else together, issue 26)."""
-
-    id: int
-    binding_id: int
-    status: str
-    stage: str
-    mode: str
-    audit_mode: str
-    trigger: str
-    error_code: str | None
-    error_message: str | None
-    created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
-    retry_at: datetime | None
-    cancel_requested_at: datetime | None
-    counters: dict[str, Any]
-    #: The report's problems (only its ``problems`` key is read), for a finished Run.
-    problems: list[dict[str, Any]] = field(default_factory=list)
-    #: Where a queued Run waits (``service.waits``), filled in by whoever shows it.
-    waiting: str | None = None
-
-    @property
-    def is_active(self) -> bool:
-        return self.status in {status.value for status in ACTIVE_RUN_STATUSES}
-
-    @property
-    def written(self) -> int:
-        """Objects this Run created, updated or deleted on the target."""
-        return sum(int(self.counters.get(name) or 0) for name in ("created", "updated", "deleted"))
-
-
-_GLANCE = (
-    Run.id,
-    Run.binding_id,
-    Run.status,
-    Run.stage,
-    Run.mode,
-    Run.audit_mode,
-    Run.trigger,
-    Run.error_code,
-    Run.error_message,
-    Run.created_at,
-    Run.started_at,
-    Run.finished_at,
-    Run.retry_at,
-    Run.cancel_requested_at,
-    Run.counters,
-)
-
-
-_GLANCE_NAMES = tuple(column.key for column in _GLANCE)
-
-
-def _glance(row: Any, problems: Any = None) -> RunGlance:
-    fields: dict[str, Any] = dict(zip(_GLANCE_NAMES, row, strict=False))
-    return RunGlance(**fields, problems=list(problems) if isinstance(problems, list) else [])
-
-
-@dataclass(slots=True)
-class OverviewRow:
-    """One Binding as the page's Overview shows it (``overview_rows``)."""
-
-    binding: Binding
-    #: The newest Run that has ended, with its report's problems.
-    last_finished: RunGlance | None
-    #: The queued or running Run (at most one per Binding), and its item counts.
-    active: RunGlance | None
-    progress: Progress | None
-    #: When the last Run that converged (a completed apply) finished.
-    last_in_sync_at: datetime | None
-    result_unknown: int
-
-
-def overview_rows(ctx: ServiceContext, user: User) -> list[OverviewRow]:
-    """Every visible Binding for the page's Overview, in five statements whatever their
-    number: Bindings (with the end of their last converged Run), the last ended Run of
-    each (its report's ``problems`` alone, read by a JSON path), the active Runs, their
-    item counts, and unresolved unknown writes. Sorting and filtering are the caller's:
-    they work on these rows, so they add no statement."""
-    active_statuses = [s.value for s in ACTIVE_RUN_STATUSES]
-    converged = Run.__table__.alias("converged")
-    with ctx.db.session() as session:
-        found = session.execute(
-            select(Binding, converged.c.finished_at)
-            .outerjoin(converged, converged.c.id == Binding.last_converged_run_id)
-            .where(visible(user))
-            .order_by(Binding.id)
-        ).all()
-        ids = [binding.id for binding, _ in found]
-        last_ids = (
-            select(func.max(Run.id))
-            .where(Run.binding_id.in_(ids), Run.status.not_in(active_statuses))
-            .group_by(Run.binding_id)
-        )
-        finished = {
-            row.binding_id: _glance(row, row[-1])
-            for row in session.execute(
-                select(*_GLANCE, Run.report["problems"]).where(Run.id.in_(last_ids))
-            )
-        }
-        active = {
-            row.binding_id: _glance(row)
-            for row in session.execute(
-                select(*_GLANCE).where(Run.binding_id.in_(ids), Run.status.in_(active_statuses))
-            )
-        }
-        unknown = unresolved_unknown_by_binding(session, ids)
-        session.expunge_all()
-    progress = _progress(ctx, [run.id for run in active.values()])
-    rows = []
-    for binding, in_sync_at in found:
-        current = active.get(binding.id)
-        rows.append(
-            OverviewRow(
-                binding=binding,
-                last_finished=finished.get(binding.id),
-                active=current,
-                progress=progress.get(current.id, Progress()) if current else None,
-                last_in_sync_at=in_sync_at,
-                result_unknown=int(unknown.get(binding.id, 0)),
-            )
-        )
-    return rows
-
-
-def run_history(
-    ctx: ServiceContext, user: User, binding_id: int, *, limit: int = 30
-) -> list[RunGlance]:
-    """A visible Binding's latest Runs, oldest first, for the Binding page's chart: one
-    statement, no report."""
-    get_binding_for(ctx, user, binding_id)
-    with ctx.db.session() as session:
-        rows = session.execute(
-            select(*_GLANCE)
-            .where(Run.binding_id == binding_id)
-            .order_by(Run.id.desc())
-            .limit(_limit(limit))
-        ).all()
-    return [_glance(row) for row in reversed(rows)]
-
-
-_UNHEALTHY = {
-    PermissionDenied.code,
-    ProviderUnavailable.code,
-    RepositoryMismatch.code,
-    GitTransportError.code,
-    DatabaseUnavailable.code,
-}
-
-
-def health(run: Run | None) -> str:
-    """A connection's health as its latest Run saw it."""
-    if run is None:
-        return "unknown"
-    if run.error_code in _UNHEALTHY:
-        return f"failing: {run.error_code}"
-    if run.retry_at is not None and run.status == "queued":
-        return RateLimited.code
-    return "ok"
-
-
 def subscription_visible(user: User) -> ColumnElement[bool]:
     """SQL condition on ``WebhookSubscription``: its owner and the admins see it."""
     if user.role == "admin":
@@ -696,7 +446,7 @@ def list_subscriptions(
         if after_id is not None:
             query = query.where(WebhookSubscription.id > after_id)
         rows = (
-            session.execute(query.order_by(WebhookSubscription.id).limit(_limit(limit)))
+            session.execute(query.order_by(WebhookSubscription.id).limit(page_limit(limit)))
             .scalars()
             .all()
         )
@@ -723,7 +473,7 @@ def list_deliveries(
         if after_id is not None:
             query = query.where(WebhookDelivery.id < after_id)
         rows = (
-            session.execute(query.order_by(WebhookDelivery.id.desc()).limit(_limit(limit)))
+            session.execute(query.order_by(WebhookDelivery.id.desc()).limit(page_limit(limit)))
             .scalars()
             .all()
         )

@@ -1,10 +1,11 @@
 """What the page says at a glance: a Binding's state in one word and colour, times and
 durations in words, a schedule in words, progress as a fraction, a history as a chart.
 
-Pure functions of the rows ``service.queries`` returns, registered as Jinja filters and
-globals (``register``), so templates stay markup and these rules are unit-tested. Times
-are UTC and never show fractions of a second; a duration is words ("7 days", not
-``604800``). A colour never travels alone: each state carries the word shown beside it.
+Pure functions of the rows ``service.overview`` and ``service.queries`` return,
+registered as Jinja filters and globals (``register``), so templates stay markup and
+these rules are unit-tested. Times are UTC and never show fractions of a second; a
+duration is words ("7 days", not ``604800``). A colour never travels alone: each state
+carries the word shown beside it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import humanize
 from cron_descriptor import ExpressionDescriptor, FormatException, Options
 from flask import Blueprint
 
-from reposync.service.queries import OverviewRow, Progress, RunGlance
+from reposync.service.overview import OverviewRow, RunGlance
+from reposync.service.queries import Progress
 from reposync.sync.vocabulary import TERMINAL_ITEM_STATES, ItemState
 
 #: A Run item's states in the order an item moves through them (the progress table's

@@ -40,9 +40,9 @@ from reposync.service.accounts.authorization import (
     authorize_run,
 )
 from reposync.service.accounts.users import issue_stream_token
+from reposync.service.overview import OverviewRow
 from reposync.service.pipeline.leases import interrupted
 from reposync.service.queries import (
-    OverviewRow,
     get_binding_for,
     get_run_for,
     last_event_seq,

@@ -49,14 +49,8 @@ from reposync.service.bindings import (
 )
 from reposync.service.confinement import confine
 from reposync.service.handoff import start_handoff
-from reposync.service.queries import (
-    OverviewRow,
-    get_binding_for,
-    list_runs,
-    overview,
-    overview_rows,
-    run_history,
-)
+from reposync.service.overview import OverviewRow, overview, overview_rows, run_history
+from reposync.service.queries import get_binding_for, list_runs
 from reposync.service.runs import enqueue_run
 from reposync.service.scheduling.waits import waiting
 from reposync.sync.vocabulary import RefConflictPolicy

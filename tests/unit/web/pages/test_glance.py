@@ -9,7 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from reposync.models import Binding
-from reposync.service.queries import OverviewRow, Progress, RunGlance
+from reposync.service.overview import OverviewRow, RunGlance
+from reposync.service.queries import Progress
 from reposync.web.pages import glance
 
 NOW = datetime(2026, 12, 4, 10, 30, 15, 123456, tzinfo=UTC)
