@@ -10,9 +10,15 @@ PostgreSQL started as the tests start theirs:
   ``executemany`` in 500-row transactions: the target forge's rows (into a fresh store
   of the same schema and pragmas) and reposync's own final rows (the Run's RunItems and
   the Binding's links, into a freshly migrated database; the Binding and Run rows they
-  point at are copied before the clock starts).
+  point at are copied before the clock starts);
+* **the rules' floor**: the same final rows reached the way DESIGN.md's execution rules
+  say they must be (plan rows first; per batch a fenced claim before the target write,
+  a fenced ``verifying``, a read-back of what was written, a fenced settle with the
+  links; every fenced transaction starts with the lease check), as plain statements:
+  what the rules alone cost on this storage, with no engine at all. ``limit / floor``
+  is the best share any engine keeping those rules could reach.
 
-It prints both times, reposync's share of the limit (limit / reposync: 100 % would be
+It prints the times, reposync's share of the limit (limit / reposync: 100 % would be
 the storage's speed), items/s, and with ``--flat`` the cost per item at 10k and 100k
 objects (``--million`` adds 1M), which must stay flat: no step may cost more as the
 Run grows.
@@ -60,10 +66,17 @@ class Measured:
     items: int
     reposync_s: float
     limit_s: float
+    #: The execution rules' statements alone (``measure_floor``): no engine can do less.
+    floor_s: float
 
     @property
     def share(self) -> float:
         return self.limit_s / self.reposync_s
+
+    @property
+    def floor_share(self) -> float:
+        """The best share the execution rules leave on this storage."""
+        return self.limit_s / self.floor_s
 
     @property
     def items_per_s(self) -> float:
@@ -141,64 +154,195 @@ def reposync_connection(url: str) -> tuple[Any, str, Callable[[Any], Any]]:
     return connection, "%s", lambda v: Jsonb(v) if isinstance(v, dict | list) else v
 
 
-def measure_limit(work: Path, source: Path, used_url: str, fresh_url: str, run_id: int) -> float:
-    """Seconds to read the source's rows and write the same final rows plainly."""
-    target_db = work / "target.git" / FORGE_DB
+@dataclass
+class FinalRows:
+    """What a finished sync left, read once: the rows both plain writers write again."""
+
+    item_names: list[str]
+    items: list[tuple[Any, ...]]
+    link_names: list[str]
+    links: list[tuple[Any, ...]]
+    parents: list[tuple[str, list[str], list[tuple[Any, ...]]]]
+    forge_schema: list[str]
+    forge_version: int
+    forge_names: list[str]
+    forge_rows: list[tuple[Any, ...]]
+
+
+def final_rows(work: Path, used_url: str, run_id: int) -> FinalRows:
     used, _, _ = reposync_connection(used_url)
-    _, run_items = table_rows(used, "SELECT 1 FROM runs WHERE id = " + str(run_id))
     item_names, items = table_rows(used, f"SELECT * FROM run_items WHERE run_id = {run_id}")
     link_names, links = table_rows(used, "SELECT * FROM object_links ORDER BY id")
     run_names, runs = table_rows(used, f"SELECT * FROM runs WHERE id = {run_id}")
     binding_names, bindings = table_rows(used, "SELECT * FROM bindings")
     used.close()
-    assert run_items, "the Run is gone"
-
-    fresh_db = Database(fresh_url)
-    fresh_db.upgrade()
-    fresh_db.dispose()
-    fresh, mark, adapt = reposync_connection(fresh_url)
-    # What the rows point at, before the clock starts.
-    for table, names, rows in (("bindings", binding_names, bindings), ("runs", run_names, runs)):
-        cursor = fresh.cursor()
-        for row in rows:
-            cursor.execute(insert_sql(table, names, mark), [adapt(v) for v in row])
-        cursor.close()
-
-    with forge_connection(target_db) as done:
+    assert items, "the Run is gone"
+    with forge_connection(work / "target.git" / FORGE_DB) as done:
         schema = [
             sql
             for (sql,) in done.execute(
                 "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY rowid"
             )
         ]
-        pragmas = done.execute("PRAGMA user_version").fetchone()[0]
+        version = done.execute("PRAGMA user_version").fetchone()[0]
         forge_names, forge_rows = table_rows(done, "SELECT * FROM objects ORDER BY rowid")
-    plain_dir = work / "plain"
-    plain_dir.mkdir()
-    plain = forge_connection(plain_dir / "forge.db")
-    for statement in schema:
-        plain.execute(statement)
-    plain.execute(f"PRAGMA user_version = {pragmas}")
+    return FinalRows(
+        item_names,
+        items,
+        link_names,
+        links,
+        [("bindings", binding_names, bindings), ("runs", run_names, runs)],
+        schema,
+        version,
+        forge_names,
+        forge_rows,
+    )
 
-    started = time.perf_counter()
+
+def fresh_stores(rows: FinalRows, fresh_url: str, forge_dir: Path) -> tuple[Any, Any, str, Any]:
+    """(reposync's database, freshly migrated, holding the Binding and Run the rows point
+    at; an empty forge store of the target's schema; placeholder; value adapter)."""
+    fresh_db = Database(fresh_url)
+    fresh_db.upgrade()
+    fresh_db.dispose()
+    fresh, mark, adapt = reposync_connection(fresh_url)
+    for table, names, parent_rows in rows.parents:
+        cursor = fresh.cursor()
+        for row in parent_rows:
+            cursor.execute(insert_sql(table, names, mark), [adapt(v) for v in row])
+        cursor.close()
+    forge_dir.mkdir()
+    plain = forge_connection(forge_dir / "forge.db")
+    for statement in rows.forge_schema:
+        plain.execute(statement)
+    plain.execute(f"PRAGMA user_version = {rows.forge_version}")
+    return fresh, plain, mark, adapt
+
+
+def read_source(source: Path, rows: FinalRows) -> None:
     with forge_connection(source / FORGE_DB) as read:
         _, source_rows = table_rows(read, "SELECT * FROM objects")
-    assert len(source_rows) >= len(forge_rows) * 0.9  # the same population
-    forge_insert = insert_sql("objects", forge_names, "?")
-    for part in chunks(forge_rows):
+    assert len(source_rows) >= len(rows.forge_rows) * 0.9  # the same population
+
+
+def measure_limit(work: Path, source: Path, rows: FinalRows, fresh_url: str) -> float:
+    """Seconds to read the source's rows and write the same final rows plainly."""
+    fresh, plain, mark, adapt = fresh_stores(rows, fresh_url, work / "plain")
+    started = time.perf_counter()
+    read_source(source, rows)
+    forge_insert = insert_sql("objects", rows.forge_names, "?")
+    for part in chunks(rows.forge_rows):
         plain.execute("BEGIN IMMEDIATE")
         plain.executemany(forge_insert, part)
         plain.execute("COMMIT")
-    for table, names, rows in (
-        ("run_items", item_names, items),
-        ("object_links", link_names, links),
+    for table, names, table_data in (
+        ("run_items", rows.item_names, rows.items),
+        ("object_links", rows.link_names, rows.links),
     ):
         statement = insert_sql(table, names, mark)
-        for part in chunks(rows):
+        for part in chunks(table_data):
             with _transaction(fresh):
                 cursor = fresh.cursor()
                 cursor.executemany(statement, [[adapt(v) for v in row] for row in part])
                 cursor.close()
+    took = time.perf_counter() - started
+    plain.close()
+    fresh.close()
+    return took
+
+
+def measure_floor(work: Path, source: Path, rows: FinalRows, fresh_url: str) -> float:
+    """Seconds for the statements DESIGN.md's execution rules require, written plainly.
+
+    The same final rows as the limit, reached the way the rules say they must be: plan
+    rows ``planned`` in fenced transactions of the planner's size, then per batch of
+    500: a fenced claim (``applying``, the attempt counted) before the target write, the
+    write, a fenced ``verifying``, a read-back of the written rows from the target, and a
+    fenced settle (each item ``completed`` with what read-back saw) with its links. Every
+    fenced transaction starts with the lease check. No Python beyond building the
+    parameters: what the rules cost on this storage, whatever the engine.
+    """
+    fresh, plain, mark, adapt = fresh_stores(rows, fresh_url, work / "floor")
+    names = rows.item_names
+    at = {name: names.index(name) for name in ("id", "run_id", "state", "batch_no")}
+    run_id = rows.items[0][at["run_id"]]
+    _, binding_names, bindings = rows.parents[0]
+    binding = dict(zip(binding_names, bindings[0], strict=True))
+    binding_id, generation = binding["id"], binding["lease_generation"]
+    planned = []
+    for n, row in enumerate(rows.items):
+        values = list(row)
+        values[at["state"]], values[at["batch_no"]] = "planned", n // CHUNK
+        planned.append(values)
+    forge_parts = list(chunks(rows.forge_rows))
+    link_parts = list(chunks(rows.links))
+    fence = f"SELECT id FROM bindings WHERE id = {mark} AND lease_generation = {mark}" + (
+        " FOR SHARE" if mark == "%s" else ""
+    )
+    claim = (
+        f"UPDATE run_items SET state = 'applying', attempt_count = attempt_count + 1 "
+        f"WHERE run_id = {mark} AND batch_no = {mark} AND state = 'planned' RETURNING id"
+    )
+    verifying = (
+        f"UPDATE run_items SET state = 'verifying' "
+        f"WHERE run_id = {mark} AND batch_no = {mark} AND state = 'applying'"
+    )
+    settle = (
+        f"UPDATE run_items SET state = 'completed', target_identity = {mark}, "
+        f"verify_hash = {mark} WHERE id = {mark} AND state = 'verifying'"
+    )
+    forge_insert = insert_sql("objects", rows.forge_names, "?")
+    kind_at, id_at = rows.forge_names.index("object_type"), rows.forge_names.index("id")
+    link_insert = insert_sql("object_links", rows.link_names, mark)
+    item_insert = insert_sql("run_items", names, mark)
+
+    def fenced(cursor: Any) -> None:
+        cursor.execute(fence, (binding_id, generation))
+        cursor.fetchall()
+
+    started = time.perf_counter()
+    read_source(source, rows)
+    for part in chunks(planned, 5000):  # the planner's transactions
+        with _transaction(fresh):
+            cursor = fresh.cursor()
+            fenced(cursor)
+            cursor.executemany(item_insert, [[adapt(v) for v in row] for row in part])
+    for batch_no in range((len(planned) + CHUNK - 1) // CHUNK):
+        with _transaction(fresh):
+            cursor = fresh.cursor()
+            fenced(cursor)
+            cursor.execute(claim, (run_id, batch_no))
+            claimed = [row[0] for row in cursor.fetchall()]
+        forge_part = forge_parts[batch_no] if batch_no < len(forge_parts) else []
+        plain.execute("BEGIN IMMEDIATE")
+        plain.executemany(forge_insert, forge_part)
+        plain.execute("COMMIT")
+        with _transaction(fresh):
+            cursor = fresh.cursor()
+            fenced(cursor)
+            cursor.execute(verifying, (run_id, batch_no))
+        keys = [(row[kind_at], row[id_at]) for row in forge_part]
+        read = (
+            plain.execute(
+                "SELECT object_type, id, content_hash FROM objects WHERE (object_type, id) IN "
+                "(VALUES " + ",".join(["(?, ?)"] * len(keys)) + ")",
+                [value for key in keys for value in key],
+            ).fetchall()
+            if keys
+            else []
+        )
+        assert len(read) == len(keys)
+        hashes = [row[2] for row in read] or [None]  # refs have no forge row: any value will do
+        with _transaction(fresh):
+            cursor = fresh.cursor()
+            fenced(cursor)
+            cursor.executemany(
+                settle, [(str(n), hashes[n % len(hashes)], i) for n, i in enumerate(claimed)]
+            )
+            if batch_no < len(link_parts):
+                cursor.executemany(
+                    link_insert, [[adapt(v) for v in row] for row in link_parts[batch_no]]
+                )
     took = time.perf_counter() - started
     plain.close()
     fresh.close()
@@ -223,15 +367,20 @@ def one_round(
     if server is None:
         used_url = f"sqlite:///{work / 'reposync.db'}"
         fresh_url = f"sqlite:///{work / 'plain.db'}"
+        floor_url = f"sqlite:///{work / 'floor.db'}"
     else:
         name = work.name.replace("-", "_").lower()
         server.admin(f"CREATE DATABASE {name}_used")
         server.admin(f"CREATE DATABASE {name}_plain")
+        server.admin(f"CREATE DATABASE {name}_floor")
         used_url = server.database_url(f"{name}_used")
         fresh_url = server.database_url(f"{name}_plain")
+        floor_url = server.database_url(f"{name}_floor")
     took, run_id, items = run_reposync(work, source, used_url)
-    limit = measure_limit(work, source, used_url, fresh_url, run_id)
-    return Measured(database, objects, items, took, limit)
+    rows = final_rows(work, used_url, run_id)
+    limit = measure_limit(work, source, rows, fresh_url)
+    floor = measure_floor(work, source, rows, floor_url)
+    return Measured(database, objects, items, took, limit, floor)
 
 
 def show(m: Measured) -> None:
@@ -239,7 +388,8 @@ def show(m: Measured) -> None:
         f"{m.database:10s} {m.objects:8d} objects {m.items:8d} items  "
         f"reposync {m.reposync_s:7.2f} s  limit {m.limit_s:6.2f} s  "
         f"share {m.share * 100:5.1f} %  {m.items_per_s:7.0f} items/s  "
-        f"{m.us_per_item:6.1f} µs/item",
+        f"{m.us_per_item:6.1f} µs/item  (the rules' floor {m.floor_s:5.2f} s: "
+        f"share at most {m.floor_share * 100:4.1f} %)",
         flush=True,
     )
 
