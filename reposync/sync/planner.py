@@ -148,9 +148,9 @@ class PlannedItem(ItemPlan):
     @property
     def sort_key(self) -> tuple[int, int, str, str, str]:
         return (
-            int(self.phase),
+            _PHASE_ORDER[self.phase],
             ACTION_ORDER[self.action],
-            str(self.object_type),
+            _TYPE_ORDER[self.object_type],
             self.order_key,
             self.object_key,
         )
@@ -167,6 +167,9 @@ ACTION_ORDER = {
     Action.CONFLICT: 4,
     Action.REPORT: 5,
 }
+#: ``int(phase)`` and ``str(object_type)`` looked up, not computed, per item sorted.
+_PHASE_ORDER = {phase: int(phase) for phase in Phase}
+_TYPE_ORDER = {object_type: str(object_type) for object_type in ObjectType}
 
 
 @dataclass(slots=True)

@@ -147,14 +147,23 @@ def number_map(ex: StageExecution) -> dict[int, int]:
 
 def target_payload(obj: CanonicalObject, numbers: Mapping[int, int]) -> dict[str, Any]:
     """The payload as the target must show it (rewritten references)."""
+    return _target_payload(obj, numbers)[0]
+
+
+def _target_payload(
+    obj: CanonicalObject, numbers: Mapping[int, int]
+) -> tuple[dict[str, Any], bool]:
+    """The payload as the target must show it, and whether that is the source's own
+    (then its hash is the source's: no payload is compared or serialized again)."""
     payload = dict(obj.payload)
-    if numbers and isinstance(payload.get("body"), str):
-        payload["body"] = rewrite_issue_references(payload["body"], numbers)
-    return payload
-
-
-def _shown_as_is(obj: CanonicalObject, payload: Mapping[str, Any]) -> bool:
-    return payload == obj.payload
+    body = payload.get("body")
+    if not numbers or not isinstance(body, str):
+        return payload, True
+    rewritten = rewrite_issue_references(body, numbers)
+    if rewritten == body:
+        return payload, True
+    payload["body"] = rewritten
+    return payload, False
 
 
 def expected_target_hash(
@@ -162,10 +171,10 @@ def expected_target_hash(
 ) -> str:
     """What the target reads back once ``obj`` is written (or stepped aside, for a
     temporary key step)."""
-    payload = target_payload(obj, numbers)
+    payload, as_is = _target_payload(obj, numbers)
     if temporary:
         return content_hash(temporary_payload(obj.object_type, payload))
-    return obj.content_hash if _shown_as_is(obj, payload) else content_hash(payload)
+    return obj.content_hash if as_is else content_hash(payload)
 
 
 def representation(object_type: ObjectType) -> Representation:
@@ -189,14 +198,15 @@ def build_write(
 
     ``temporary``: the object steps aside to a temporary key (see ``key_moves``).
     """
-    payload = target_payload(obj, context.numbers) if obj is not None else None
+    payload: dict[str, Any] | None = None
     verify_hash = None
-    if payload is not None and obj is not None:
+    if obj is not None:
+        payload, as_is = _target_payload(obj, context.numbers)
         if temporary:
             payload = temporary_payload(obj.object_type, payload)
             verify_hash = content_hash(payload)
         else:
-            verify_hash = obj.content_hash if _shown_as_is(obj, payload) else content_hash(payload)
+            verify_hash = obj.content_hash if as_is else content_hash(payload)
     write = TargetWrite(
         item_id=item_id,
         action=action,
