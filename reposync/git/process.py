@@ -1,9 +1,9 @@
 """Running git children: under a guard, streamed, and never orphaned.
 
-Every git process reposync starts goes through ``run_git``: a ``guarded`` check (a
-lease, a cancel) is asked before it starts and while it runs, and any interruption kills
-it with every process it started. Pushes, fetches, the LFS tools and the providers' ref
-reads all share it, so it lives apart from any one of them.
+Every git process reposync starts goes through ``run_git``: the ``guarded`` check
+(``reposync.guards``: a lease, a cancel) is asked before it starts and while it runs,
+and any interruption kills it with every process it started. Pushes, fetches, the LFS
+tools and the providers' ref reads all share it, so it lives apart from any one of them.
 """
 
 from __future__ import annotations
@@ -15,18 +15,15 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Mapping, Sequence
 
 from reposync.errors import GitTransportError
 from reposync.git import procfs
 from reposync.git.environment import git_env
+from reposync.guards import current_guard
 
-#: Seconds between two checks of a guarded git child (see ``guarded``).
+#: Seconds between two checks of a guarded git child (see ``reposync.guards.guarded``).
 GUARD_INTERVAL = 0.2
-
-_guard: ContextVar[Callable[[], None] | None] = ContextVar("reposync_git_guard", default=None)
 
 log = logging.getLogger(__name__)
 
@@ -34,30 +31,6 @@ log = logging.getLogger(__name__)
 class StopGently(Exception):
     """An interruption after which git may clean up: its processes get SIGTERM, not
     SIGKILL (a ``receive-pack`` then drops what it received)."""
-
-
-def current_guard() -> Callable[[], None] | None:
-    """The check of the innermost ``guarded`` context (None outside any)."""
-    return _guard.get()
-
-
-@contextmanager
-def guarded(check: Callable[[], None]) -> Iterator[None]:
-    """Run every git child started in this context under ``check`` (``Lease.check``, or
-    a write's guard that also stops for a cancelled Run); the innermost context's.
-
-    ``check`` is called before the child starts and every ``GUARD_INTERVAL`` seconds
-    while it runs; when it raises, the child and all its descendants are killed and the
-    error propagates. A worker frozen mid-push notices the moment it is continued that
-    its lease ran out, and ends its ``receive-pack`` instead of letting it finish (a
-    race it can lose: ``reposync.git.locks`` is what keeps a takeover from writing
-    under the same locks).
-    """
-    token = _guard.set(check)
-    try:
-        yield
-    finally:
-        _guard.reset(token)
 
 
 def run_git(
@@ -75,7 +48,7 @@ def run_git(
     a line, as it ends a progress update), in this thread; the result still holds the
     whole of it.
     """
-    guard = _guard.get()
+    guard = current_guard()
     if guard is not None:
         guard()
     log.debug("%s", " ".join(argv[:6]))

@@ -33,11 +33,12 @@ from pathlib import Path
 
 from reposync.errors import GitTransportError
 from reposync.git.packsize import PackEstimator, advertised_oids, store_bytes
-from reposync.git.process import current_guard, guarded, last_line, run_git
+from reposync.git.process import last_line, run_git
 from reposync.git.progress import ProgressReader, TransferProgress, without_progress
 from reposync.git.push_gate import GateClosed, PushGate
 from reposync.git.push_report import Refusal, describe, parse_porcelain, refusal, remote_words
 from reposync.git.workspace import PushWorkspace, set_alternates
+from reposync.guards import current_guard, guarded
 
 #: Stay far below ARG_MAX (2 MiB here) and MAX_ARG_STRLEN: one group = one git process.
 ARGV_BUDGET_BYTES = 512 * 1024

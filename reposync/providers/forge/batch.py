@@ -1,12 +1,14 @@
 """One batch of writes to one hosted forge's repository, each sent to its family's
 handler, and what the forge answered turned into results, the same on every forge.
 
-A rate limit defers this write and the rest of the batch (nothing of the rest was sent;
-of this write, a create that takes several requests may have landed its first, which is
-why the pipeline looks a deferred create up by its marker before it sends it again); a
-refusal is this write's alone; a lost response is looked for at once (the forge's
-``find_created``) and finished, or reported ``UNKNOWN``, never re-sent. Anything
-uncertain or refused makes the number allocator count afresh (``forge.numbers``).
+The stage's write guard is asked before each write: a cancel or a lost lease stops the
+batch between two writes. A rate limit defers this write and the rest of the batch
+(nothing of the rest was sent; of this write, a create that takes several requests may
+have landed its first, which is why the pipeline looks a deferred create up by its
+marker before it sends it again); a refusal is this write's alone; a lost response is
+looked for at once (the forge's ``find_created``) and finished, or reported ``UNKNOWN``,
+never re-sent. Anything uncertain or refused makes the number allocator count afresh
+(``forge.numbers``).
 
 What differs between forges is a subclass's few hooks: how the object is read to check
 it was not changed since planned, how a lost create is found, what its later requests
@@ -28,6 +30,7 @@ from reposync.errors import (
     ResultUnknown,
     WriteRefused,
 )
+from reposync.guards import check_guard
 from reposync.providers.base import ApplyResult, ItemError, TargetWrite, WriteStatus
 from reposync.providers.forge.numbers import NumberAllocator
 from reposync.sync.canonical import CanonicalObject
@@ -65,8 +68,12 @@ class ForgeWriter(ABC, Generic[C]):
         self.handlers = handlers
 
     def apply(self, writes: Sequence[TargetWrite]) -> list[ApplyResult]:
+        """Each write in turn. The stage's write guard is asked before each one
+        (``reposync.guards``): a cancel or a lost lease stops the batch there, between
+        two whole writes, and what the earlier ones wrote is the read-back's to find."""
         results: list[ApplyResult] = []
         for index, write in enumerate(writes):
+            check_guard()
             try:
                 results.append(self._one(write))
             except RateLimited as limited:

@@ -20,7 +20,7 @@ from reposync.errors import (
     RateLimited,
     ReposyncError,
 )
-from reposync.git.process import guarded
+from reposync.guards import guarded
 from reposync.lifecycle import Stage
 from reposync.logs import log_context
 from reposync.models import Run

@@ -15,11 +15,12 @@ import pytest
 
 from reposync.errors import GitTransportError, LeaseLost
 from reposync.git import procfs
-from reposync.git.process import guarded, run_git
+from reposync.git.process import run_git
 from reposync.git.progress import TransferProgress
 from reposync.git.transport import RefUpdate, _argv_of, _groups
 from reposync.git.transport import push as push_from
 from reposync.git.workspace import PushWorkspace
+from reposync.guards import guarded
 from tests.gitrepo import bad_tree_commit, commit_on, generate, init_bare, refs
 
 

@@ -4,8 +4,9 @@ Order of one execution:
 
 1. Settle what an earlier execution left ``applying``/``verifying`` (it may have died
    mid-write): read back, mark completed what arrived, re-plan what did not.
-2. Check for cancellation (a cancel during the write stops a push at once: its items
-   are read back, then the Run ends ``cancelled``).
+2. Check for cancellation (a cancel during the write stops a push at once, and a
+   forge's batch at its next write: their items are read back, then the Run ends
+   ``cancelled``).
 3. Claim the lowest unfinished batch: ``planned -> applying`` in one fenced, guarded
    UPDATE that also counts the attempt (items over the cap fail instead).
 4. Write (the applier re-reads the source first and supersedes what moved), mark the
@@ -58,6 +59,7 @@ from reposync.service.pipeline.stages.objects.links import (
     mark_unreliable,
     write_links,
 )
+from reposync.sync.canonical import REF_TYPES
 from reposync.sync.planner import Reason
 from reposync.sync.vocabulary import Action, ItemState, ObjectType, Representation
 
@@ -109,10 +111,14 @@ def apply_next_batch(ex: StageExecution) -> Stage:
         try:
             outcomes, retry_at = apply_items(ex, items, sent=sent)
         except RunCancelled:
-            # A cancel stopped the push (its git is dead): read back what it may have
-            # written, then end the Run as any cancel does.
+            # A cancel stopped the push (its git is dead) or a forge's batch (at its next
+            # write): read back what it may have written, then end the Run as any cancel
+            # does.
             settle_unfinished(ex)
-            return ex.advance_now(Stage.FINALIZING, "cancel requested; the running push stopped")
+            stopped = "push" if items[0].object_type in REF_TYPES else "batch of writes"
+            return ex.advance_now(
+                Stage.FINALIZING, f"cancel requested; the running {stopped} stopped"
+            )
         except ReposyncError as error:
             if error.retryable:  # the forge's trouble, not the items': the retry is free
                 refund_attempts(ex, [item for item in items if item.id not in sent])

@@ -25,8 +25,8 @@ from reposync.errors import (
 from reposync.git import transport
 from reposync.git.locks import remove_stale_locks
 from reposync.git.packsize import effective_limit
-from reposync.git.process import guarded
 from reposync.git.workspace import PushWorkspace
+from reposync.guards import guarded
 from reposync.providers.base import (
     GitRemote,
     GitRemoteSource,

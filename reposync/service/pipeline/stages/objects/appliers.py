@@ -16,6 +16,7 @@ from dataclasses import replace
 from sqlalchemy import select
 
 from reposync.errors import AssetTooLarge, ProviderError, VerifyMismatch
+from reposync.guards import guarded
 from reposync.models import RunItem
 from reposync.providers.base import (
     AbsenceProver,
@@ -193,7 +194,10 @@ class ObjectApplier:
             if verify_hash is not None:
                 report.verify_hashes[item.id] = verify_hash
         writes = self._with_nested(ex, items, writes)
-        for result in target.apply_batch(writes):
+        # A cancel, or the lease lost, stops a forge's batch at its next write.
+        with guarded(ex.lease.check_write):
+            results = target.apply_batch(writes)
+        for result in results:
             if result.target_identity:
                 report.identities[result.item_id] = result.target_identity
             if result.representation is not None:
