@@ -27,8 +27,9 @@ from reposync.service.embedded import sync
 from reposync.service.runs import request_cancel
 from tests.fakes.github import GitHubFake
 from tests.github_env import embedded_world, github_env
-from tests.gitrepo import generate
+from tests.gitrepo import generate, refs
 from tests.integration.test_forge_sync import WHEN, forge, items_of
+from tests.lfsrepo import commit_lfs, stored
 
 REPO = "acme/widgets"
 ISSUES = 30
@@ -154,3 +155,44 @@ def _wait_for_the_lease_to_expire(database: Path) -> None:
             return
         assert time.monotonic() < deadline, "the frozen worker's lease never ran out"
         time.sleep(0.2)
+
+
+def test_a_cancel_stops_lfs_uploads_before_the_next_object(tmp_path: Path, github_fake: GitHubFake):
+    """Found while closing issue 26: a cancel while a batch's LFS objects go up (twelve
+    uploads, a second each) waited for every one of them. It stops the uploads at the
+    next object; no ref is pushed (its objects are not all there), the Run ends
+    ``cancelled``, and the next Run uploads the rest and pushes."""
+    fake = github_fake
+    fake.state.create_repo(REPO, private=True)
+    source = generate(tmp_path / "src.git", commits=2, branches=0, tags=0)
+    files = {f"model-{n:02d}.bin": f"weights {n} ".encode() * 500 for n in range(12)}
+    commit_lfs(source, "refs/heads/main", files)
+    fake.faults.add("latency", "PUT", r"^/_lfs/", count=None, seconds=1.0)
+    with embedded_world(fake, tmp_path) as (ctx, _):
+        request = SyncRequest(f"local:{source}", f"github:{REPO}")
+        outcome: dict[str, Any] = {}
+        syncing = threading.Thread(target=lambda: outcome.update(run=sync(ctx, request)))
+        syncing.start()
+        try:
+            deadline = time.monotonic() + 60
+            while _lfs_uploads(fake) < 2:
+                assert syncing.is_alive(), outcome
+                assert time.monotonic() < deadline, "the uploads never started"
+                time.sleep(0.05)
+            with ctx.db.session() as session:
+                request_cancel(ctx, session.execute(select(Run.id)).scalar_one())
+        finally:
+            syncing.join(timeout=120)
+        assert not syncing.is_alive()
+        assert outcome["run"].status == "cancelled"
+        assert _lfs_uploads(fake) < len(files), "every upload ran after the cancel"
+        assert refs(Path(fake.state.git_dir(REPO))) == {}
+
+        fake.faults.clear()
+        again = sync(ctx, request)
+        assert again.status == "completed", again.report["problems"]
+        assert fake.lfs.objects(REPO) == stored(source)
+
+
+def _lfs_uploads(fake: GitHubFake) -> int:
+    return sum(1 for r in list(fake.requests_log) if r.method == "PUT" and "/_lfs/" in r.path)

@@ -211,7 +211,7 @@ def _copy_one(
             state.failures[pointer] = problem
             return
         spool.seek(0)
-        ex.lease.check()  # an upload is an external write
+        ex.lease.check_write()  # an upload is an external write (a cancel stops it too)
         try:
             target.lfs_upload(upload, spool)
         except (LfsObjectError, TargetRefusedPush) as error:
