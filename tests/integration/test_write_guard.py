@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,26 @@ from tests.lfsrepo import commit_lfs, stored
 
 REPO = "acme/widgets"
 ISSUES = 30
+
+
+def _sync_cancelled_once(ctx: Any, request: SyncRequest, begun: Callable[[], bool]) -> Any:
+    """``sync`` in a thread, cancelled (as ``runs cancel`` does) once ``begun`` says its
+    writes have started; the Run it returned."""
+    outcome: dict[str, Any] = {}
+    syncing = threading.Thread(target=lambda: outcome.update(run=sync(ctx, request)))
+    syncing.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not begun():
+            assert syncing.is_alive(), outcome
+            assert time.monotonic() < deadline, "the writes never started"
+            time.sleep(0.05)
+        with ctx.db.session() as session:
+            request_cancel(ctx, session.execute(select(Run.id)).scalar_one())
+    finally:
+        syncing.join(timeout=120)
+    assert not syncing.is_alive()
+    return outcome["run"]
 
 
 def _issue_creates(fake: GitHubFake) -> int:
@@ -59,22 +80,7 @@ def test_a_cancel_stops_a_forge_batch_at_its_next_write(tmp_path: Path, github_f
     fake.faults.add("latency", "POST", r"/issues$", host="api", count=None, seconds=1.0)
     with embedded_world(fake, tmp_path) as (ctx, _):
         request = SyncRequest(f"local:{source}", f"github:{REPO}")
-        outcome: dict[str, Any] = {}
-        syncing = threading.Thread(target=lambda: outcome.update(run=sync(ctx, request)))
-        syncing.start()
-        try:
-            deadline = time.monotonic() + 60
-            while _issue_creates(fake) < 2:
-                assert syncing.is_alive(), outcome
-                assert time.monotonic() < deadline, "the batch never started"
-                time.sleep(0.05)
-            with ctx.db.session() as session:
-                run_id = session.execute(select(Run.id)).scalar_one()
-            request_cancel(ctx, run_id)
-        finally:
-            syncing.join(timeout=120)
-        assert not syncing.is_alive()
-        run = outcome["run"]
+        run = _sync_cancelled_once(ctx, request, lambda: _issue_creates(fake) >= 2)
         assert run.status == "cancelled"
         sent = _issue_creates(fake)
         assert sent < ISSUES, "the batch ran to its end after the cancel"
@@ -170,21 +176,8 @@ def test_a_cancel_stops_lfs_uploads_before_the_next_object(tmp_path: Path, githu
     fake.faults.add("latency", "PUT", r"^/_lfs/", count=None, seconds=1.0)
     with embedded_world(fake, tmp_path) as (ctx, _):
         request = SyncRequest(f"local:{source}", f"github:{REPO}")
-        outcome: dict[str, Any] = {}
-        syncing = threading.Thread(target=lambda: outcome.update(run=sync(ctx, request)))
-        syncing.start()
-        try:
-            deadline = time.monotonic() + 60
-            while _lfs_uploads(fake) < 2:
-                assert syncing.is_alive(), outcome
-                assert time.monotonic() < deadline, "the uploads never started"
-                time.sleep(0.05)
-            with ctx.db.session() as session:
-                request_cancel(ctx, session.execute(select(Run.id)).scalar_one())
-        finally:
-            syncing.join(timeout=120)
-        assert not syncing.is_alive()
-        assert outcome["run"].status == "cancelled"
+        run = _sync_cancelled_once(ctx, request, lambda: _lfs_uploads(fake) >= 2)
+        assert run.status == "cancelled"
         assert _lfs_uploads(fake) < len(files), "every upload ran after the cancel"
         assert refs(Path(fake.state.git_dir(REPO))) == {}
 
