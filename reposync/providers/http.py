@@ -1,6 +1,7 @@
 """What the REST clients of the hosted forges (GitHub, Forgejo) share of HTTP: a URL's
 origin (where credentials may go), a ``Link`` header's pages, a path as errors name it,
-and a write sent once, whose lost answer is ``ResultUnknown`` and never a retry."""
+and a write sent once, under the stage's write guard, whose lost answer is
+``ResultUnknown`` and never a retry."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from urllib.parse import urlsplit
 import requests
 
 from reposync.errors import ResultUnknown
+from reposync.guards import check_guard
 
 _LINK = re.compile(r'<([^>]+)>;\s*rel="([a-z]+)"')
 
@@ -48,7 +50,16 @@ def send_once(
 ) -> requests.Response:
     """One write request, never repeated: a timeout or a dropped connection may come
     after the forge wrote, so it is ``ResultUnknown`` (the caller looks before sending
-    again)."""
+    again).
+
+    The stage's write guard (``reposync.guards``: its lease, a cancel) is asked last,
+    right before the request goes: after any pacing wait, so that a process that lost
+    its lease while it waited sends nothing. What remains is the moment between this
+    check and the bytes leaving: a process frozen exactly there, and continued after
+    another took its Run over, still sends this one request (no forge offers a create
+    fenced by our lease), which may duplicate what the takeover wrote.
+    """
+    check_guard()
     try:
         return session.request(
             method,
