@@ -3,11 +3,11 @@ outside, with its peak RSS (the embedded default, as a user would run it).
 
 Its modules run from compiled bytecode, as an installed reposync's do (pip compiles a
 wheel's modules at install; the image runs ``compileall``): ``compiled`` compiles the
-package and the migrations Alembic loads once, before the first timed process. This
+package and the migrations Alembic loads, once, before the first timed process. This
 machine's environment sets ``PYTHONDONTWRITEBYTECODE``, so nothing run from a checkout is
-cached: without this, every timed process compiled from source what nobody had compiled
-(the 17 migrations always, ~0.1 s of a new data directory's start-up; the whole package,
-~140 modules, in a checkout ``scripts/test`` never ran in), which no installed reposync pays.
+cached: in a checkout ``scripts/test`` never compiled (a new worktree), every timed
+process compiled ~140 modules from source, ~0.2 s of each sync's start-up (measured);
+the migrations alone cost ~5 ms.
 """
 
 from __future__ import annotations
