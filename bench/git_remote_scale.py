@@ -5,9 +5,13 @@ A generated repository (default: 5,000 commits of 105 KB incompressible files = 
 run on the same machine and the same server:
 
 * bootstrap: ``reposync sync local:SRC github:OWNER/NAME`` (the whole CLI, as a user runs
-  it: start-up, database, planning, pushes of at most 500 refs, read-back) against the
-  native ``git push --mirror`` of the same repository to another empty repository of the
-  same server; the ratio (target: <= 1.2);
+  it: start-up, database, planning, pushes of at most 500 refs, read-back) against two
+  native pushes of the same refs, each to another empty repository of the same server:
+  ``git push`` in pushes of at most 500 refspecs, what a native user must do against
+  GitHub, which refuses more ref updates per push (the server refuses them too, as it
+  does by default: ``GitHubFake.max_ref_updates_per_push``), the ratio against it
+  (target: <= 1.1); and one ``git push --mirror`` of all of them, with the server's limit
+  lifted for it (GitHub itself would refuse it), the ratio against it (was <= 1.2);
 * a one-commit update local -> GitHub (target: < 2 s);
 * GitHub -> local: a bootstrap (informative), then a one-commit update on the GitHub side
   (target: < 2 s), and the object ids its fetch asked the server for (target: 1);
@@ -83,19 +87,55 @@ def disk_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
+#: What GitHub is taken to accept per push (reposync's GitHub provider sends at most this).
+REFS_PER_PUSH = 500
+
+
 def native_push(source: Path, url: str, token: str) -> tuple[float, int]:
     """(seconds, peak RSS with children) of ``git push --mirror`` of the source to an
-    empty repository of the same server."""
+    empty repository of the same server: every ref in one push."""
+    return _git_push(source, url, token, [["--mirror"]])
+
+
+def native_chunked_push(source: Path, url: str, token: str) -> tuple[float, int]:
+    """(seconds, peak RSS with children) of the source's refs pushed to an empty
+    repository of the same server in pushes of at most ``REFS_PER_PUSH`` refspecs, one
+    ``git push`` after the other, as a native user must push to GitHub.
+
+    The refs go newest tip first (``for-each-ref --sort=-creatordate``), so the first
+    push carries most of the history and the later ones little: the best order for a
+    native user (reposync pushes in that order too), which keeps the comparison fair.
+    """
+    newest_first = ["for-each-ref", "--sort=-creatordate", "--format=%(refname)"]
+    listed = subprocess.run(
+        ["git", "--git-dir", str(source), *newest_first, "refs/heads", "refs/tags"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    chunks = [
+        [f"{ref}:{ref}" for ref in listed[at : at + REFS_PER_PUSH]]
+        for at in range(0, len(listed), REFS_PER_PUSH)
+    ]
+    return _git_push(source, url, token, chunks)
+
+
+def _git_push(source: Path, url: str, token: str, pushes: list[list[str]]) -> tuple[float, int]:
+    """(seconds, peak RSS) of one ``git push`` per entry of ``pushes`` (its arguments after
+    the URL, or ``--mirror`` before it), one after the other."""
     basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
     argv = ["git", "-c", f"http.extraHeader=Authorization: Basic {basic}"]
-    argv += ["--git-dir", str(source), "push", "-q", "--mirror", url]
+    argv += ["--git-dir", str(source), "push", "-q"]
+    peak = 0
     started = time.perf_counter()
-    process = subprocess.Popen(argv)
-    _, status, usage = os.wait4(process.pid, 0)
-    elapsed = time.perf_counter() - started
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit("git push --mirror failed")
-    return elapsed, usage.ru_maxrss * 1024
+    for arguments in pushes:
+        mirror = arguments == ["--mirror"]
+        process = subprocess.Popen([*argv, "--mirror", url] if mirror else [*argv, url, *arguments])
+        _, status, usage = os.wait4(process.pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit(f"native git push to {url} failed")
+        peak = max(peak, usage.ru_maxrss * 1024)
+    return time.perf_counter() - started, peak
 
 
 def main() -> int:
@@ -114,7 +154,7 @@ def main() -> int:
         "--repeat",
         type=int,
         default=6,
-        help="rounds, an even number: each pair of rounds runs both in both orders",
+        help="rounds, a multiple of 3: the three bootstraps of a round take turns going first",
     )
     parser.add_argument("--skip-reverse", action="store_true", help="no GitHub -> local part")
     parser.add_argument(
@@ -124,8 +164,8 @@ def main() -> int:
         f"{MEMORY_DIR} when it exists, so the host's disk does not decide the timings)",
     )
     args = parser.parse_args()
-    if args.repeat < 2 or args.repeat % 2:
-        parser.error("--repeat must be an even number of at least 2")
+    if args.repeat < 3 or args.repeat % 3:
+        parser.error("--repeat must be a multiple of 3")
 
     memory = None if args.on_disk or not MEMORY_DIR.is_dir() else MEMORY_DIR
     source = cached_source(args)
@@ -154,22 +194,36 @@ def main() -> int:
                 "REPOSYNC_GITHUB_TOKEN": token,
                 "REPOSYNC_GITHUB_WRITE_INTERVAL": "0",
             }
-            natives, boots, ones = [], [], []
+            print("load average at start: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
+            limit = fake.max_ref_updates_per_push
+            natives, chunked, boots, ones = [], [], [], []
             native_rss: list[int] = []
+            sides = ("mirror", "chunked", "reposync")
             for n in range(args.repeat):
                 name = f"{SOURCE}-{n}"
                 fake.state.create_repo(name, private=True)
                 fake.state.create_repo(f"{NATIVE}-{n}", private=True)
+                fake.state.create_repo(f"{NATIVE}-chunked-{n}", private=True)
                 github = f"github:{name}"
                 pushed = work / f"data-push-{n}"
-                # Same conditions for both: no dirty pages of the last push being written
-                # back meanwhile, and each goes first in every other round.
+                # Same conditions for all: no dirty pages of the last push being written
+                # back meanwhile, and each goes first, second and third in turn.
                 native_url = f"{fake.git_url}/{NATIVE}-{n}.git"
-                for step in ("native", "reposync") if n % 2 == 0 else ("reposync", "native"):
+                for step in sides[n % 3 :] + sides[: n % 3]:
                     os.sync()
-                    if step == "native":
-                        seconds, rss = native_push(source, native_url, token)
+                    if step == "mirror":
+                        fake.max_ref_updates_per_push = None  # GitHub would refuse it
+                        try:
+                            seconds, rss = native_push(source, native_url, token)
+                        finally:
+                            fake.max_ref_updates_per_push = limit
                         natives.append(seconds)
+                        native_rss.append(rss)
+                    elif step == "chunked":
+                        seconds, rss = native_chunked_push(
+                            source, f"{fake.git_url}/{NATIVE}-chunked-{n}.git", token
+                        )
+                        chunked.append(seconds)
                         native_rss.append(rss)
                     else:
                         boot_s, boot_rss, report = timed_reposync(
@@ -195,28 +249,37 @@ def main() -> int:
                         check=True,
                     )
                 ones.append((one_s, one_rss))
+                assert refs(fake.state.git_dir(f"{NATIVE}-chunked-{n}")) == source_refs
                 print(
-                    f"round {n + 1}: native push --mirror {natives[-1]:.2f}s, reposync "
+                    f"round {n + 1}: native pushes of <= {REFS_PER_PUSH} refs "
+                    f"{chunked[-1]:.2f}s, native push --mirror {natives[-1]:.2f}s, reposync "
                     f"bootstrap {boot_s:.2f}s ({boot_rss / 1e6:.0f} MB RSS), one-commit "
-                    f"update {one_s:.2f}s ({one_rss / 1e6:.0f} MB RSS); ratio "
-                    f"{boot_s / natives[-1]:.2f}"
+                    f"update {one_s:.2f}s ({one_rss / 1e6:.0f} MB RSS); ratios "
+                    f"{boot_s / chunked[-1]:.2f} (chunked) {boot_s / natives[-1]:.2f} (mirror)"
                 )
                 # Only the last round's mirror is read again (GitHub -> local).
                 shutil.rmtree(fake.state.git_dir(f"{NATIVE}-{n}"))
+                shutil.rmtree(fake.state.git_dir(f"{NATIVE}-chunked-{n}"))
                 if n > 0:
                     shutil.rmtree(fake.state.git_dir(f"{SOURCE}-{n - 1}"))
             native_s = statistics.median(natives)
+            chunked_s = statistics.median(chunked)
             boot_s = statistics.median(b for b, _ in boots)
-            # Each round times both back to back on the same machine state, and whoever
-            # goes second is slower (measured: ~0.5 s of ~9 s, after the first one's
-            # 528 MB landed on the server), so the order alternates and each pair of
-            # rounds, one of each order, gives one ratio: the sum of its two reposync
-            # times over the sum of its two native ones. Their median is the result; the
-            # ratio of the medians is printed beside it.
-            paired = [
-                (boots[k][0] + boots[k + 1][0]) / (natives[k] + natives[k + 1])
-                for k in range(0, len(boots), 2)
-            ]
+
+            # Each round times the three back to back on the same machine state, and
+            # whoever goes later is slower (measured: ~0.5 s of ~9 s, after the first
+            # one's 528 MB landed on the server), so the order rotates and each three
+            # rounds, one of each order, give one ratio: the sum of their three reposync
+            # times over the sum of their three native ones. Their median is the result;
+            # the ratio of the medians is printed beside it.
+            def triples(times: list[float]) -> list[float]:
+                return [
+                    sum(b for b, _ in boots[k : k + 3]) / sum(times[k : k + 3])
+                    for k in range(0, len(boots), 3)
+                ]
+
+            paired = triples(natives)
+            paired_chunked = triples(chunked)
             boot_rss = max(r for _, r in boots)
             one_s = statistics.median(o for o, _ in ones)
             one_rss = max(r for _, r in ones)
@@ -249,25 +312,33 @@ def main() -> int:
                 rev = (rboot_s, rboot_rss, rone_s, rone_rss, len(wants))
 
         ratio = statistics.median(paired)
+        ratio_chunked = statistics.median(paired_chunked)
         size = disk_bytes(source) / 1e6
         rows = [
             ("refs / size", f"{len(source_refs)} / {size:.0f} MB", ""),
             (
-                "native git push --mirror",
-                f"{native_s:8.2f} s",
+                f"native git push, <= {REFS_PER_PUSH} refs/push",
+                f"{chunked_s:8.2f} s",
                 mb(max(native_rss)) + f" (median of {args.repeat})",
             ),
+            ("native git push --mirror, one push", f"{native_s:8.2f} s", "(GitHub refuses it)"),
             ("reposync bootstrap to GitHub", f"{boot_s:8.2f} s", mb(boot_rss)),
             (
-                "ratio reposync / native",
+                "ratio reposync / native chunked",
+                f"{ratio_chunked:8.2f}",
+                f"(target <= 1.1; median of {len(paired_chunked)} triples of rounds, each "
+                f"{min(paired_chunked):.2f}-{max(paired_chunked):.2f}; ratio of the "
+                f"medians {boot_s / chunked_s:.2f})",
+            ),
+            (
+                "ratio reposync / native --mirror",
                 f"{ratio:8.2f}",
-                f"(target <= 1.2; median of {len(paired)} pairs of rounds, each "
-                f"{min(paired):.2f}-{max(paired):.2f}; ratio of the medians "
-                f"{boot_s / native_s:.2f})",
+                f"(median of {len(paired)} triples, each {min(paired):.2f}-{max(paired):.2f};"
+                f" ratio of the medians {boot_s / native_s:.2f})",
             ),
             ("one-commit update local -> GitHub", f"{one_s:8.2f} s", mb(one_rss) + " (< 2 s)"),
         ]
-        ok = ratio <= 1.2 and one_s < 2.0
+        ok = ratio_chunked <= 1.1 and one_s < 2.0
         if rev is not None:
             rows += [
                 ("GitHub -> local bootstrap", f"{rev[0]:8.2f} s", mb(rev[1])),
@@ -281,6 +352,7 @@ def main() -> int:
         print()
         for label, value, note in rows:
             print(f"{label:<36} {value:>12}  {note}")
+        print("load average at end: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
         print("RESULT", "meets every target" if ok else "MISSES a target")
         return 0 if ok else 1
     finally:

@@ -6,10 +6,12 @@ published description (the recorder); the server validates its own responses too
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from reposync.providers.github.provider import GitHubProvider
 from reposync.service.bindings import SyncRequest
 from reposync.service.embedded import sync
 from reposync.sync.vocabulary import ObjectType
@@ -210,13 +212,34 @@ def test_a_fork_pull_request_on_github_brings_its_commits_to_the_local_forge(tmp
 
 
 def test_refs_reach_github_in_pushes_of_at_most_500(tmp_path, world):
-    """GitHub's unpublished per-push ref limit: 620 refs go in pushes of <= 500."""
+    """GitHub's unpublished per-push ref limit: 620 refs go in pushes of <= 500, to a
+    server that refuses any push of more."""
     ctx, _, fake = world
     source = generate(tmp_path / "many.git", commits=20, branches=400, tags=219)
 
     run = sync(ctx, SyncRequest(f"local:{source}", f"github:{REPO}"))
 
+    assert fake.max_ref_updates_per_push == 500
     assert run.status == "completed", run.report["problems"]
     assert sum(i.object_type == "git_ref" for i in items_of(ctx, run.id)) == 620
     assert [len(updates) for updates in fake.receive_pack_requests] == [500, 120]
     assert _git_refs(fake) == refs(source)
+
+
+def test_a_push_over_githubs_ref_limit_lands_nothing(tmp_path, world, monkeypatch):
+    """Were reposync to send GitHub 620 ref updates in one push, the server refuses it
+    whole: the Run does not complete and no ref lands (what the limit above spares)."""
+    ctx, _, fake = world
+    monkeypatch.setattr(GitHubProvider, "max_ref_updates_per_push", None)
+    # The refusal is a 5xx, retried as a forge briefly away: retried at once, twice.
+    ctx.settings = replace(ctx.settings, retry_backoff=0.01, max_stage_attempts=2)
+    source = generate(tmp_path / "many.git", commits=20, branches=400, tags=219)
+
+    run = sync(ctx, SyncRequest(f"local:{source}", f"github:{REPO}"))
+
+    assert run.status == "failed"
+    [problem] = run.report["problems"]
+    assert problem["error_code"] == "git_transport_failed"
+    assert "HTTP 500" in problem["message"]
+    assert _git_refs(fake) == {}
+    assert fake.receive_pack_requests == []

@@ -2,13 +2,16 @@
 
 Apart from ``schedules`` (the tick that creates scheduled Runs) because a Binding's update
 validates its cron too, and Bindings come before the Runs a schedule creates.
+
+croniter is imported where a cron is read, not with the module: every ``reposync sync``
+imports this module (through the Bindings' service) and most never read a cron, and
+importing croniter runs ``file`` on the interpreter (``platform.architecture``), a child
+process of every command's start-up.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-
-from croniter import CroniterBadCronError, CroniterBadDateError, croniter
 
 from reposync.errors import UnschedulableCron, UsageError
 
@@ -16,6 +19,8 @@ from reposync.errors import UnschedulableCron, UsageError
 def validate_cron(expression: str, now: datetime) -> str:
     """A cron expression that parses and fires again after ``now``; one that never does
     would leave the Binding's schedule with no next slot."""
+    from croniter import CroniterBadCronError, croniter
+
     expression = expression.strip()
     try:
         croniter(expression)
@@ -33,6 +38,8 @@ def next_slot(expression: str, after: datetime, offset: int = 0) -> datetime:
     Raises ``UnschedulableCron`` when there is none (croniter gives up after searching
     the years ahead: ``0 0 31 2 *``, a year field in the past).
     """
+    from croniter import CroniterBadDateError, croniter
+
     shift = timedelta(seconds=offset)
     try:
         value: datetime = croniter(expression, after - shift).get_next(datetime)

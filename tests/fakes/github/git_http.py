@@ -8,6 +8,12 @@ write access ("contents: write" for installations). Each bare repository hides
 A push whose pack is larger than ``GitHubFake.max_push_bytes`` (GitHub: 2 GiB) is refused
 as GitHub refuses it: "fatal: pack exceeds maximum allowed size", no ref moves (git's own
 ``receive.maxInputSize``, the limit GitHub's receive-pack passes to index-pack).
+A push asking for more ref updates than ``GitHubFake.max_ref_updates_per_push`` is
+refused before any Git runs, as GitHub's spokes refuses it (its
+``receive.refupdatecommandlimit``): "maximum ref updates exceeded: N commands sent but
+max allowed is M", an HTTP 500 to the client (what users of github.com report: git says
+"RPC failed; HTTP 500"), no object or ref lands. The commands are read from the body
+before the backend starts and handed on with the rest of it (``_read_commands``).
 Request and response bodies are streamed between the client and the CGI process.
 
 A repository's wiki is served at ``{git_url}/{owner}/{name}.wiki.git`` with the same
@@ -24,8 +30,10 @@ import shutil
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 from urllib.parse import parse_qsl, unquote
+
+from werkzeug.wsgi import get_input_stream
 
 from tests.fakes.forge_server.git_http import GIT_PATH, asks_push, moved, serve_git
 from tests.fakes.github import auth, signed_urls, webhook_events
@@ -35,6 +43,7 @@ from tests.fakes.gitserver import bare_repos
 from tests.fakes.gitserver.smart_http import (
     PushCommands,
     Refusal,
+    _gzipped,
     basic_credentials,
     file_chunks,
 )
@@ -109,6 +118,16 @@ class GitHttpApp:
             )
             owner[0] = token.user.login if token is not None else None
             quota[0] = token.rate_key if token is not None else None
+            limit = self.fake.max_ref_updates_per_push
+            if push and method == "POST" and found["rest"] == "git-receive-pack" and limit:
+                sent, body = _read_commands(environ)
+                if sent > limit:
+                    _drain(body)
+                    raise Refusal(
+                        "500 Internal Server Error",
+                        f"maximum ref updates exceeded: {sent} commands sent but max "
+                        f"allowed is {limit}\n",
+                    )
         except Refusal as refusal:
             log(int(refusal.status.split()[0]))
             start_response(
@@ -285,6 +304,47 @@ class GitHttpApp:
             [("content-type", asset.content_type), ("content-length", str(asset.size))],
         )
         return file_chunks(asset.path.open("rb"))
+
+
+def _read_commands(environ: WSGIEnvironment) -> tuple[int, IO[bytes]]:
+    """How many ref updates a receive-pack request asks for, read before any Git runs,
+    and the rest of its body.
+
+    Only the body's first pkt-lines (the commands, before the pack) are read; what was
+    read goes back in front of the rest, so the backend gets all of it. A push refused
+    for its count has its pack read to the end and dropped (``_drain``): a client still
+    sending gets the refusal, not a connection reset.
+    """
+    body = get_input_stream(environ)
+    commands = PushCommands(_gzipped(environ))
+    head: list[bytes] = []
+    while not commands.complete and (chunk := body.read(CHUNK)):
+        commands.feed(chunk)
+        head.append(chunk)
+    environ["wsgi.input"] = _Replay(b"".join(head), body)
+    return len(commands.updates), body
+
+
+class _Replay:
+    """A request body read again: the bytes already read, then the rest of the stream."""
+
+    def __init__(self, head: bytes, rest: IO[bytes]) -> None:
+        self._head = head
+        self._rest = rest
+
+    def read(self, size: int = -1) -> bytes:
+        if self._head:
+            if size < 0:
+                data, self._head = self._head + self._rest.read(), b""
+                return data
+            data, self._head = self._head[:size], self._head[size:]
+            return data
+        return self._rest.read(size)
+
+
+def _drain(body: IO[bytes]) -> None:
+    while body.read(CHUNK):
+        pass
 
 
 def _download_token(state: State, header: str | None) -> Token | None:

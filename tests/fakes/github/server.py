@@ -118,6 +118,7 @@ class GitHubFake(FakeServer):
         validate_requests: bool = True,
         layout: str = "github.com",
         max_push_bytes: int = 2 * 1024**3,
+        max_ref_updates_per_push: int | None = 500,
         wiki_created_by_push: bool = True,
     ) -> None:
         if layout not in LAYOUTS:
@@ -136,6 +137,11 @@ class GitHubFake(FakeServer):
         self.validate_responses = validate_responses
         #: Largest pack one push may carry (GitHub's 2 GiB); tests lower it.
         self.max_push_bytes = max_push_bytes
+        #: Most ref updates one push may ask for (None: any number). GitHub's own limit is
+        #: not published (spokes' ``receive.refupdatecommandlimit``; users see pushes of
+        #: thousands of refs fail); 500 is what reposync's GitHub provider declares it
+        #: sends at most, so every test of a GitHub target holds it to that.
+        self.max_ref_updates_per_push = max_ref_updates_per_push
         #: Whether the first push to an enabled wiki creates its repository; False is
         #: github.com's way ("Repository not found" until a first page is saved).
         self.wiki_created_by_push = wiki_created_by_push

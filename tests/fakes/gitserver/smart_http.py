@@ -176,6 +176,11 @@ class PushCommands:
         self._done = False
         self._inflate = zlib.decompressobj(16 + zlib.MAX_WBITS) if gzipped else None
 
+    @property
+    def complete(self) -> bool:
+        """Whether every command has gone past (or the body was not a push's)."""
+        return self._done
+
     def feed(self, chunk: bytes) -> None:
         if self._done:
             return
