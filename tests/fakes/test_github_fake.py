@@ -1080,6 +1080,20 @@ def test_fault_probability_is_reproducible(fake):
     fake.assert_clean()
 
 
+def test_a_fault_after_n_strikes_the_next_matching_request_only(fake):
+    """``after``: the first N matching requests pass untouched, the (N+1)th is struck,
+    and requests the rule does not match never count towards N."""
+    _, s = seeded(fake)
+    rule = fake.faults.error("POST", r"/labels$", status=503, after=2)
+    codes = [s.post(api(fake, "/labels"), json={"name": f"l{n}"}).status_code for n in range(2)]
+    assert s.get(api(fake, "/labels")).status_code == 200  # not matched: not counted
+    codes += [s.post(api(fake, "/labels"), json={"name": f"l{n}"}).status_code for n in (2, 3)]
+    assert codes == [201, 201, 503, 201]
+    assert (rule.passed, rule.hits) == (2, 1)
+    assert sorted(lb.name for lb in fake.state.labels(REPO)) == ["l0", "l1", "l3"]
+    fake.assert_clean()
+
+
 def test_git_push_commit_then_drop(fake, tmp_path):
     """A push whose response is lost still updated the branch."""
     token, _ = seeded(fake)

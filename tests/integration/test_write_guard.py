@@ -112,6 +112,9 @@ def test_a_worker_frozen_mid_batch_writes_nothing_once_continued(
     with forge(source) as f:
         for title in titles:
             f.create_issue(title, author="ann", body="steps to reproduce", created_at=WHEN)
+    # The third create is performed, then its answer held back for 3 s: the freeze lands
+    # while it is in GitHub's hands (test_remote_faults says which moment no forge fences).
+    held = fake.faults.add("timeout", "POST", r"/issues$", host="api", seconds=3.0, after=2)
     fake.faults.add("latency", "POST", r"/issues$", host="api", count=None, seconds=0.5)
     env = {
         **os.environ,
@@ -123,15 +126,15 @@ def test_a_worker_frozen_mid_batch_writes_nothing_once_continued(
     frozen = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60
-        while _issue_creates(fake) < 2:
+        while not held.hits:
             assert frozen.poll() is None, frozen.communicate()
             assert time.monotonic() < deadline, "the batch never started"
             time.sleep(0.05)
         frozen.send_signal(signal.SIGSTOP)
         sent_before = _issue_creates(fake)
-        _wait_for_the_lease_to_expire(data_dir / "reposync.db")
+        wait_for_the_lease_to_expire(data_dir / "reposync.db")
 
-        taker = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=180)
+        taker = take_over(argv, env, frozen)
         assert taker.returncode == 0, taker.stderr
         assert sorted(issue.title for issue in fake.state.issues(REPO)) == titles
         taken_over = _issue_creates(fake)
@@ -148,7 +151,25 @@ def test_a_worker_frozen_mid_batch_writes_nothing_once_continued(
     assert sorted(issue.title for issue in fake.state.issues(REPO)) == titles
 
 
-def _wait_for_the_lease_to_expire(database: Path) -> None:
+def take_over(
+    argv: list[str], env: dict[str, str], frozen: subprocess.Popen[bytes]
+) -> subprocess.CompletedProcess[str]:
+    """A second ``reposync sync`` of the pair while ``frozen`` is stopped.
+
+    Frozen inside a transaction of the embedded SQLite database (its heartbeat renewing
+    the lease, say), the stopped process holds the write lock: nobody can take over (a
+    clear ``database_unavailable``, nothing written) until it is continued and ends by
+    itself, its lease gone; then the second sync runs again.
+    """
+    taker = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=180)
+    if taker.returncode != 0 and "[database_unavailable]" in taker.stderr:
+        frozen.send_signal(signal.SIGCONT)
+        frozen.communicate(timeout=60)
+        taker = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=180)
+    return taker
+
+
+def wait_for_the_lease_to_expire(database: Path) -> None:
     """Until the Binding's lease has run out (reading the file the stopped process left
     in WAL mode): then a takeover may claim it."""
     deadline = time.monotonic() + 60

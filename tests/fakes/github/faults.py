@@ -9,8 +9,9 @@ Kinds:
 * ``timeout``: do the work, then sleep ``seconds`` before answering (longer than the
   client's timeout, so it gives up while the write has happened).
 
-A rule fires ``count`` times (None: always) with ``probability`` (seeded, reproducible);
-the first rule that matches a request and fires is used.
+A rule fires ``count`` times (None: always) with ``probability`` (seeded, reproducible),
+once the first ``after`` requests it matches have passed it by; the first rule that
+matches a request and fires is used.
 """
 
 from __future__ import annotations
@@ -34,7 +35,10 @@ class FaultRule:
     status: int = 502
     drop: str = "502"  # commit_then_drop: "502" or "close"
     seed: int | None = 0
+    #: Matching requests the rule lets pass before it may fire (to strike the Nth write).
+    after: int = 0
     hits: int = 0
+    passed: int = 0
     rng: random.Random = field(init=False)
 
     def __post_init__(self) -> None:
@@ -68,6 +72,7 @@ class Faults:
         seconds: float = 0.0,
         status: int = 502,
         drop: str = "502",
+        after: int = 0,
     ) -> FaultRule:
         if kind not in ("latency", "error", "commit_then_drop", "timeout"):
             raise ValueError(f"unknown fault kind {kind!r}")
@@ -84,6 +89,7 @@ class Faults:
             status=status,
             drop=drop,
             seed=seed,
+            after=after,
         )
         with self._lock:
             self._rules.append(rule)
@@ -113,7 +119,12 @@ class Faults:
         """The rule that fires for this request (its ``hits`` is counted), if any."""
         with self._lock:
             for rule in self._rules:
-                if rule.matches(host, method, path) and rule.rng.random() < rule.probability:
+                if not rule.matches(host, method, path):
+                    continue
+                if rule.passed < rule.after:
+                    rule.passed += 1
+                    continue
+                if rule.rng.random() < rule.probability:
                     rule.hits += 1
                     return rule
         return None

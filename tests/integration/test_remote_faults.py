@@ -1,0 +1,123 @@
+"""Seeded faults against real ``reposync sync`` processes writing to a remote forge.
+
+The chaos soak (``tests.chaos``) kills and freezes workers writing to a local forge,
+whose batch is one transaction. A remote forge's batch is hundreds of requests, so a
+process can die or freeze between any two of them: this kind of test was missing, and
+the first write-twice bug it would have caught (a frozen ``reposync sync`` continued
+after a takeover and created issues again) was found by reading.
+
+Each seed picks a fault and the write it strikes after: ``sigkill`` (the process dies;
+the next ``reposync sync`` resumes its Run at once, the holder being gone) or
+``sigstop`` (the process freezes past its lease while a write is in the forge's hands,
+its answer held back; a second ``reposync sync`` takes the Run over and finishes it,
+then the frozen one is continued). A process frozen between its last guard check and
+its request's bytes leaving cannot be fenced by a forge that offers no fenced create
+(``providers.http.send_once``): that moment is not what this test strikes. Then one
+more sync must complete without writing, and GitHub must hold every issue and comment
+exactly once.
+CI runs three seeds; ``REPOSYNC_SOAK=1`` runs ``REPOSYNC_SOAK_SEEDS`` (default 20).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.github import GitHubFake
+from tests.github_env import github_env
+from tests.gitrepo import generate
+from tests.integration.test_forge_sync import WHEN, forge
+from tests.integration.test_write_guard import take_over, wait_for_the_lease_to_expire
+
+REPO = "acme/widgets"
+SOAK = os.environ.get("REPOSYNC_SOAK", "") not in ("", "0")
+SEEDS = range(int(os.environ.get("REPOSYNC_SOAK_SEEDS", "20")) if SOAK else 3)
+
+
+def _creates(fake: GitHubFake) -> int:
+    return sum(1 for r in list(fake.requests_log) if r.host == "api" and r.method == "POST")
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_killed_or_frozen_sync_never_writes_twice(
+    seed: int, tmp_path: Path, github_fake: GitHubFake, data_dir: Path
+):
+    """A seeded kill or freeze between two writes of a remote batch: the pair still
+    converges, nothing is lost, nothing is created twice, and a last sync writes nothing."""
+    rng = random.Random(seed)
+    fake = github_fake
+    fake.state.create_repo(REPO, private=True)
+    source = generate(tmp_path / "src.git", commits=2, branches=0, tags=0)
+    issues = rng.randint(8, 14)
+    comments: dict[str, list[str]] = {}
+    with forge(source) as f:
+        for n in range(issues):
+            title = f"issue {n:02d} of seed {seed}"
+            issue = f.create_issue(title, author="ann", body=f"body {n}", created_at=WHEN)
+            comments[title] = [f"comment {n}.{k}" for k in range(rng.randint(0, 3))]
+            for body in comments[title]:
+                f.add_comment("issue", issue, body, author="bob", created_at=WHEN)
+    writes = issues + sum(len(c) for c in comments.values())
+    fault = rng.choice(["sigkill", "sigstop"])
+    strike_after = rng.randint(1, writes - 1)
+    # The write a freeze strikes is performed, then its answer held back for 3 s: the
+    # freeze lands while it is in the forge's hands, however slow this machine is.
+    frozen_at = strike_after if fault == "sigstop" else writes  # a kill needs no hold
+    held = fake.faults.add("timeout", "POST", "", host="api", seconds=3.0, after=frozen_at)
+    fake.faults.add("latency", "POST", "", host="api", count=None, seconds=0.25)
+    env = {
+        **os.environ,
+        **github_env(fake, fake.add_token("acme")),
+        "REPOSYNC_GITHUB_WRITE_INTERVAL": "0",
+        "REPOSYNC_LEASE_TTL": "3",
+    }
+    argv = [sys.executable, "-m", "reposync", "sync", f"local:{source}", f"github:{REPO}"]
+    struck = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 90
+        while not (held.hits if fault == "sigstop" else _creates(fake) >= strike_after):
+            assert struck.poll() is None, struck.communicate()
+            assert time.monotonic() < deadline, "the writes never reached the fault"
+            time.sleep(0.02)
+        if fault == "sigkill":
+            struck.kill()
+            struck.communicate()
+            taker = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=180)
+        else:
+            struck.send_signal(signal.SIGSTOP)
+            wait_for_the_lease_to_expire(data_dir / "reposync.db")
+            taker = take_over(argv, env, struck)
+            if struck.poll() is None:
+                struck.send_signal(signal.SIGCONT)
+                struck.communicate(timeout=60)
+        assert taker.returncode == 0, (fault, strike_after, taker.stderr)
+    finally:
+        if struck.poll() is None:
+            struck.send_signal(signal.SIGCONT)
+            struck.kill()
+            struck.communicate()
+
+    fake.faults.clear()
+    before = _creates(fake)
+    last = subprocess.run([*argv, "--json"], env=env, capture_output=True, text=True, timeout=180)
+    assert last.returncode == 0, last.stderr
+    assert _creates(fake) == before, "the last sync wrote"
+    on_github = fake.state.issues(REPO)
+    assert sorted(i.title for i in on_github) == sorted(comments), (fault, strike_after)
+    by_number = {i.number: i.title for i in on_github}
+    found: dict[str, list[str]] = {title: [] for title in comments}
+    for comment in fake.state.comments(REPO):
+        found[by_number[comment.issue_number]].append(comment.body)
+    for title, bodies in comments.items():
+        # Each source comment once, under its own issue (bodies carry an attribution
+        # header on GitHub, so each is looked for inside one).
+        assert len(found[title]) == len(bodies), (fault, strike_after, title, found[title])
+        for body in bodies:
+            assert sum(body in text for text in found[title]) == 1, (fault, strike_after, body)
