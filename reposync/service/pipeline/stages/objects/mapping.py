@@ -145,11 +145,6 @@ def number_map(ex: StageExecution) -> dict[int, int]:
         return {int(s): int(t) for s, t in rows if s is not None and t is not None}
 
 
-def target_payload(obj: CanonicalObject, numbers: Mapping[int, int]) -> dict[str, Any]:
-    """The payload as the target must show it (rewritten references)."""
-    return _target_payload(obj, numbers)[0]
-
-
 def _target_payload(
     obj: CanonicalObject, numbers: Mapping[int, int]
 ) -> tuple[dict[str, Any], bool]:
