@@ -13,24 +13,31 @@ its answer held back; a second ``reposync sync`` takes the Run over and finishes
 then the frozen one is continued). A process frozen between its last guard check and
 its request's bytes leaving cannot be fenced by a forge that offers no fenced create
 (``providers.http.send_once``): that moment is not what this test strikes. Then one
-more sync must complete without writing, and GitHub must hold every issue and comment
-exactly once.
+more sync must complete without writing, and the forge (GitHub's and Forgejo's test
+servers: both write through ``ForgeWriter`` and ``send_once``) must hold every issue
+and comment exactly once.
 CI runs three seeds; ``REPOSYNC_SOAK=1`` runs ``REPOSYNC_SOAK_SEEDS`` (default 20).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
 import subprocess
 import sys
 import time
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.fakes.forgejo import ForgejoFake
 from tests.fakes.github import GitHubFake
+from tests.forgejo_env import instance, locator
 from tests.github_env import github_env
 from tests.gitrepo import generate
 from tests.integration.test_forge_sync import WHEN, forge
@@ -39,21 +46,73 @@ from tests.integration.test_write_guard import take_over, wait_for_the_lease_to_
 REPO = "acme/widgets"
 SOAK = os.environ.get("REPOSYNC_SOAK", "") not in ("", "0")
 SEEDS = range(int(os.environ.get("REPOSYNC_SOAK_SEEDS", "20")) if SOAK else 3)
+#: The hosted forges whose batches go through ``ForgeWriter`` and ``send_once``.
+FORGES = ("github", "forgejo")
 
 
-def _creates(fake: GitHubFake) -> int:
-    return sum(1 for r in list(fake.requests_log) if r.host == "api" and r.method == "POST")
+@dataclass
+class Remote:
+    """One hosted forge's test server as the test sees it: the locator and environment
+    a ``reposync sync`` process needs, its write requests, and its issues and comments."""
+
+    fake: Any
+    target: str
+    env: dict[str, str]
+
+    @classmethod
+    def open(cls, name: str, stack: ExitStack) -> Remote:
+        if name == "github":
+            github = stack.enter_context(GitHubFake())
+            github.state.create_repo(REPO, private=True)
+            env = {
+                **github_env(github, github.add_token("acme")),
+                "REPOSYNC_GITHUB_WRITE_INTERVAL": "0",
+            }
+            return cls(github, f"github:{REPO}", env)
+        forgejo = stack.enter_context(ForgejoFake())
+        forgejo.state.create_repo(REPO, private=True)
+        server = instance(forgejo, forgejo.add_token("acme"))
+        instances = {server.name: {"url": server.url, "token": server.token}}
+        env = {"REPOSYNC_FORGEJO_INSTANCES": json.dumps(instances)}
+        return cls(forgejo, f"forgejo:{locator(forgejo, REPO)}", env)
+
+    def writes(self) -> int:
+        """Write requests the forge answered."""
+        if isinstance(self.fake, GitHubFake):
+            log = [r for r in list(self.fake.requests_log) if r.host == "api"]
+        else:
+            log = list(self.fake.requests)
+        return sum(1 for r in log if r.method == "POST")
+
+    def issues(self) -> dict[int, str]:
+        """Titles by number."""
+        if isinstance(self.fake, GitHubFake):
+            return {i.number: i.title for i in self.fake.state.issues(REPO)}
+        return {i.index: i.title for i in self.fake.state.repo(REPO).issues.values()}
+
+    def comments(self) -> list[tuple[int, str]]:
+        """(issue number, body) of every comment."""
+        if isinstance(self.fake, GitHubFake):
+            return [(c.issue_number, c.body) for c in self.fake.state.comments(REPO)]
+        return [(c.index, c.body) for c in self.fake.state.repo(REPO).comments.values()]
 
 
 @pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("forge_name", FORGES)
 def test_a_killed_or_frozen_sync_never_writes_twice(
-    seed: int, tmp_path: Path, github_fake: GitHubFake, data_dir: Path
+    forge_name: str, seed: int, tmp_path: Path, data_dir: Path
 ):
     """A seeded kill or freeze between two writes of a remote batch: the pair still
     converges, nothing is lost, nothing is created twice, and a last sync writes nothing."""
+    with ExitStack() as stack:
+        remote = Remote.open(forge_name, stack)
+        _strike(remote, seed, tmp_path, data_dir)
+        remote.fake.assert_clean(requests_too=True)  # every exchange met the contract
+
+
+def _strike(remote: Remote, seed: int, tmp_path: Path, data_dir: Path) -> None:
     rng = random.Random(seed)
-    fake = github_fake
-    fake.state.create_repo(REPO, private=True)
+    fake = remote.fake
     source = generate(tmp_path / "src.git", commits=2, branches=0, tags=0)
     issues = rng.randint(8, 14)
     comments: dict[str, list[str]] = {}
@@ -72,17 +131,12 @@ def test_a_killed_or_frozen_sync_never_writes_twice(
     frozen_at = strike_after if fault == "sigstop" else writes  # a kill needs no hold
     held = fake.faults.add("timeout", "POST", "", host="api", seconds=3.0, after=frozen_at)
     fake.faults.add("latency", "POST", "", host="api", count=None, seconds=0.25)
-    env = {
-        **os.environ,
-        **github_env(fake, fake.add_token("acme")),
-        "REPOSYNC_GITHUB_WRITE_INTERVAL": "0",
-        "REPOSYNC_LEASE_TTL": "3",
-    }
-    argv = [sys.executable, "-m", "reposync", "sync", f"local:{source}", f"github:{REPO}"]
+    env = {**os.environ, **remote.env, "REPOSYNC_LEASE_TTL": "3"}
+    argv = [sys.executable, "-m", "reposync", "sync", f"local:{source}", remote.target]
     struck = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 90
-        while not (held.hits if fault == "sigstop" else _creates(fake) >= strike_after):
+        while not (held.hits if fault == "sigstop" else remote.writes() >= strike_after):
             assert struck.poll() is None, struck.communicate()
             assert time.monotonic() < deadline, "the writes never reached the fault"
             time.sleep(0.02)
@@ -105,19 +159,18 @@ def test_a_killed_or_frozen_sync_never_writes_twice(
             struck.communicate()
 
     fake.faults.clear()
-    before = _creates(fake)
+    before = remote.writes()
     last = subprocess.run([*argv, "--json"], env=env, capture_output=True, text=True, timeout=180)
     assert last.returncode == 0, last.stderr
-    assert _creates(fake) == before, "the last sync wrote"
-    on_github = fake.state.issues(REPO)
-    assert sorted(i.title for i in on_github) == sorted(comments), (fault, strike_after)
-    by_number = {i.number: i.title for i in on_github}
+    assert remote.writes() == before, "the last sync wrote"
+    by_number = remote.issues()
+    assert sorted(by_number.values()) == sorted(comments), (fault, strike_after)
     found: dict[str, list[str]] = {title: [] for title in comments}
-    for comment in fake.state.comments(REPO):
-        found[by_number[comment.issue_number]].append(comment.body)
+    for number, body in remote.comments():
+        found[by_number[number]].append(body)
     for title, bodies in comments.items():
         # Each source comment once, under its own issue (bodies carry an attribution
-        # header on GitHub, so each is looked for inside one).
+        # header on these forges, so each is looked for inside one).
         assert len(found[title]) == len(bodies), (fault, strike_after, title, found[title])
         for body in bodies:
             assert sum(body in text for text in found[title]) == 1, (fault, strike_after, body)
