@@ -56,6 +56,16 @@ def _sync_cancelled_once(ctx: Any, request: SyncRequest, begun: Callable[[], boo
     return outcome["run"]
 
 
+def _issues_to_sync(tmp_path: Path) -> tuple[Path, list[str]]:
+    """A source with ``ISSUES`` issues (and one branch): the source, the titles."""
+    source = generate(tmp_path / "src.git", commits=2, branches=0, tags=0)
+    titles = [f"issue {n:02d}" for n in range(ISSUES)]
+    with forge(source) as f:
+        for title in titles:
+            f.create_issue(title, author="ann", body="steps to reproduce", created_at=WHEN)
+    return source, titles
+
+
 def _issue_creates(fake: GitHubFake) -> int:
     return sum(
         1
@@ -71,11 +81,7 @@ def test_a_cancel_stops_a_forge_batch_at_its_next_write(tmp_path: Path, github_f
     next Run creates the others, each exactly once."""
     fake = github_fake
     fake.state.create_repo(REPO, private=True)
-    source = generate(tmp_path / "src.git", commits=2, branches=0, tags=0)
-    titles = [f"issue {n:02d}" for n in range(ISSUES)]
-    with forge(source) as f:
-        for title in titles:
-            f.create_issue(title, author="ann", body="steps to reproduce", created_at=WHEN)
+    source, titles = _issues_to_sync(tmp_path)
     # Each create answers after a second: the whole batch would take half a minute.
     fake.faults.add("latency", "POST", r"/issues$", host="api", count=None, seconds=1.0)
     with embedded_world(fake, tmp_path) as (ctx, _):
@@ -107,11 +113,7 @@ def test_a_worker_frozen_mid_batch_writes_nothing_once_continued(
     and GitHub holds each issue once."""
     fake = github_fake
     fake.state.create_repo(REPO, private=True)
-    source = generate(tmp_path / "src.git", commits=2, branches=0, tags=0)
-    titles = [f"issue {n:02d}" for n in range(ISSUES)]
-    with forge(source) as f:
-        for title in titles:
-            f.create_issue(title, author="ann", body="steps to reproduce", created_at=WHEN)
+    source, titles = _issues_to_sync(tmp_path)
     # The third create is performed, then its answer held back for 3 s: the freeze lands
     # while it is in GitHub's hands (test_remote_faults says which moment no forge fences).
     held = fake.faults.add("timeout", "POST", r"/issues$", host="api", seconds=3.0, after=2)
