@@ -130,7 +130,7 @@ def _strike(remote: Remote, seed: int, tmp_path: Path, data_dir: Path) -> None:
     # freeze lands while it is in the forge's hands, however slow this machine is.
     frozen_at = strike_after if fault == "sigstop" else writes  # a kill needs no hold
     held = fake.faults.add("timeout", "POST", "", host="api", seconds=3.0, after=frozen_at)
-    fake.faults.add("latency", "POST", "", host="api", count=None, seconds=0.25)
+    paced = fake.faults.add("latency", "POST", "", host="api", count=None, seconds=0.25)
     env = {**os.environ, **remote.env, "REPOSYNC_LEASE_TTL": "3"}
     argv = [sys.executable, "-m", "reposync", "sync", f"local:{source}", remote.target]
     struck = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -143,6 +143,12 @@ def _strike(remote: Remote, seed: int, tmp_path: Path, data_dir: Path) -> None:
         if fault == "sigkill":
             struck.kill()
             struck.communicate()
+            # The request the dead process had out is still the forge's to perform: let
+            # it land before the next sync reads back (a forge that performs it later
+            # than any read-back is the moment no marker can cover).
+            while remote.writes() < paced.hits + held.hits:
+                assert time.monotonic() < deadline, "the forge never answered"
+                time.sleep(0.02)
             taker = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=180)
         else:
             struck.send_signal(signal.SIGSTOP)
