@@ -12,7 +12,7 @@ Every method documents the errors it raises; all are ``reposync.errors.ProviderE
 subclasses with stable codes. A provider never swallows an error and never retries a
 non-idempotent write blindly.
 
-Why one module of ~820 lines: it is the one document a provider author reads, and the
+Why one module of ~870 lines: it is the one document a provider author reads, and the
 conformance suite checks against it; almost all of it is docstrings of the 19
 capabilities and the value types they exchange. Split, the contract would be read in
 pieces and ``CAPABILITIES`` would have to import them all back.
