@@ -94,7 +94,7 @@ class Lease:
 
     def check_write(self) -> None:
         """``check``, and stop a write that is running for a Run somebody cancelled (the
-        guard of a push: ``process.guarded``); the caller reads back what it may have
+        guard of every write: ``reposync.guards``); the caller reads back what it may have
         written."""
         self.check()
         if self.cancelled.is_set():
