@@ -82,6 +82,11 @@ class Settings:
     #: 2 GiB; a value > 0 lowers it, or sets one for a forge without). Pushes are split
     #: by history to stay under it; a ref whose own pack is larger fails ``push_too_large``.
     git_max_push_pack_bytes: int = 0
+    #: Most ref updates one push may carry (0: the target forge's own, GitHub's 500; a
+    #: value > 0 replaces it, up or down: GitHub does not publish its limit and GitHub
+    #: Enterprise sets its own). A push the forge answers with a server error is pushed
+    #: again in halves all the same, so a value too high costs pushes, not the Run.
+    git_max_ref_updates_per_push: int = 0
     #: How often one stage may be (re)started before the Run fails; caps redelivery loops.
     max_stage_attempts: int = 5
     #: Seconds before a stage that failed for a retryable reason (a forge or database
@@ -284,11 +289,12 @@ class Settings:
                 self.lease_ttl, self.batch_max_items, self.batch_max_bytes, self.git_batch_max_items
             )
             <= 0
-            or self.git_max_push_pack_bytes < 0
+            or min(self.git_max_push_pack_bytes, self.git_max_ref_updates_per_push) < 0
         ):
             raise ConfigurationError(
                 "REPOSYNC_LEASE_TTL and the REPOSYNC_*BATCH_MAX_* limits must be positive "
-                "(REPOSYNC_GIT_MAX_PUSH_PACK_BYTES: 0 or more)"
+                "(REPOSYNC_GIT_MAX_PUSH_PACK_BYTES and REPOSYNC_GIT_MAX_REF_UPDATES_PER_PUSH: "
+                "0 or more)"
             )
         if self.executor not in EXECUTORS:
             raise ConfigurationError(
@@ -529,6 +535,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "batch_max_bytes": int,
     "git_batch_max_items": int,
     "git_max_push_pack_bytes": int,
+    "git_max_ref_updates_per_push": int,
     "max_stage_attempts": int,
     "max_item_attempts": int,
     "retry_backoff": float,

@@ -11,6 +11,12 @@ its Run is cancelled, the git child is killed together with everything it starte
 the local transport that includes the ``receive-pack`` holding the target's ref locks,
 which would otherwise complete the push after another execution took over.
 
+A forge answering a push of several refs with a server error (GitHub's answer to more
+ref updates than it takes at once is an HTTP 500, whose words git does not show) gets
+the same refs again in pushes half as large, down to one ref; the pushes after it in the
+same call start at the smaller size (``PushOutcome.refs_per_push``). Only a push of one
+ref that fails so is the transport's failure.
+
 A push reports its progress as git does (``--progress``, ``reposync.git.progress``),
 read from its stderr as it is written.
 
@@ -26,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -81,10 +88,34 @@ class PushOutcome:
     too_large: dict[str, str] = field(default_factory=dict)
     #: The gate answered no: no ref was pushed (every ref is still to push).
     gate_closed: bool = False
+    #: Sizes of the pushes the target answered with a server error, each then pushed
+    #: again in halves (its limit on ref updates per push may be below what we sent).
+    refused_sizes: list[int] = field(default_factory=list)
+    #: The most refs one push carried after such an answer (None: none came).
+    refs_per_push: int | None = None
+    #: What git said of the last of those answers.
+    server_error: str = ""
 
 
 #: What git's receive-pack (GitHub's too) says when a pack is over its size limit.
 PACK_TOO_LARGE = "pack exceeds maximum allowed size"
+
+#: What git says when the forge answered the push's request with a server error: no
+#: porcelain line follows, so no ref says how it fared (GitHub refusing more ref updates
+#: than it takes per push: "RPC failed; HTTP 500 curl 22 ...").
+_SERVER_ERROR = re.compile(r"RPC failed; HTTP 5\d\d")
+
+
+class _ServerError(Exception):
+    """A push the forge answered with a server error: ``_push_group`` halves it."""
+
+
+def ref_updates_limit(declared: int | None, configured: int) -> int | None:
+    """The most ref updates one push to a target carries: the forge's own limit
+    (``declared``, None when it has none), replaced by the
+    ``git_max_ref_updates_per_push`` setting when that is > 0 (GitHub's limit is not
+    published, and GitHub Enterprise sets its own)."""
+    return configured if configured > 0 else declared
 
 
 def _groups(
@@ -317,13 +348,47 @@ def _push_group(
     Those others are pushed again, atomically, without the refs refused for their own
     reasons: one moved branch is a conflict, not the failure of the 499 refs beside it.
     Each retry has fewer refs, so this ends.
+
+    A push the forge answered with a server error is pushed again in two halves (each
+    under the same leases), and what follows in this call in pushes no larger
+    (``outcome.refs_per_push``); a push of one ref that fails so raises
+    ``GitTransportError``. Whatever a refused push may have landed is harmless: a create
+    of the same value is "up to date", and read-back decides the truth.
     """
+    cap = outcome.refs_per_push
+    if cap is not None and len(group) > cap:
+        for start in range(0, len(group), cap):
+            _push_group(
+                workspace,
+                target_url,
+                group[start : start + cap],
+                outcome,
+                env,
+                receive_pack,
+                progress,
+            )
+        return
     remaining = list(group)
     while remaining:
         outcome.groups += 1
-        parsed, words, too_large = _push_once(
-            workspace, target_url, remaining, env, receive_pack, progress
-        )
+        try:
+            parsed, words, too_large = _push_once(
+                workspace, target_url, remaining, env, receive_pack, progress
+            )
+        except _ServerError as error:
+            if len(remaining) == 1:
+                raise GitTransportError(str(error)) from None
+            outcome.refused_sizes.append(len(remaining))
+            outcome.refs_per_push = (len(remaining) + 1) // 2
+            outcome.server_error = str(error)
+            log.warning(
+                "a push of %d refs: %s; its refs go again in pushes of at most %d",
+                len(remaining),
+                error,
+                outcome.refs_per_push,
+            )
+            _push_group(workspace, target_url, remaining, outcome, env, receive_pack, progress)
+            return
         held_back: list[RefUpdate] = []
         own: dict[str, str] = {}
         for update in remaining:
@@ -395,7 +460,8 @@ def _push_once(
         time.monotonic() - started,
     )
     if result.returncode != 0 and not parsed:
-        raise GitTransportError(f"git push to {target_url} failed: {last_line(said)}")
+        failed = f"git push to {target_url} failed: {last_line(said)}"
+        raise (_ServerError if _SERVER_ERROR.search(said) else GitTransportError)(failed)
     too_large = next((line.strip() for line in said.splitlines() if PACK_TOO_LARGE in line), None)
     return parsed, remote_words(said), too_large
 

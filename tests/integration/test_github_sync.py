@@ -10,8 +10,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 
-from reposync.providers.github.provider import GitHubProvider
+from reposync.models import RunEvent
 from reposync.service.bindings import SyncRequest
 from reposync.service.embedded import sync
 from reposync.sync.vocabulary import ObjectType
@@ -226,14 +227,74 @@ def test_refs_reach_github_in_pushes_of_at_most_500(tmp_path, world):
     assert _git_refs(fake) == refs(source)
 
 
-def test_a_push_over_githubs_ref_limit_lands_nothing(tmp_path, world, monkeypatch):
-    """Were reposync to send GitHub 620 ref updates in one push, the server refuses it
-    whole: the Run does not complete and no ref lands (what the limit above spares)."""
+def _receive_pack_statuses(fake) -> list[int]:
+    return [r.status for r in fake.requests_log.records if r.path.endswith("/git-receive-pack")]
+
+
+def _events(ctx, run_id: int, event_type: str) -> list[str]:
+    with ctx.db.session() as session:
+        said = session.execute(
+            select(RunEvent.message)
+            .where(RunEvent.run_id == run_id, RunEvent.type == event_type)
+            .order_by(RunEvent.seq)
+        )
+        return list(said.scalars())
+
+
+def test_a_github_taking_fewer_refs_per_push_than_declared_gets_them_in_halves(tmp_path, world):
+    """A GitHub whose limit is 200 ref updates per push, below the 500 reposync declares
+    (GitHub does not publish it; GitHub Enterprise sets its own): it answers a push of
+    500 with an HTTP 500 and lands nothing. The refs go again in halves until they land,
+    the rest of the batch in pushes no larger, and the Run says why and what to set.
+    Before, the Run failed after retrying the same 500-ref push."""
     ctx, _, fake = world
-    monkeypatch.setattr(GitHubProvider, "max_ref_updates_per_push", None)
-    # The refusal is a 5xx, retried as a forge briefly away: retried at once, twice.
-    ctx.settings = replace(ctx.settings, retry_backoff=0.01, max_stage_attempts=2)
+    fake.max_ref_updates_per_push = 200
     source = generate(tmp_path / "many.git", commits=20, branches=400, tags=219)
+
+    run = sync(ctx, SyncRequest(f"local:{source}", f"github:{REPO}"))
+
+    assert run.status == "completed", run.report["problems"]
+    assert _git_refs(fake) == refs(source)
+    assert [len(updates) for updates in fake.receive_pack_requests] == [125, 125, 125, 125, 120]
+    assert _receive_pack_statuses(fake).count(500) == 2  # 500 refs, then 250
+    assert run.report["io"]["git"]["pushes"] == 7
+    [said] = _events(ctx, run.id, "git_pushes_shrank")
+    assert "answered pushes of 500, 250 refs with a server error" in said
+    assert "HTTP 500" in said
+    assert "pushes of at most 125" in said
+    assert "REPOSYNC_GIT_MAX_REF_UPDATES_PER_PUSH" in said
+
+    again = sync(ctx, SyncRequest(f"local:{source}", f"github:{REPO}"))
+
+    assert again.status == "completed"
+    assert len(fake.receive_pack_requests) == 5  # nothing left to push
+
+
+@pytest.mark.parametrize(("setting", "pushes"), [(1000, [620]), (150, [150, 150, 150, 150, 20])])
+def test_the_ref_update_setting_replaces_githubs_limit(tmp_path, world, setting, pushes):
+    """``git_max_ref_updates_per_push`` replaces the 500 reposync assumes for GitHub, up
+    (a GitHub Enterprise that takes 1,000) or down: 620 refs go in pushes of that many."""
+    ctx, _, fake = world
+    fake.max_ref_updates_per_push = 1000
+    ctx.settings = replace(ctx.settings, git_max_ref_updates_per_push=setting)
+    source = generate(tmp_path / "many.git", commits=20, branches=400, tags=219)
+
+    run = sync(ctx, SyncRequest(f"local:{source}", f"github:{REPO}"))
+
+    assert run.status == "completed", run.report["problems"]
+    assert _git_refs(fake) == refs(source)
+    assert [len(updates) for updates in fake.receive_pack_requests] == pushes
+    assert 500 not in _receive_pack_statuses(fake)
+    assert _events(ctx, run.id, "git_pushes_shrank") == []
+
+
+def test_a_github_answering_every_push_with_a_server_error_fails_the_run(tmp_path, world):
+    """A server error is halved down to a push of one ref; when even that fails, it is
+    the transport's failure, retried as a forge briefly away, and no ref lands."""
+    ctx, _, fake = world
+    fake.faults.error("POST", r"/git-receive-pack$", status=500, host="git", count=None)
+    ctx.settings = replace(ctx.settings, retry_backoff=0.01, max_stage_attempts=2)
+    source = generate(tmp_path / "few.git", commits=5, branches=4, tags=3)  # + main: 8 refs
 
     run = sync(ctx, SyncRequest(f"local:{source}", f"github:{REPO}"))
 
@@ -242,4 +303,45 @@ def test_a_push_over_githubs_ref_limit_lands_nothing(tmp_path, world, monkeypatc
     assert problem["error_code"] == "git_transport_failed"
     assert "HTTP 500" in problem["message"]
     assert _git_refs(fake) == {}
-    assert fake.receive_pack_requests == []
+    # Per attempt: 8 refs, then 4, 2 and 1: each push's first half, refused.
+    assert _receive_pack_statuses(fake) == [500] * 8
+
+
+def test_a_push_answered_once_with_a_server_error_lands_in_halves(tmp_path, world):
+    """One HTTP 500 (a forge briefly unwell): the 8 refs land in two pushes of 4, in the
+    same stage, with no retry of the stage and no backoff."""
+    ctx, _, fake = world
+    fake.faults.error("POST", r"/git-receive-pack$", status=500, host="git")
+    source = generate(tmp_path / "few.git", commits=5, branches=4, tags=3)
+
+    run = sync(ctx, SyncRequest(f"local:{source}", f"github:{REPO}"))
+
+    assert run.status == "completed", run.report["problems"]
+    assert _git_refs(fake) == refs(source)
+    assert _receive_pack_statuses(fake) == [500, 200, 200]
+    assert [len(updates) for updates in fake.receive_pack_requests] == [4, 4]
+    ref_items = [i for i in items_of(ctx, run.id) if i.object_type == "git_ref"]
+    assert {i.attempt_count for i in ref_items} == {1}
+
+
+def test_a_push_that_landed_before_its_server_error_is_not_pushed_twice(tmp_path, world):
+    """The forge performs a push of 5 branch updates, then answers 502 (a proxy lost its
+    answer). Pushing the halves again finds the refs moved: the leases refuse them, so
+    nothing is written twice, and read-back finds every ref as planned."""
+    ctx, _, fake = world
+    source = generate(tmp_path / "few.git", commits=5, branches=4, tags=3)
+    assert sync(ctx, SyncRequest(f"local:{source}", f"github:{REPO}")).status == "completed"
+    for name in refs(source):
+        if name.startswith("refs/heads/"):
+            commit_on(source, name, f"more on {name}")
+    fake.faults.commit_then_drop("POST", r"/git-receive-pack$", host="git")
+
+    run = sync(ctx, SyncRequest(f"local:{source}", f"github:{REPO}"))
+
+    assert run.status == "completed", run.report["problems"]
+    assert _git_refs(fake) == refs(source)
+    assert run.report["problems"] == []
+    # The bootstrap, then the update of 5 branches whose answer was lost. The halves'
+    # leases expect the old values: git refuses them itself, and sends nothing.
+    assert _receive_pack_statuses(fake) == [200, 502]
+    assert [len(updates) for updates in fake.receive_pack_requests] == [8, 5]

@@ -61,6 +61,15 @@ def test_the_asset_size_cap_defaults_to_2_gib_and_is_read_from_the_environment()
             Settings.from_env({"REPOSYNC_MAX_ASSET_BYTES": value})
 
 
+def test_the_ref_updates_per_push_setting_is_read_and_may_not_be_negative():
+    """REPOSYNC_GIT_MAX_REF_UPDATES_PER_PUSH: 0 (the forge's own) unless set."""
+    assert Settings().git_max_ref_updates_per_push == 0
+    read = Settings.from_env({"REPOSYNC_GIT_MAX_REF_UPDATES_PER_PUSH": "2000"})
+    assert read.git_max_ref_updates_per_push == 2000
+    with pytest.raises(ConfigurationError, match="REPOSYNC_GIT_MAX_REF_UPDATES_PER_PUSH"):
+        Settings.from_env({"REPOSYNC_GIT_MAX_REF_UPDATES_PER_PUSH": "-1"})
+
+
 def test_idempotency_keys_live_a_day_and_a_request_holds_its_key_less_long():
     """REPOSYNC_IDEMPOTENCY_TTL / _LOCK: 24 h and 10 min by default; the lock must be
     positive and shorter than the key's life (a held key would outlive its record)."""

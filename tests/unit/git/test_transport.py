@@ -17,7 +17,7 @@ from reposync.errors import GitTransportError, LeaseLost
 from reposync.git import procfs
 from reposync.git.process import run_git
 from reposync.git.progress import TransferProgress
-from reposync.git.transport import RefUpdate, _argv_of, _groups
+from reposync.git.transport import RefUpdate, _argv_of, _groups, ref_updates_limit
 from reposync.git.transport import push as push_from
 from reposync.git.workspace import PushWorkspace
 from reposync.guards import guarded
@@ -549,3 +549,13 @@ def test_a_guarded_git_gets_the_whole_of_a_large_input(tmp_path: Path, monkeypat
         )
     assert result.stdout.splitlines() == [f"{name} missing" for name in names]
     assert checks > 1  # the guard was asked while git read
+
+
+def test_the_ref_updates_setting_replaces_the_forge_limit_up_or_down():
+    """0 keeps the forge's own limit (None: it has none); a setting replaces it either way:
+    GitHub's is not published, and GitHub Enterprise sets its own."""
+    assert ref_updates_limit(500, 0) == 500
+    assert ref_updates_limit(500, 5000) == 5000
+    assert ref_updates_limit(500, 100) == 100
+    assert ref_updates_limit(None, 0) is None
+    assert ref_updates_limit(None, 300) == 300

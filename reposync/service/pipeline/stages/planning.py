@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy import delete
 
+from reposync.git.transport import ref_updates_limit
 from reposync.lifecycle import Stage
 from reposync.models import RunItem, utcnow
 from reposync.models.db import driver_datetime, executemany
@@ -84,7 +85,9 @@ def plan(ex: StageExecution) -> Stage:
     # pushes it in groups of at most what the target takes per push.
     refs_per_batch = refs_per_push = settings.git_batch_max_items
     target_class = provider_class(ex.spec("target").provider)
-    forge_limit = target_class.max_ref_updates_per_push
+    forge_limit = ref_updates_limit(
+        target_class.max_ref_updates_per_push, settings.git_max_ref_updates_per_push
+    )
     if forge_limit is not None:
         refs_per_push = min(refs_per_push, forge_limit)
     items = history_ordered(ex, items, refs_per_push)

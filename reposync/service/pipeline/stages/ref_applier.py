@@ -197,6 +197,9 @@ class GitRefApplier:
         proof = start_proof(ex, workspace.path, items) if self.repository.lfs else None
         held_back: dict[int, ItemError] = {}
         progress = PushProgress(ex)
+        per_push = transport.ref_updates_limit(
+            type(target).max_ref_updates_per_push, ex.ctx.settings.git_max_ref_updates_per_push
+        )
         try:
             while True:
                 items = [item for item in items if item.id not in held_back]
@@ -217,8 +220,8 @@ class GitRefApplier:
                     max_pack_bytes=effective_limit(
                         type(target).max_push_pack_bytes, ex.ctx.settings.git_max_push_pack_bytes
                     ),
-                    max_refs_per_push=type(target).max_ref_updates_per_push,
-                    on_push=_push_progress(ex, len(updates), type(target).max_ref_updates_per_push),
+                    max_refs_per_push=per_push,
+                    on_push=_push_progress(ex, len(updates), per_push),
                     on_progress=progress,
                     gate=proof.result if proof is not None else None,
                 )
@@ -240,6 +243,8 @@ class GitRefApplier:
         if transfer is not None:  # what it fetched is in the target now (or not wanted)
             transport.discard_objects(transfer)
         ex.count_io("pushes", pushed.groups)
+        if pushed.refused_sizes:
+            _say_pushes_shrank(ex, pushed)
         ex.target().stats.writes += len(pushed.accepted)
         report = WriteReport(refused=dict(held_back))
         for item in items:
@@ -283,6 +288,25 @@ class GitRefApplier:
                 )
             )
         return outcomes
+
+
+def _say_pushes_shrank(ex: StageExecution, pushed: transport.PushOutcome) -> None:
+    """A ``git_pushes_shrank`` event: the target answered pushes with a server error and
+    took them in halves. Most likely its limit on ref updates per push is below what
+    reposync sent (GitHub says no more than "HTTP 500"); the operator who sets it spares
+    every later batch its refused pushes."""
+    sizes = ", ".join(str(size) for size in pushed.refused_sizes)
+    with ex.fenced() as session:
+        ex.event(
+            session,
+            "git_pushes_shrank",
+            f"{ex.spec('target').display} answered pushes of {sizes} refs with a server error "
+            f"({pushed.server_error}); the refs went again in pushes of at most "
+            f"{pushed.refs_per_push}: if its limit on ref updates per push is lower than "
+            f"{pushed.refused_sizes[0]}, set REPOSYNC_GIT_MAX_REF_UPDATES_PER_PUSH to it",
+            refused=len(pushed.refused_sizes),
+            refs_per_push=pushed.refs_per_push or 0,
+        )
 
 
 def _push_progress(
