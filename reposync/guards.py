@@ -4,8 +4,10 @@ A stage sets it (``guarded``) around the writes it starts; whatever performs the
 it (``check_guard``) at the points where stopping leaves nothing half-done: before each
 git child and while it runs (``git.process``), before each write of a forge's API batch
 (``providers.forge.batch``) and again right before its request leaves
-(``providers.http.send_once``), before each LFS upload. A raised check stops the
-writes there; what was written is read back, never assumed.
+(``providers.http.send_once``), before each LFS upload, and before every read of an
+upload's body (``providers.http.GuardedBody``: a release asset or an LFS object stops
+mid-stream, unfinished). A raised check stops the writes there; what was written is
+read back, never assumed.
 
 It is a context variable in a leaf module, so the git transport and the providers obey
 it without importing the service that sets it.

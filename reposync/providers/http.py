@@ -1,7 +1,7 @@
 """What the REST clients of the hosted forges (GitHub, Forgejo) share of HTTP: a URL's
 origin (where credentials may go), a ``Link`` header's pages, a path as errors name it,
 and a write sent once, under the stage's write guard, whose lost answer is
-``ResultUnknown`` and never a retry."""
+``ResultUnknown`` and never a retry; an upload's body read under the same guard."""
 
 from __future__ import annotations
 
@@ -57,7 +57,8 @@ def send_once(
     its lease while it waited sends nothing. What remains is the moment between this
     check and the bytes leaving: a process frozen exactly there, and continued after
     another took its Run over, still sends this one request (no forge offers a create
-    fenced by our lease), which may duplicate what the takeover wrote.
+    fenced by our lease), which may duplicate what the takeover wrote. An upload's body
+    is read under the guard too (``guarded_body``).
     """
     check_guard()
     try:
@@ -65,10 +66,41 @@ def send_once(
             method,
             url,
             json=json_body,
-            data=data,
+            data=guarded_body(data, headers),
             params=params,
             headers=headers,
             timeout=timeout,
         )
     except (requests.Timeout, requests.ConnectionError) as exc:
         raise ResultUnknown(f"{method} {path}: no response ({type(exc).__name__})") from exc
+
+
+class GuardedBody:
+    """An upload's body read under the stage's write guard (``reposync.guards``), asked
+    before every read: an upload of gigabytes (a release asset, an LFS object) stops
+    between two reads once its Run is cancelled or its lease lost, instead of finishing
+    minutes later. The request is left unfinished: its connection is closed with fewer
+    bytes sent than its ``Content-Length`` says, which a forge drops, and what is on the
+    forge is read back, as after any stopped write. A process frozen mid-upload and
+    continued after another took its Run over stops at its next read; before, it went
+    on and completed an upload the takeover may have made too (Forgejo keeps two
+    attachments of one name).
+
+    Deliberately neither sized nor iterable: ``requests`` then sends it as the caller's
+    ``Content-Length`` says (``guarded_body`` wraps only a body that has one), read in
+    blocks, never as chunks."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def read(self, size: int = -1) -> bytes:
+        check_guard()
+        data: bytes = self._stream.read(size)
+        return data
+
+
+def guarded_body(data: Any, headers: Mapping[str, str] | None) -> Any:
+    """``data`` as a ``GuardedBody`` when it is a stream sent with a ``Content-Length``;
+    anything else as it is."""
+    sized = any(name.lower() == "content-length" for name in headers or {})
+    return GuardedBody(data) if sized and hasattr(data, "read") else data

@@ -38,6 +38,7 @@ from reposync.errors import (
     ResultUnknown,
 )
 from reposync.providers.base import Clock, ItemError, LfsOperation, LfsTransfer
+from reposync.providers.http import guarded_body
 from reposync.sync.lfs import LfsPointer
 
 MEDIA_TYPE = "application/vnd.git-lfs+json"
@@ -294,7 +295,12 @@ class LfsBatchStore:
         asks the Batch API whether the object landed, never re-sends blindly)."""
         try:
             return self.session.request(
-                method, url, headers=dict(headers), data=data, json=json_body, timeout=self.timeout
+                method,
+                url,
+                headers=dict(headers),
+                data=guarded_body(data, headers),
+                json=json_body,
+                timeout=self.timeout,
             )
         except (requests.Timeout, requests.ConnectionError) as exc:
             raise ResultUnknown(f"LFS {method}: no response ({type(exc).__name__})") from exc

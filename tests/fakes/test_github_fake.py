@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import requests
@@ -661,6 +663,36 @@ def test_review_comments_replies_and_placement(fake):
 
 
 # -- releases and assets -----------------------------------------------------------------------
+
+
+def test_an_upload_whose_body_ends_early_leaves_no_asset(fake):
+    """A client that goes away mid-body (an upload stopped by its sender): the uploads
+    host keeps nothing of it, and a whole upload of the name then succeeds."""
+    token, s = seeded(fake)
+    release = s.post(api(fake, "/releases"), json={"tag_name": "v2.0"}).json()
+    upload = urlsplit(release["upload_url"].split("{")[0])
+    with socket.create_connection((upload.hostname, upload.port)) as raw:
+        raw.sendall(
+            (
+                f"POST {upload.path}?name=big.bin HTTP/1.1\r\nHost: {upload.netloc}\r\n"
+                f"Authorization: token {token}\r\nContent-Type: application/octet-stream\r\n"
+                f"Content-Length: {1024 * 1024}\r\n\r\n"
+            ).encode()
+            + b"x" * 100_000
+        )
+    deadline = time.monotonic() + 10
+    while not any(r.host == "uploads" for r in fake.requests_log.records):
+        assert time.monotonic() < deadline, "the uploads host never finished the request"
+        time.sleep(0.02)
+    assert fake.state.assets(REPO, release["id"]) == []
+    whole = s.post(
+        upload.geturl(),
+        params={"name": "big.bin"},
+        data=b"y" * 1000,
+        headers={"Content-Type": "application/octet-stream"},
+    )
+    assert whole.status_code == 201
+    assert [a.size for a in fake.state.assets(REPO, release["id"])] == [1000]
 
 
 def test_releases_and_assets(fake):

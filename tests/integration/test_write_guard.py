@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
@@ -208,6 +209,35 @@ def test_a_cancel_stops_lfs_uploads_before_the_next_object(tmp_path: Path, githu
         again = sync(ctx, request)
         assert again.status == "completed", again.report["problems"]
         assert fake.lfs.objects(REPO) == stored(source)
+
+
+def test_a_cancel_stops_a_release_asset_upload_mid_stream(tmp_path: Path, github_fake: GitHubFake):
+    """Found while closing issue 26: a cancel during the upload of a large release asset
+    waited for the upload's end (a 2 GiB asset: minutes). The body is read under the
+    write guard: the upload stops unfinished, GitHub keeps nothing of it, the Run ends
+    ``cancelled``, and the next Run uploads the asset once."""
+    fake = github_fake
+    fake.state.create_repo(REPO, private=True)
+    source = generate(tmp_path / "src.git", commits=2, branches=0, tags=1)
+    content = os.urandom(48 * 1024 * 1024)  # far more than a socket's buffers hold
+    with forge(source) as f:
+        release = f.create_release("v1", author="ann", created_at=WHEN, published_at=WHEN)
+        f.upload_asset(release, "big.bin", content)
+    # The upload host reads nothing of the body for 3 s: the client is mid-stream.
+    held = fake.faults.add(
+        "latency", "POST", r"/releases/\d+/assets$", host="uploads", count=1, seconds=3.0
+    )
+    with embedded_world(fake, tmp_path) as (ctx, _):
+        request = SyncRequest(f"local:{source}", f"github:{REPO}")
+        run = _sync_cancelled_once(ctx, request, lambda: held.hits >= 1)
+        assert run.status == "cancelled"
+        [on_github] = fake.state.releases(REPO)
+        assert fake.state.assets(REPO, on_github.id) == [], "the upload ran to its end"
+
+        again = sync(ctx, request)
+        assert again.status == "completed", again.report["problems"]
+        [asset] = fake.state.assets(REPO, on_github.id)
+        assert (asset.name, asset.digest) == ("big.bin", f"sha256:{sha256(content).hexdigest()}")
 
 
 def _lfs_uploads(fake: GitHubFake) -> int:

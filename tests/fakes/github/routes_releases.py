@@ -6,9 +6,11 @@ import hashlib
 import re
 from typing import Any
 
+from werkzeug.exceptions import ClientDisconnected
+
 from tests.fakes.github import auth, lookups, render, signed_urls
 from tests.fakes.github import webhook_events as hooks
-from tests.fakes.github.errors import not_found, validation_failed
+from tests.fakes.github.errors import ApiError, not_found, validation_failed
 from tests.fakes.github.models import Asset, Release
 from tests.fakes.github.routing import Ctx, Reply, read, write
 from tests.fakes.gitserver import bare_repos
@@ -196,10 +198,15 @@ def upload_asset(ctx: Ctx) -> Reply:
     path = ctx.state.root / "assets" / str(asset_id)
     digest = hashlib.sha256()
     stream = ctx.request.stream
-    with path.open("wb") as out:
-        while chunk := stream.read(CHUNK):
-            digest.update(chunk)
-            out.write(chunk)
+    try:
+        with path.open("wb") as out:
+            while chunk := stream.read(CHUNK):
+                digest.update(chunk)
+                out.write(chunk)
+    except ClientDisconnected:
+        # The client went away mid-body (a stopped upload): nothing of it is kept.
+        path.unlink(missing_ok=True)
+        raise ApiError(400, "Problems parsing the upload: the body ended early") from None
     asset = ctx.state.store_asset(
         repo,
         release,
