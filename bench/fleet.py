@@ -16,7 +16,7 @@ tests do. N Bindings (default 1,000) between small local repositories:
 * a manual Run of a spare Binding (no schedule) queued mid-pass, against the same Run
   on the idle system: its queue wait (created -> started) and its end to end time.
 
-Timings are printed, never asserted; ``tests/integration/test_fleet.py`` runs a small
+Timings are printed, never asserted; ``tests/integration/distributed/test_fleet.py`` runs a small
 profile of the same code (``Fleet``) and asserts what is not a timing.
 
     python bench/fleet.py

@@ -1,7 +1,7 @@
 """kombu's Redis transport with one upstream bug worked around: a busy worker must
 survive a broker restart.
 
-The symptom (operator report; reproduced by tests/integration/test_broker_restart.py):
+The symptom (operator report; reproduced by tests/integration/distributed/test_broker_restart.py):
 Redis is killed and restarted; every worker that was executing a task logs
 ``Restoring 1 unacknowledged message(s)`` and then ``CRITICAL Unrecoverable error:
 AttributeError("'NoneType' object has no attribute 'hostname'")`` and exits; idle

@@ -5,7 +5,7 @@ what reposync makes of it must not change when GitHub adds properties anywhere, 
 out or changes any property reposync does not read, or sends only what it reads; and
 when a property it reads goes missing or out of range the refusal names it. The effects
 of each example through the API are checked in
-``tests/integration/web/test_webhook_examples.py``.
+``tests/integration/web/webhooks/test_webhook_examples.py``.
 """
 
 from __future__ import annotations

@@ -163,7 +163,7 @@ def _capped_body() -> bytes:
 
 # -- one route per forge, each the same view with the forge's own description ------------
 # A forge's route: its path, an operationId ``receive_<provider>_webhook`` (pinned in
-# tests/integration/web/test_openapi.py), its headers and signature scheme documented,
+# tests/integration/web/api/test_openapi.py), its headers and signature scheme documented,
 # and ``return receive("<provider>")``.
 
 

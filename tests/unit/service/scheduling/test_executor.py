@@ -1,5 +1,5 @@
 """The in-process executor without gunicorn: its queue, its timers, its tick, its stop,
-and what it says about where a Run waits. ``tests/integration/web/test_served_executor.py``
+and what it says about where a Run waits. ``tests/integration/web/served/test_served_executor.py``
 runs it inside a real ``reposync api``."""
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""The command line and the embedded mode, as users run them."""

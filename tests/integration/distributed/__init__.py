@@ -1,0 +1,1 @@
+"""The distributed mode for real: celery workers, beat, Redis, PostgreSQL, gunicorn."""

@@ -1,0 +1,1 @@
+"""Forge objects through each provider, end to end (local, GitHub, Forgejo)."""

@@ -1,0 +1,347 @@
+"""Local forge <-> GitHub, end to end through the pipeline, against the GitHub test server.
+
+Every request reposync sends and every response it gets is validated against GitHub's
+published description (the recorder); the server validates its own responses too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from reposync.models import RunEvent
+from reposync.service.bindings import SyncRequest
+from reposync.service.embedded import sync
+from reposync.sync.vocabulary import ObjectType
+from tests.fakes.github import GitHubFake
+from tests.github_env import embedded_world
+from tests.gitrepo import commit_on, delete_refs, generate, refs, set_ref
+from tests.integration.forges.test_forge_sync import WHEN, content_hashes, forge, items_of, populate
+
+REPO = "acme/widgets"
+SHADOW = "refs/heads/reposync/pr/2/head"
+#: Types whose canonical content must be equal after a round trip through GitHub (a
+#: review request too: GitHub's projection comment reads back as the review request).
+KEPT = [t for t in ObjectType if t not in (ObjectType.GIT_REF, ObjectType.REACTION)]
+
+
+@pytest.fixture
+def world(tmp_path: Path, request: pytest.FixtureRequest):
+    """The GitHub test server in the layout a test asks for (``indirect`` parameter):
+    github.com's three hosts by default, or GitHub Enterprise Server's single host."""
+    layout = getattr(request, "param", "github.com")
+    if layout == "github.com":
+        fake = request.getfixturevalue("github_fake")
+        yield from _world(fake, tmp_path)
+        return
+    with GitHubFake(layout=layout) as fake:
+        yield from _world(fake, tmp_path)
+        fake.assert_clean(requests_too=True)
+
+
+def _world(fake: GitHubFake, tmp_path: Path):  # type: ignore[no-untyped-def]
+    fake.state.create_repo(REPO, private=True)
+    with embedded_world(fake, tmp_path) as (ctx, recorder):
+        yield ctx, recorder, fake
+
+
+#: Runs a test against both layouts of the GitHub test server.
+BOTH_LAYOUTS = pytest.mark.parametrize("world", ["github.com", "ghes"], indirect=True)
+
+
+def test_local_to_github_converges_then_a_rerun_costs_nothing(tmp_path, world):
+    """Every type reaches GitHub; the next Run writes nothing and only sees 304s."""
+    ctx, _, fake = world
+    source = generate(tmp_path / "src.git", commits=5, branches=1, tags=1)
+    ids = populate(source)
+    request = SyncRequest(f"local:{source}", f"github:{REPO}")
+
+    first = sync(ctx, request)
+
+    assert first.status == "completed", first.report["problems"]
+    # The reaction is archived; + 3 refs and the open pull request's shadow branch (its
+    # head "fix" is no branch; it has no commits over main, so GitHub gets a carrier).
+    assert first.counters["created"] == len(ids) - 1 + 3 + 1
+    gaps = first.report["data_gaps"]
+    assert gaps["archive_only"] == {"reaction": 1}
+    assert gaps["projected"]["review_request"] == 1
+    assert gaps["attributed"]["issue"] == 2  # GitHub cannot set authors: headers
+    github_refs = {name for name in _git_refs(fake) if name.startswith("refs/heads/")}
+    assert github_refs == {n for n in refs(source) if n.startswith("refs/heads/")} | {SHADOW}
+    issues = {i.number: i for i in fake.state.issues(REPO)}
+    assert {1, 2, 3} <= set(issues)  # numbers kept
+
+    before = len(fake.requests_log)
+    second = sync(ctx, request)
+    assert second.status == "completed"
+    assert items_of(ctx, second.id) == []
+    rest = [r for r in list(fake.requests_log)[before:] if r.host != "git"]
+    assert rest, "the second Run still looks the repository up"
+    # The repository's own metadata changed with the first Run's pushes (pushed_at), so
+    # its first look-up is one fresh read; every other read is a free 304.
+    fresh = [(r.method, r.path) for r in rest if not r.not_modified]
+    assert fresh in ([], [("GET", f"/repos/{REPO}")]), fresh
+    assert sum(r.counted_primary for r in rest) <= 1
+    assert all(r.method == "GET" for r in rest)
+
+
+def _git_refs(fake) -> dict[str, str]:
+    return refs(Path(fake.state.git_dir(REPO)))
+
+
+@BOTH_LAYOUTS
+def test_github_to_local_then_round_trip_keeps_every_object(tmp_path, world):
+    """local -> GitHub -> local: canonical states equal, except what the report counts."""
+    ctx, _, fake = world
+    source = generate(tmp_path / "src.git", commits=5, branches=1, tags=1)
+    populate(source)
+    assert sync(ctx, SyncRequest(f"local:{source}", f"github:{REPO}")).status == "completed"
+
+    back = tmp_path / "back.git"
+    returned = sync(ctx, SyncRequest(f"github:{REPO}", f"local:{back}"))
+
+    assert returned.status == "completed", returned.report["problems"]
+    assert content_hashes(back, KEPT) == content_hashes(source, KEPT)
+    # Comments: the source's only; the review request's projection is no comment.
+    with forge(back) as f:
+        bodies = [c.payload["body"] for c in f.reader.objects_of(ObjectType.ISSUE_COMMENT)]
+    assert sorted(bodies) == sorted(["me too", "LGTM?"])
+    # GitHub creates a release's tag when it does not exist: it comes back as a ref.
+    assert set(refs(back)) == set(refs(source)) | {"refs/tags/v1.0", SHADOW}
+
+    before = len(fake.requests_log)
+    again = sync(ctx, SyncRequest(f"github:{REPO}", f"local:{back}"))
+    assert again.status == "completed"
+    rest = [r for r in list(fake.requests_log)[before:] if r.host != "git"]
+    # A no-change Run pays at most one primary-quota request per object type.
+    assert sum(r.counted_primary for r in rest) <= len(ObjectType)
+
+
+def test_github_data_made_in_the_ui_reaches_the_local_forge(tmp_path, world):
+    """Issues, comments and PRs created on GitHub itself sync to a local standby."""
+    ctx, _, fake = world
+    fake.state.add_label(REPO, "triage", color="fbca04")
+    number = fake.state.add_issue(
+        REPO, "Made on GitHub", author="octocat", body="hi #1", labels=["triage"], created_at=WHEN
+    ).number
+    fake.state.add_comment(REPO, number, "first!", author="hubot", created_at=WHEN)
+    local = tmp_path / "local.git"
+
+    run = sync(ctx, SyncRequest(f"github:{REPO}", f"local:{local}"))
+
+    assert run.status == "completed", run.report["problems"]
+    with forge(local) as f:
+        [issue] = f.reader.objects_of(ObjectType.ISSUE)
+        [comment] = f.reader.objects_of(ObjectType.ISSUE_COMMENT)
+    assert (issue.number, issue.payload["author"], issue.payload["labels"]) == (
+        number,
+        "octocat",
+        ["triage"],
+    )
+    assert comment.payload["author"] == "hubot"
+
+
+def test_an_open_pull_request_without_its_head_branch_opens_on_a_shadow_branch(tmp_path, world):
+    """local -> GitHub: the head branch is gone, its commit is not; GitHub gets a native
+    pull request on ``reposync/pr/<N>/head``, and closing it retires the shadow."""
+    ctx, _, fake = world
+    source = generate(tmp_path / "src.git", commits=3, branches=0, tags=0)
+    base = refs(source)["refs/heads/main"]
+    set_ref(source, "refs/heads/feature", base)
+    head = commit_on(source, "refs/heads/feature", "work under review")
+    with forge(source) as f:
+        pull = f.create_pull_request(
+            "Review me",
+            author="bob",
+            created_at=WHEN,
+            base_ref="main",
+            base_sha=base,
+            head_ref="feature",
+            head_sha=head,
+        )
+    delete_refs(source, ["refs/heads/feature"])  # merged elsewhere, or a fork's branch
+    request = SyncRequest(f"local:{source}", f"github:{REPO}")
+
+    first = sync(ctx, request)
+
+    assert first.status == "completed", first.report["problems"]
+    shadow = "refs/heads/reposync/pr/1/head"
+    assert _git_refs(fake)[shadow] == head
+    [native] = fake.state.pulls(REPO)
+    assert native.pull is not None
+    assert (native.number, native.pull.head_ref, native.pull.head_sha) == (
+        1,
+        "reposync/pr/1/head",
+        head,
+    )
+    assert "pull_request" not in first.report["data_gaps"].get("projected", {})
+    again = sync(ctx, request)  # read back as head "feature": nothing to do
+    assert (again.status, items_of(ctx, again.id)) == ("completed", [])
+
+    with forge(source) as f:
+        f.update(ObjectType.PULL_REQUEST, pull, state="closed", closed_at=WHEN)
+    closed = sync(ctx, request)
+
+    assert closed.status == "completed", closed.report["problems"]
+    assert shadow not in _git_refs(fake)
+    assert fake.state.issue(REPO, 1).state == "closed"
+    assert closed.counters["deleted"] == 1
+
+
+def test_a_fork_pull_request_on_github_brings_its_commits_to_the_local_forge(tmp_path, world):
+    """GitHub -> local: a fork's head lives only in ``refs/pull/N/head``; the standby
+    keeps the commits on a shadow branch and the pull request keeps the fork's branch."""
+    ctx, _, fake = world
+    forked = "acme/upstream"
+    fake.state.create_repo(forked, auto_init=True)
+    git_dir = Path(fake.state.git_dir(forked))
+    head = commit_on(git_dir, "refs/heads/patch-1", "a contributor's fix")
+    number = fake.state.add_pull(forked, "Fix from a fork", head="patch-1", author="contrib").number
+    delete_refs(git_dir, ["refs/heads/patch-1"])  # the branch lives in the fork, not here
+    local = tmp_path / "local.git"
+
+    run = sync(ctx, SyncRequest(f"github:{forked}", f"local:{local}"))
+
+    assert run.status == "completed", run.report["problems"]
+    assert refs(local)[f"refs/heads/reposync/pr/{number}/head"] == head
+    with forge(local) as f:
+        [pr] = f.reader.objects_of(ObjectType.PULL_REQUEST)
+    assert (pr.payload["head_ref"], pr.payload["head_sha"]) == ("patch-1", head)
+
+
+def test_refs_reach_github_in_pushes_of_at_most_500(tmp_path, world):
+    """GitHub's unpublished per-push ref limit: 620 refs go in pushes of <= 500, to a
+    server that refuses any push of more."""
+    ctx, _, fake = world
+    source = generate(tmp_path / "many.git", commits=20, branches=400, tags=219)
+
+    run = sync(ctx, SyncRequest(f"local:{source}", f"github:{REPO}"))
+
+    assert fake.max_ref_updates_per_push == 500
+    assert run.status == "completed", run.report["problems"]
+    assert sum(i.object_type == "git_ref" for i in items_of(ctx, run.id)) == 620
+    assert [len(updates) for updates in fake.receive_pack_requests] == [500, 120]
+    assert _git_refs(fake) == refs(source)
+
+
+def _receive_pack_statuses(fake) -> list[int]:
+    return [r.status for r in fake.requests_log.records if r.path.endswith("/git-receive-pack")]
+
+
+def _events(ctx, run_id: int, event_type: str) -> list[str]:
+    with ctx.db.session() as session:
+        said = session.execute(
+            select(RunEvent.message)
+            .where(RunEvent.run_id == run_id, RunEvent.type == event_type)
+            .order_by(RunEvent.seq)
+        )
+        return list(said.scalars())
+
+
+def test_a_github_taking_fewer_refs_per_push_than_declared_gets_them_in_halves(tmp_path, world):
+    """A GitHub whose limit is 200 ref updates per push, below the 500 reposync declares
+    (GitHub does not publish it; GitHub Enterprise sets its own): it answers a push of
+    500 with an HTTP 500 and lands nothing. The refs go again in halves until they land,
+    the rest of the batch in pushes no larger, and the Run says why and what to set.
+    Before, the Run failed after retrying the same 500-ref push."""
+    ctx, _, fake = world
+    fake.max_ref_updates_per_push = 200
+    source = generate(tmp_path / "many.git", commits=20, branches=400, tags=219)
+
+    run = sync(ctx, SyncRequest(f"local:{source}", f"github:{REPO}"))
+
+    assert run.status == "completed", run.report["problems"]
+    assert _git_refs(fake) == refs(source)
+    assert [len(updates) for updates in fake.receive_pack_requests] == [125, 125, 125, 125, 120]
+    assert _receive_pack_statuses(fake).count(500) == 2  # 500 refs, then 250
+    assert run.report["io"]["git"]["pushes"] == 7
+    [said] = _events(ctx, run.id, "git_pushes_shrank")
+    assert "answered pushes of 500, 250 refs with a server error" in said
+    assert "HTTP 500" in said
+    assert "pushes of at most 125" in said
+    assert "REPOSYNC_GIT_MAX_REF_UPDATES_PER_PUSH" in said
+
+    again = sync(ctx, SyncRequest(f"local:{source}", f"github:{REPO}"))
+
+    assert again.status == "completed"
+    assert len(fake.receive_pack_requests) == 5  # nothing left to push
+
+
+@pytest.mark.parametrize(("setting", "pushes"), [(1000, [620]), (150, [150, 150, 150, 150, 20])])
+def test_the_ref_update_setting_replaces_githubs_limit(tmp_path, world, setting, pushes):
+    """``git_max_ref_updates_per_push`` replaces the 500 reposync assumes for GitHub, up
+    (a GitHub Enterprise that takes 1,000) or down: 620 refs go in pushes of that many."""
+    ctx, _, fake = world
+    fake.max_ref_updates_per_push = 1000
+    ctx.settings = replace(ctx.settings, git_max_ref_updates_per_push=setting)
+    source = generate(tmp_path / "many.git", commits=20, branches=400, tags=219)
+
+    run = sync(ctx, SyncRequest(f"local:{source}", f"github:{REPO}"))
+
+    assert run.status == "completed", run.report["problems"]
+    assert _git_refs(fake) == refs(source)
+    assert [len(updates) for updates in fake.receive_pack_requests] == pushes
+    assert 500 not in _receive_pack_statuses(fake)
+    assert _events(ctx, run.id, "git_pushes_shrank") == []
+
+
+def test_a_github_answering_every_push_with_a_server_error_fails_the_run(tmp_path, world):
+    """A server error is halved down to a push of one ref; when even that fails, it is
+    the transport's failure, retried as a forge briefly away, and no ref lands."""
+    ctx, _, fake = world
+    fake.faults.error("POST", r"/git-receive-pack$", status=500, host="git", count=None)
+    ctx.settings = replace(ctx.settings, retry_backoff=0.01, max_stage_attempts=2)
+    source = generate(tmp_path / "few.git", commits=5, branches=4, tags=3)  # + main: 8 refs
+
+    run = sync(ctx, SyncRequest(f"local:{source}", f"github:{REPO}"))
+
+    assert run.status == "failed"
+    [problem] = run.report["problems"]
+    assert problem["error_code"] == "git_transport_failed"
+    assert "HTTP 500" in problem["message"]
+    assert _git_refs(fake) == {}
+    # Per attempt: 8 refs, then 4, 2 and 1: each push's first half, refused.
+    assert _receive_pack_statuses(fake) == [500] * 8
+
+
+def test_a_push_answered_once_with_a_server_error_lands_in_halves(tmp_path, world):
+    """One HTTP 500 (a forge briefly unwell): the 8 refs land in two pushes of 4, in the
+    same stage, with no retry of the stage and no backoff."""
+    ctx, _, fake = world
+    fake.faults.error("POST", r"/git-receive-pack$", status=500, host="git")
+    source = generate(tmp_path / "few.git", commits=5, branches=4, tags=3)
+
+    run = sync(ctx, SyncRequest(f"local:{source}", f"github:{REPO}"))
+
+    assert run.status == "completed", run.report["problems"]
+    assert _git_refs(fake) == refs(source)
+    assert _receive_pack_statuses(fake) == [500, 200, 200]
+    assert [len(updates) for updates in fake.receive_pack_requests] == [4, 4]
+    ref_items = [i for i in items_of(ctx, run.id) if i.object_type == "git_ref"]
+    assert {i.attempt_count for i in ref_items} == {1}
+
+
+def test_a_push_that_landed_before_its_server_error_is_not_pushed_twice(tmp_path, world):
+    """The forge performs a push of 5 branch updates, then answers 502 (a proxy lost its
+    answer). Pushing the halves again finds the refs moved: the leases refuse them, so
+    nothing is written twice, and read-back finds every ref as planned."""
+    ctx, _, fake = world
+    source = generate(tmp_path / "few.git", commits=5, branches=4, tags=3)
+    assert sync(ctx, SyncRequest(f"local:{source}", f"github:{REPO}")).status == "completed"
+    for name in refs(source):
+        if name.startswith("refs/heads/"):
+            commit_on(source, name, f"more on {name}")
+    fake.faults.commit_then_drop("POST", r"/git-receive-pack$", host="git")
+
+    run = sync(ctx, SyncRequest(f"local:{source}", f"github:{REPO}"))
+
+    assert run.status == "completed", run.report["problems"]
+    assert _git_refs(fake) == refs(source)
+    assert run.report["problems"] == []
+    # The bootstrap, then the update of 5 branches whose answer was lost. The halves'
+    # leases expect the old values: git refuses them itself, and sends nothing.
+    assert _receive_pack_statuses(fake) == [200, 502]
+    assert [len(updates) for updates in fake.receive_pack_requests] == [8, 5]

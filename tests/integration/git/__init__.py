@@ -1,0 +1,1 @@
+"""Git data end to end: refs, LFS, wikis, hooks, over every transport."""

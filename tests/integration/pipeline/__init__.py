@@ -1,0 +1,1 @@
+"""The execution rules under faults: leases, fences, recovery, write guards, properties."""

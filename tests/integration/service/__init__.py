@@ -1,0 +1,1 @@
+"""The service's rooms in the embedded mode: schedules, budgets, webhooks out, watches, owners."""

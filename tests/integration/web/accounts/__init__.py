@@ -1,0 +1,1 @@
+"""Users, tokens, sign-in and its throttle, Connect GitHub, redaction."""

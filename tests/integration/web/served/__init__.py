@@ -1,0 +1,1 @@
+"""The API as deployed: gunicorn processes, headers, throttles, database outages."""

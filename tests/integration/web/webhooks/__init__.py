@@ -1,0 +1,1 @@
+"""Webhooks in (every forge's) and out (subscriptions, watches) through the API."""
