@@ -15,7 +15,9 @@ A forge answering a push of several refs with a server error (GitHub's answer to
 ref updates than it takes at once is an HTTP 500, whose words git does not show) gets
 the same refs again in pushes half as large, down to one ref; the pushes after it in the
 same call start at the smaller size (``PushOutcome.refs_per_push``). Only a push of one
-ref that fails so is the transport's failure.
+ref that fails so is the transport's failure. A push answered HTTP 413 (the request too
+large for the forge or a proxy before it) is no transport failure either: its refs fail
+``push_too_large``, naming the setting that cuts pushes by size.
 
 A push reports its progress as git does (``--progress``, ``reposync.git.progress``),
 read from its stderr as it is written.
@@ -100,10 +102,21 @@ class PushOutcome:
 #: What git's receive-pack (GitHub's too) says when a pack is over its size limit.
 PACK_TOO_LARGE = "pack exceeds maximum allowed size"
 
+#: Why the refs of a push the forge answered HTTP 413 did not land (``_push_once``).
+REQUEST_TOO_LARGE = (
+    "HTTP 413 from the target or a proxy before it: its request was larger than it takes; "
+    "set REPOSYNC_GIT_MAX_PUSH_PACK_BYTES below that size and pushes are cut to stay under it"
+)
+
 #: What git says when the forge answered the push's request with a server error: no
 #: porcelain line follows, so no ref says how it fared (GitHub refusing more ref updates
 #: than it takes per push: "RPC failed; HTTP 500 curl 22 ...").
 _SERVER_ERROR = re.compile(r"RPC failed; HTTP 5\d\d")
+
+
+#: What git says when the forge, or a proxy before it (nginx's ``client_max_body_size``),
+#: refused the push's request for its size: no ref says how it fared either.
+_REQUEST_TOO_LARGE = re.compile(r"RPC failed; HTTP 413")
 
 
 class _ServerError(Exception):
@@ -425,9 +438,10 @@ def _push_once(
     progress: _Progress | None = None,
 ) -> tuple[dict[str, tuple[bool, str]], list[str], str | None]:
     """One ``git push --atomic`` of ``group``: its porcelain lines per ref, the target's
-    own words (``remote_words``), and its "pack too large" refusal when that is why it
-    failed. With ``progress``, git reports its progress (``--progress``: stderr is not a
-    terminal) and it is read as it comes; it is no part of what the target said."""
+    own words (``remote_words``), and its "too large" refusal when that is why it failed
+    (the target's "pack exceeds maximum allowed size", or an HTTP 413). With
+    ``progress``, git reports its progress (``--progress``: stderr is not a terminal) and
+    it is read as it comes; it is no part of what the target said."""
     workspace.stage({u.name: u.new for u in group if u.new is not None})
     leases = [u.argv()[0] for u in group if u.expected_old is not None]
     deletes = [f":{u.name}" for u in group if u.new is None]  # as ``_argv_of`` counts
@@ -459,6 +473,10 @@ def _push_once(
         sum(ok for ok, _ in parsed.values()),
         time.monotonic() - started,
     )
+    if result.returncode != 0 and not parsed and _REQUEST_TOO_LARGE.search(said):
+        # Every ref of the push is too large together: each fails ``push_too_large``
+        # with what to set, rather than the same request retried as a transport error.
+        return {}, remote_words(said), REQUEST_TOO_LARGE
     if result.returncode != 0 and not parsed:
         failed = f"git push to {target_url} failed: {last_line(said)}"
         raise (_ServerError if _SERVER_ERROR.search(said) else GitTransportError)(failed)

@@ -345,3 +345,22 @@ def test_a_push_that_landed_before_its_server_error_is_not_pushed_twice(tmp_path
     # leases expect the old values: git refuses them itself, and sends nothing.
     assert _receive_pack_statuses(fake) == [200, 502]
     assert [len(updates) for updates in fake.receive_pack_requests] == [8, 5]
+
+
+def test_a_push_answered_http_413_fails_its_refs_as_too_large_naming_the_setting(tmp_path, world):
+    """A proxy before the forge refuses the push's request for its size (HTTP 413, as
+    nginx's ``client_max_body_size`` does): no retry of the same request as a transport
+    error; each ref fails ``push_too_large`` with the setting that cuts pushes by size."""
+    ctx, _, fake = world
+    fake.faults.error("POST", r"/git-receive-pack$", status=413, host="git", count=None)
+    source = generate(tmp_path / "few.git", commits=5, branches=4, tags=3)
+
+    run = sync(ctx, SyncRequest(f"local:{source}", f"github:{REPO}"))
+
+    assert run.status != "completed"
+    ref_items = [i for i in items_of(ctx, run.id) if i.object_type == "git_ref"]
+    assert {(i.state, i.error_code) for i in ref_items} == {("failed", "push_too_large")}
+    assert "HTTP 413" in ref_items[0].error_message
+    assert "REPOSYNC_GIT_MAX_PUSH_PACK_BYTES" in ref_items[0].error_message
+    assert _receive_pack_statuses(fake) == [413]  # one push, not retried as a transport error
+    assert _git_refs(fake) == {}
