@@ -113,7 +113,6 @@ REQUEST_TOO_LARGE = (
 #: than it takes per push: "RPC failed; HTTP 500 curl 22 ...").
 _SERVER_ERROR = re.compile(r"RPC failed; HTTP 5\d\d")
 
-
 #: What git says when the forge, or a proxy before it (nginx's ``client_max_body_size``),
 #: refused the push's request for its size: no ref says how it fared either.
 _REQUEST_TOO_LARGE = re.compile(r"RPC failed; HTTP 413")
