@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import socket
+import time
+from urllib.parse import urlsplit
 
 import pytest
 import requests
@@ -147,4 +150,38 @@ def test_attachment_downloads_carry_an_etag_and_honour_if_none_match(fake):
     assert cached.status_code == 304
     counted = s.get(f"{fake.api_url}/repos/{REPO}/releases/{rel['id']}/assets/{asset.json()['id']}")
     assert counted.json()["download_count"] == 1
+    fake.assert_clean()
+
+
+def test_an_attachment_whose_body_ends_early_is_not_kept(fake):
+    """A client that goes away mid-body (an upload stopped by its sender): Forgejo keeps
+    no attachment of it, and a whole upload then succeeds."""
+    fake.state.create_repo(REPO, auto_init=True)
+    token = fake.add_token("acme")
+    s = fake.session(token)
+    rel = s.post(f"{fake.api_url}/repos/{REPO}/releases", json={"tag_name": "v1"}).json()
+    path = f"{urlsplit(fake.api_url).path}/repos/{REPO}/releases/{rel['id']}/assets?name=big.bin"
+    api = urlsplit(fake.api_url)
+    with socket.create_connection((api.hostname, api.port)) as raw:
+        raw.sendall(
+            (
+                f"POST {path} HTTP/1.1\r\nHost: {api.netloc}\r\n"
+                f"Authorization: token {token}\r\nContent-Type: application/octet-stream\r\n"
+                f"Content-Length: {1024 * 1024}\r\n\r\n"
+            ).encode()
+            + b"x" * 100_000
+        )
+    deadline = time.monotonic() + 10
+    while not any(r.path.endswith("/assets") for r in list(fake.requests)):
+        assert time.monotonic() < deadline, "the server never finished the request"
+        time.sleep(0.02)
+    assert s.get(f"{fake.api_url}/repos/{REPO}/releases/{rel['id']}/assets").json() == []
+    whole = s.post(
+        f"{fake.api_url}/repos/{REPO}/releases/{rel['id']}/assets",
+        params={"name": "big.bin"},
+        data=b"y" * 1000,
+        headers={"Content-Type": "application/octet-stream"},
+    )
+    assert whole.status_code == 201
+    assert whole.json()["size"] == 1000
     fake.assert_clean()

@@ -42,6 +42,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl
 
+from werkzeug.exceptions import ClientDisconnected
 from werkzeug.wrappers import Request, Response
 
 from tests.fakes.forgejo.errors import NOT_WRITER, ApiError, not_found
@@ -160,7 +161,12 @@ class ApiApp:
 
     def _handle(self, ctx: Ctx, method: str, path: str, full_url: str) -> Reply:
         contract = self.fake.contract
-        body = ctx.request.get_data(cache=True)
+        try:
+            body = ctx.request.get_data(cache=True)
+        except ClientDisconnected:  # the client went away mid-body: nothing of it is kept
+            return Reply(
+                400, {"message": "the request body ended early", "url": self.fake.swagger_url}
+            )
         check = contract.check_request(method, full_url, ctx.request.headers, body)
         if check.problems and self.fake.validate_requests:
             violation = contract.violation(method, full_url, "request", check.problems)

@@ -27,7 +27,10 @@ from reposync.models import Run
 from reposync.service.bindings import SyncRequest
 from reposync.service.embedded import sync
 from reposync.service.runs import request_cancel
+from tests.fakes.forgejo import ForgejoFake
 from tests.fakes.github import GitHubFake
+from tests.forgejo_env import embedded_world as forgejo_world
+from tests.forgejo_env import locator
 from tests.github_env import embedded_world, github_env
 from tests.gitrepo import generate, refs
 from tests.integration.forges.test_forge_sync import WHEN, forge, items_of
@@ -211,6 +214,16 @@ def test_a_cancel_stops_lfs_uploads_before_the_next_object(tmp_path: Path, githu
         assert fake.lfs.objects(REPO) == stored(source)
 
 
+def _release_with_a_big_asset(tmp_path: Path) -> tuple[Path, bytes]:
+    """A source whose release ``v1`` has one asset far larger than a socket's buffers."""
+    source = generate(tmp_path / "src.git", commits=2, branches=0, tags=1)
+    content = os.urandom(48 * 1024 * 1024)
+    with forge(source) as f:
+        release = f.create_release("v1", author="ann", created_at=WHEN, published_at=WHEN)
+        f.upload_asset(release, "big.bin", content)
+    return source, content
+
+
 def test_a_cancel_stops_a_release_asset_upload_mid_stream(tmp_path: Path, github_fake: GitHubFake):
     """Found while closing issue 26: a cancel during the upload of a large release asset
     waited for the upload's end (a 2 GiB asset: minutes). The body is read under the
@@ -218,11 +231,7 @@ def test_a_cancel_stops_a_release_asset_upload_mid_stream(tmp_path: Path, github
     ``cancelled``, and the next Run uploads the asset once."""
     fake = github_fake
     fake.state.create_repo(REPO, private=True)
-    source = generate(tmp_path / "src.git", commits=2, branches=0, tags=1)
-    content = os.urandom(48 * 1024 * 1024)  # far more than a socket's buffers hold
-    with forge(source) as f:
-        release = f.create_release("v1", author="ann", created_at=WHEN, published_at=WHEN)
-        f.upload_asset(release, "big.bin", content)
+    source, content = _release_with_a_big_asset(tmp_path)
     # The upload host reads nothing of the body for 3 s: the client is mid-stream.
     held = fake.faults.add(
         "latency", "POST", r"/releases/\d+/assets$", host="uploads", count=1, seconds=3.0
@@ -238,6 +247,30 @@ def test_a_cancel_stops_a_release_asset_upload_mid_stream(tmp_path: Path, github
         assert again.status == "completed", again.report["problems"]
         [asset] = fake.state.assets(REPO, on_github.id)
         assert (asset.name, asset.digest) == ("big.bin", f"sha256:{sha256(content).hexdigest()}")
+
+
+def test_a_cancel_stops_an_attachment_upload_to_forgejo_mid_stream(tmp_path: Path):
+    """The same on Forgejo, which keeps two attachments of one name (its API refuses no
+    second one): an upload that ran on after a cancel, or after another process took the
+    Run over, could leave the release two copies. It stops unfinished; the next Run
+    uploads the attachment once."""
+    with ForgejoFake() as fake:
+        repo = fake.state.create_repo(REPO, private=True)
+        source, content = _release_with_a_big_asset(tmp_path)
+        held = fake.faults.add(
+            "latency", "POST", r"/releases/\d+/assets$", host="api", count=1, seconds=3.0
+        )
+        with forgejo_world(fake, tmp_path) as ctx:
+            request = SyncRequest(f"local:{source}", f"forgejo:{locator(fake, REPO)}")
+            run = _sync_cancelled_once(ctx, request, lambda: held.hits >= 1)
+            assert run.status == "cancelled"
+            assert repo.attachments == {}, "the upload ran to its end"
+
+            again = sync(ctx, request)
+            assert again.status == "completed", again.report["problems"]
+            [attachment] = repo.attachments.values()
+            assert (attachment.name, attachment.path.read_bytes()) == ("big.bin", content)
+        fake.assert_clean(requests_too=True)
 
 
 def _lfs_uploads(fake: GitHubFake) -> int:
