@@ -129,11 +129,16 @@ def test_an_upload_the_guard_allows_is_sent_whole_as_its_content_length_says(ser
     assert len(asked) > 2  # before the request, and before reads of its body
 
 
-def test_an_empty_upload_is_sent_as_before(server) -> None:
+def test_an_empty_upload_is_sent_with_its_content_length_alone(server) -> None:
+    """A 0-byte asset: ``Content-Length: 0`` and nothing else. Before, ``requests`` took
+    the bare stream's unknown size for chunked and sent ``Transfer-Encoding: chunked``
+    beside the caller's ``Content-Length``, which HTTP forbids (RFC 9112, 6.1)."""
     url, received = server
     with guarded(lambda: None):
         assert _upload(url, io.BytesIO(b""), size=0).status_code == 201
     assert received.bodies == [(0, False)]
+    assert received.headers[0]["Content-Length"] == "0"
+    assert "Transfer-Encoding" not in received.headers[0]
 
 
 def test_a_cancel_mid_upload_stops_it_unfinished(server) -> None:
