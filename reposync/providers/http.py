@@ -88,7 +88,11 @@ class GuardedBody:
 
     Deliberately neither sized nor iterable: ``requests`` then sends it as the caller's
     ``Content-Length`` says (``guarded_body`` wraps only a body that has one), read in
-    blocks, never as chunks."""
+    blocks, never as chunks; a bare stream of unknown size also got ``Transfer-Encoding:
+    chunked`` beside that header, which HTTP forbids. The cost: ``requests`` rewinds only
+    a stream it sized, so an upload answered with a 307 or 308 would be sent again empty
+    and end ``ResultUnknown`` (read back, never assumed). No forge we write to redirects
+    an upload: its URL comes from the forge's own answer just before."""
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
