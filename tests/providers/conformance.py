@@ -215,6 +215,10 @@ class Harness(ABC):
 
     # -- faults and limits ----------------------------------------------------------------
 
+    #: Whether LFS uploads travel over HTTP (a Batch API's transfers), where a stopped
+    #: upload is a request left unfinished; a local store copies on this machine.
+    lfs_over_http = True
+
     def lose_next_lfs_upload_response(self) -> bool:
         """Make the next LFS upload land but lose its answer (False: it cannot be lost)."""
         return False
@@ -258,6 +262,7 @@ class Harness(ABC):
 
 class LocalHarness(Harness):
     name = "local"
+    lfs_over_http = False
     limits = Limitations(
         cannot_delete=frozenset(),
         rate_limited=False,

@@ -13,6 +13,8 @@ import ast
 import inspect
 import io
 import itertools
+import os
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -23,7 +25,8 @@ from typing import Any
 import pytest
 
 import reposync
-from reposync.errors import LfsObjectCorrupt, RateLimited, ResultUnknown
+from reposync.errors import LfsObjectCorrupt, RateLimited, ResultUnknown, RunCancelled
+from reposync.guards import guarded
 from reposync.providers import base
 from reposync.providers.base import (
     CAPABILITIES,
@@ -999,6 +1002,39 @@ def test_an_lfs_object_uploaded_by_oid_is_present_and_reads_back_byte_for_byte(h
     with closing(store.lfs_download(download)) as stream:
         assert stream.read() == content
     assert harness.lfs_objects(spec) == {pointer.oid: content}
+    harness.assert_clean()
+
+
+def test_an_lfs_upload_stopped_mid_stream_stores_nothing(harness):
+    """A cancel or a lost lease while an object goes up (the write guard refuses once a
+    megabyte was read): over HTTP the upload stops with the guard's error, unfinished,
+    and the store lacks the object; never a partial object anywhere. Before, the upload
+    ran to its end."""
+    spec = harness.make_repository(empty=True)
+    store = _lfs(harness.open_target(spec))
+    content = os.urandom(8 * 1024 * 1024)
+    pointer = pointer_of(content)
+    (answer,) = store.lfs_batch(LfsOperation.UPLOAD, [pointer])
+    body = io.BytesIO(content)
+
+    def cancel_after_a_megabyte() -> None:
+        if body.tell() >= 1024 * 1024:
+            raise RunCancelled("run 7 was cancelled while it was writing")
+
+    if harness.lfs_over_http:
+        with guarded(cancel_after_a_megabyte), pytest.raises(RunCancelled):
+            store.lfs_upload(answer, body)
+        (again,) = store.lfs_batch(LfsOperation.UPLOAD, [pointer])
+        assert not again.present
+        # The server notices the client gone when it next reads: let it finish.
+        deadline = time.monotonic() + 30
+        while harness.lfs_objects(spec) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert harness.lfs_objects(spec) == {}
+    else:  # a copy on this machine, whole or not at all
+        with guarded(cancel_after_a_megabyte):
+            store.lfs_upload(answer, body)
+        assert harness.lfs_objects(spec) == {pointer.oid: content}
     harness.assert_clean()
 
 

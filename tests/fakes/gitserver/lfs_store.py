@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from werkzeug.exceptions import ClientDisconnected
+
 MEDIA_TYPE = "application/vnd.git-lfs+json"
 OID = re.compile(r"^[0-9a-f]{64}$")
 CHUNK = 1 << 16
@@ -64,17 +66,22 @@ def is_stored(git_dir: Path, oid: str, size: int | None = None) -> bool:
 
 def store(git_dir: Path, oid: str, size: int, stream: IO[bytes]) -> tuple[bool, int]:
     """Store ``stream`` as object ``oid`` if it is that object (its hash and ``size``);
-    whether it was, and how many bytes arrived."""
+    whether it was, and how many bytes arrived. A client that goes away mid-body (an
+    upload stopped by its sender) leaves nothing behind, not even the partial file."""
     final = object_path(git_dir, oid)
     final.parent.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
     received = 0
+    gone = False
     with tempfile.NamedTemporaryFile(dir=final.parent, delete=False) as out:
-        while chunk := stream.read(CHUNK):
-            digest.update(chunk)
-            received += len(chunk)
-            out.write(chunk)
-    if received != size or digest.hexdigest() != oid:
+        try:
+            while chunk := stream.read(CHUNK):
+                digest.update(chunk)
+                received += len(chunk)
+                out.write(chunk)
+        except ClientDisconnected:
+            gone = True
+    if gone or received != size or digest.hexdigest() != oid:
         os.unlink(out.name)
         return False, received
     os.replace(out.name, final)
