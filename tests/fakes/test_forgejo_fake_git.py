@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import socket
 import time
-from urllib.parse import urlsplit
 
 import pytest
 import requests
 
+from tests.fakes.forge_server.cut_short import post_cut_short
 from tests.fakes.forgejo import forgejo_fake
 from tests.fakes.gitserver import lfs_store
 from tests.fakes.test_github_fake import git
@@ -160,24 +159,15 @@ def test_an_attachment_whose_body_ends_early_is_not_kept(fake):
     token = fake.add_token("acme")
     s = fake.session(token)
     rel = s.post(f"{fake.api_url}/repos/{REPO}/releases", json={"tag_name": "v1"}).json()
-    path = f"{urlsplit(fake.api_url).path}/repos/{REPO}/releases/{rel['id']}/assets?name=big.bin"
-    api = urlsplit(fake.api_url)
-    with socket.create_connection((api.hostname, api.port)) as raw:
-        raw.sendall(
-            (
-                f"POST {path} HTTP/1.1\r\nHost: {api.netloc}\r\n"
-                f"Authorization: token {token}\r\nContent-Type: application/octet-stream\r\n"
-                f"Content-Length: {1024 * 1024}\r\n\r\n"
-            ).encode()
-            + b"x" * 100_000
-        )
+    assets = f"{fake.api_url}/repos/{REPO}/releases/{rel['id']}/assets"
+    post_cut_short(f"{assets}?name=big.bin", token, declared=1024 * 1024, sent=100_000)
     deadline = time.monotonic() + 10
     while not any(r.path.endswith("/assets") for r in list(fake.requests)):
         assert time.monotonic() < deadline, "the server never finished the request"
         time.sleep(0.02)
-    assert s.get(f"{fake.api_url}/repos/{REPO}/releases/{rel['id']}/assets").json() == []
+    assert s.get(assets).json() == []
     whole = s.post(
-        f"{fake.api_url}/repos/{REPO}/releases/{rel['id']}/assets",
+        assets,
         params={"name": "big.bin"},
         data=b"y" * 1000,
         headers={"Content-Type": "application/octet-stream"},

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 import requests
 
 from tests.fakes.contract import RecordingValidator, attach
 from tests.fakes.forge_server.clock import iso
+from tests.fakes.forge_server.cut_short import post_cut_short
 from tests.fakes.github import (
     AppInstall,
     GitHubFake,
@@ -670,23 +669,15 @@ def test_an_upload_whose_body_ends_early_leaves_no_asset(fake):
     host keeps nothing of it, and a whole upload of the name then succeeds."""
     token, s = seeded(fake)
     release = s.post(api(fake, "/releases"), json={"tag_name": "v2.0"}).json()
-    upload = urlsplit(release["upload_url"].split("{")[0])
-    with socket.create_connection((upload.hostname, upload.port)) as raw:
-        raw.sendall(
-            (
-                f"POST {upload.path}?name=big.bin HTTP/1.1\r\nHost: {upload.netloc}\r\n"
-                f"Authorization: token {token}\r\nContent-Type: application/octet-stream\r\n"
-                f"Content-Length: {1024 * 1024}\r\n\r\n"
-            ).encode()
-            + b"x" * 100_000
-        )
+    upload = release["upload_url"].split("{")[0]
+    post_cut_short(f"{upload}?name=big.bin", token, declared=1024 * 1024, sent=100_000)
     deadline = time.monotonic() + 10
     while not any(r.host == "uploads" for r in fake.requests_log.records):
         assert time.monotonic() < deadline, "the uploads host never finished the request"
         time.sleep(0.02)
     assert fake.state.assets(REPO, release["id"]) == []
     whole = s.post(
-        upload.geturl(),
+        upload,
         params={"name": "big.bin"},
         data=b"y" * 1000,
         headers={"Content-Type": "application/octet-stream"},
