@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import time
 
 import pytest
 import requests
@@ -161,10 +160,7 @@ def test_an_attachment_whose_body_ends_early_is_not_kept(fake):
     rel = s.post(f"{fake.api_url}/repos/{REPO}/releases", json={"tag_name": "v1"}).json()
     assets = f"{fake.api_url}/repos/{REPO}/releases/{rel['id']}/assets"
     post_cut_short(f"{assets}?name=big.bin", token, declared=1024 * 1024, sent=100_000)
-    deadline = time.monotonic() + 10
-    while not any(r.path.endswith("/assets") for r in list(fake.requests)):
-        assert time.monotonic() < deadline, "the server never finished the request"
-        time.sleep(0.02)
+    assert any(r.path.endswith("/assets") for r in fake.requests), "the request crashed"
     assert s.get(assets).json() == []
     whole = s.post(
         assets,

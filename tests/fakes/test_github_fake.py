@@ -671,10 +671,7 @@ def test_an_upload_whose_body_ends_early_leaves_no_asset(fake):
     release = s.post(api(fake, "/releases"), json={"tag_name": "v2.0"}).json()
     upload = release["upload_url"].split("{")[0]
     post_cut_short(f"{upload}?name=big.bin", token, declared=1024 * 1024, sent=100_000)
-    deadline = time.monotonic() + 10
-    while not any(r.host == "uploads" for r in fake.requests_log.records):
-        assert time.monotonic() < deadline, "the uploads host never finished the request"
-        time.sleep(0.02)
+    assert any(r.host == "uploads" for r in fake.requests_log.records), "the request crashed"
     assert fake.state.assets(REPO, release["id"]) == []
     whole = s.post(
         upload,
@@ -684,6 +681,7 @@ def test_an_upload_whose_body_ends_early_leaves_no_asset(fake):
     )
     assert whole.status_code == 201
     assert [a.size for a in fake.state.assets(REPO, release["id"])] == [1000]
+    fake.assert_clean()  # the client's going away is no server error
 
 
 def test_releases_and_assets(fake):

@@ -1,4 +1,4 @@
-"""A client that goes away mid-body, as an upload stopped by its sender does: what both
+"""A client that stops sending mid-body, as an upload stopped by its sender does: what both
 test servers must drop whole (no asset, no attachment, no LFS object, no partial file).
 ``requests`` cannot send fewer bytes than a body's ``Content-Length``; a raw socket can."""
 
@@ -8,15 +8,22 @@ import socket
 from urllib.parse import urlsplit
 
 
-def post_cut_short(url: str, token: str, *, declared: int, sent: int) -> None:
+def post_cut_short(url: str, token: str, *, declared: int, sent: int) -> str:
     """POST ``url`` (query included) with an octet-stream body said to be ``declared``
-    bytes long, send ``sent`` of them, and hang up."""
+    bytes long, send ``sent`` of them and no more, and wait for the server to be done
+    with it (its answer, or its closing the connection). Returns the answer's status
+    line ("" when there was none)."""
     parts = urlsplit(url)
     target = parts.path + (f"?{parts.query}" if parts.query else "")
     head = (
-        f"POST {target} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+        f"POST {target} HTTP/1.1\r\nHost: {parts.netloc}\r\nConnection: close\r\n"
         f"Authorization: token {token}\r\nContent-Type: application/octet-stream\r\n"
         f"Content-Length: {declared}\r\n\r\n"
     )
-    with socket.create_connection((parts.hostname, parts.port)) as raw:
+    with socket.create_connection((parts.hostname, parts.port), timeout=30) as raw:
         raw.sendall(head.encode() + b"x" * sent)
+        raw.shutdown(socket.SHUT_WR)  # the body ends here: the server reads its end
+        answer = b""
+        while chunk := raw.recv(65536):
+            answer += chunk
+    return answer.split(b"\r\n", 1)[0].decode(errors="replace")
