@@ -74,6 +74,17 @@ def wait_terminal(ctx: ServiceContext, run_id: int, timeout: float = 90) -> Run:
     return run_row(ctx, run_id)
 
 
+def event_messages(ctx: ServiceContext, run_id: int, event_type: str) -> list[str]:
+    """The messages of a Run's events of one type, in the order they were written."""
+    with ctx.db.session() as session:
+        said = session.execute(
+            select(RunEvent.message)
+            .where(RunEvent.run_id == run_id, RunEvent.type == event_type)
+            .order_by(RunEvent.seq)
+        )
+        return list(said.scalars())
+
+
 def completed_transitions(ctx: ServiceContext, run_id: int) -> int:
     """How many item completions the append-only event history recorded."""
     with ctx.db.session() as session:

@@ -10,15 +10,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
 
-from reposync.models import RunEvent
 from reposync.service.bindings import SyncRequest
 from reposync.service.embedded import sync
 from reposync.sync.vocabulary import ObjectType
 from tests.fakes.github import GitHubFake
 from tests.github_env import embedded_world
 from tests.gitrepo import commit_on, delete_refs, generate, refs, set_ref
+from tests.integration.conftest import event_messages
 from tests.integration.forges.test_forge_sync import WHEN, content_hashes, forge, items_of, populate
 
 REPO = "acme/widgets"
@@ -231,16 +230,6 @@ def _receive_pack_statuses(fake) -> list[int]:
     return [r.status for r in fake.requests_log.records if r.path.endswith("/git-receive-pack")]
 
 
-def _events(ctx, run_id: int, event_type: str) -> list[str]:
-    with ctx.db.session() as session:
-        said = session.execute(
-            select(RunEvent.message)
-            .where(RunEvent.run_id == run_id, RunEvent.type == event_type)
-            .order_by(RunEvent.seq)
-        )
-        return list(said.scalars())
-
-
 def test_a_github_taking_fewer_refs_per_push_than_declared_gets_them_in_halves(tmp_path, world):
     """A GitHub whose limit is 200 ref updates per push, below the 500 reposync declares
     (GitHub does not publish it; GitHub Enterprise sets its own): it answers a push of
@@ -258,7 +247,7 @@ def test_a_github_taking_fewer_refs_per_push_than_declared_gets_them_in_halves(t
     assert [len(updates) for updates in fake.receive_pack_requests] == [125, 125, 125, 125, 120]
     assert _receive_pack_statuses(fake).count(500) == 2  # 500 refs, then 250
     assert run.report["io"]["git"]["pushes"] == 7
-    [said] = _events(ctx, run.id, "git_pushes_shrank")
+    [said] = event_messages(ctx, run.id, "git_pushes_shrank")
     assert "answered pushes of 500, 250 refs with a server error" in said
     assert "HTTP 500" in said
     assert "pushes of at most 125" in said
@@ -285,7 +274,7 @@ def test_the_ref_update_setting_replaces_githubs_limit(tmp_path, world, setting,
     assert _git_refs(fake) == refs(source)
     assert [len(updates) for updates in fake.receive_pack_requests] == pushes
     assert 500 not in _receive_pack_statuses(fake)
-    assert _events(ctx, run.id, "git_pushes_shrank") == []
+    assert event_messages(ctx, run.id, "git_pushes_shrank") == []
 
 
 def test_a_github_answering_every_push_with_a_server_error_fails_the_run(tmp_path, world):

@@ -15,10 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import select
 
 from reposync.lifecycle import Stage
-from reposync.models import RunEvent
 from reposync.models.db import Database
 from reposync.providers.github.provider import GitHubProvider
 from reposync.service.bindings import SyncRequest, bind
@@ -34,6 +32,7 @@ from tests.integration.cli.test_embedded_sync import (
     run_steps_until,
     synced_refs,
 )
+from tests.integration.conftest import event_messages
 
 REPO = "acme/widgets"
 #: Each generated commit adds 10 KB of incompressible bytes; a push may carry ~4 of them.
@@ -194,18 +193,12 @@ def test_one_batch_of_refs_is_pushed_in_groups_of_what_the_target_takes_per_push
     assert run.report["io"]["git"]["pushes"] == 4
     read_backs = [r for r in fake.upload_pack_requests if r.command == "ls-refs"]
     assert len(read_backs) == 2  # the target's inventory, then one read-back
-    with ctx.db.session() as session:
-        said = session.execute(
-            select(RunEvent.message)
-            .where(RunEvent.run_id == run.id, RunEvent.type == "git_pushed")
-            .order_by(RunEvent.seq)
-        )
-        assert list(said.scalars()) == [
-            "5 of 17 refs pushed",
-            "10 of 17 refs pushed",
-            "15 of 17 refs pushed",
-            "17 of 17 refs pushed",
-        ]
+    assert event_messages(ctx, run.id, "git_pushed") == [
+        "5 of 17 refs pushed",
+        "10 of 17 refs pushed",
+        "15 of 17 refs pushed",
+        "17 of 17 refs pushed",
+    ]
 
 
 # -- leases: a target ref moved between planning and push ---------------------------------
