@@ -103,19 +103,17 @@ class PushOutcome:
 PACK_TOO_LARGE = "pack exceeds maximum allowed size"
 
 #: Why the refs of a push the forge answered HTTP 413 did not land (``_push_once``).
-REQUEST_TOO_LARGE = (
+_WHY_REQUEST_TOO_LARGE = (
     "HTTP 413 from the target or a proxy before it: its request was larger than it takes; "
     "set REPOSYNC_GIT_MAX_PUSH_PACK_BYTES below that size and pushes are cut to stay under it"
 )
 
-#: What git says when the forge answered the push's request with a server error: no
-#: porcelain line follows, so no ref says how it fared (GitHub refusing more ref updates
-#: than it takes per push: "RPC failed; HTTP 500 curl 22 ...").
-_SERVER_ERROR = re.compile(r"RPC failed; HTTP 5\d\d")
-
-#: What git says when the forge, or a proxy before it (nginx's ``client_max_body_size``),
-#: refused the push's request for its size: no ref says how it fared either.
-_REQUEST_TOO_LARGE = re.compile(r"RPC failed; HTTP 413")
+#: What git says when the forge answered the push's request with an HTTP error, so that
+#: no porcelain line follows: a server error (GitHub refusing more ref updates than it
+#: takes per push: "RPC failed; HTTP 500 curl 22 ..."), or the request too large for the
+#: forge or a proxy before it (nginx's ``client_max_body_size``).
+_HTTP_5XX = re.compile(r"RPC failed; HTTP 5\d\d")
+_HTTP_413 = re.compile(r"RPC failed; HTTP 413")
 
 
 class _ServerError(Exception):
@@ -472,13 +470,13 @@ def _push_once(
         sum(ok for ok, _ in parsed.values()),
         time.monotonic() - started,
     )
-    if result.returncode != 0 and not parsed and _REQUEST_TOO_LARGE.search(said):
-        # Every ref of the push is too large together: each fails ``push_too_large``
-        # with what to set, rather than the same request retried as a transport error.
-        return {}, remote_words(said), REQUEST_TOO_LARGE
-    if result.returncode != 0 and not parsed:
+    if result.returncode != 0 and not parsed:  # no ref says how it fared
+        if _HTTP_413.search(said):
+            # Every ref of the push is too large together: each fails ``push_too_large``
+            # with what to set, rather than the same request retried as a transport error.
+            return {}, remote_words(said), _WHY_REQUEST_TOO_LARGE
         failed = f"git push to {target_url} failed: {last_line(said)}"
-        raise (_ServerError if _SERVER_ERROR.search(said) else GitTransportError)(failed)
+        raise (_ServerError if _HTTP_5XX.search(said) else GitTransportError)(failed)
     too_large = next((line.strip() for line in said.splitlines() if PACK_TOO_LARGE in line), None)
     return parsed, remote_words(said), too_large
 
