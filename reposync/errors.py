@@ -53,6 +53,7 @@ into this tree at one boundary each, never leaked.
     ├── GitTransportError               git_transport_failed     (retryable)
     └── ProviderError                   provider_error
         ├── PermissionDenied            permission_denied
+        │   └── GitCredentialsRefused   git_credentials_refused  (renewed once where it can be)
         ├── RateLimited                 rate_limited             (retryable, retry_at)
         ├── QuotaExceeded               quota_exceeded
         ├── ObjectNotFound              not_found                (also LookupError)
@@ -82,7 +83,8 @@ Each class also names the **kind** of problem it is (``problem_type``, one of
 everything else, so a new class has one without restating it::
 
     authorization_required    Unauthenticated, Forbidden, ConnectionNotGranted,
-                              PermissionDenied, VisibilityUnconfirmed, GitHubCodeRefused
+                              PermissionDenied (GitCredentialsRefused), VisibilityUnconfirmed,
+                              GitHubCodeRefused
     temporarily_rate_limited  RateLimited
     quota_exceeded            QuotaExceeded
     external_result_unknown   ResultUnknown, ResultUnknownUnresolved
@@ -593,6 +595,21 @@ class PermissionDenied(ProviderError):
     problem_type = ProblemType.AUTHORIZATION_REQUIRED
     http_status = 403
     suggested_action = "grant the connection's credentials access to the repository"
+
+
+class GitCredentialsRefused(PermissionDenied):
+    """A remote refused the credentials git sent it (HTTP 401 or 403, SSH's publickey):
+    a token revoked, expired or stripped of its access while a Run holds it. Git asks
+    once more only where the provider can renew them (a GitHub App's installation token,
+    ``providers/git_credentials.py``); otherwise the same credentials would be refused
+    again, so no stage retries it and the Run stops with the forge's words."""
+
+    code = "git_credentials_refused"
+    suggested_action = (
+        "renew the connection's credentials or give them back their access to the "
+        "repository (a revoked or expired token, or one without write access to push), "
+        "then run again"
+    )
 
 
 class RateLimited(ProviderError):

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from reposync.errors import GitTransportError
+from reposync.errors import GitCredentialsRefused, GitTransportError
 from reposync.git import procfs
 from reposync.git.environment import git_env
 from reposync.guards import current_guard
@@ -75,7 +75,7 @@ def run_git(
         raise
     result = subprocess.CompletedProcess(list(argv), proc.returncode, stdout, stderr)
     if check and result.returncode != 0:
-        raise GitTransportError(f"{' '.join(argv[:4])} failed: {last_line(stderr)}")
+        raise git_failure(" ".join(argv[:4]), stderr)
     return result
 
 
@@ -169,6 +169,41 @@ def _stream(
     stdout_pipe.close()
     stderr_pipe.close()
     return "".join(out), "".join(err)
+
+
+#: What git prints when a remote refused the credentials it sent, or asked for some it had
+#: none of: HTTP's 401 (with a challenge, git turns to its prompt, which is off for every
+#: git reposync runs: "could not read Username") and 403, and SSH's publickey refusal.
+#: Only a remote's words: a local file's bare "Permission denied" is not among them.
+_CREDENTIALS_REFUSED = (
+    ("returned error: 403", "HTTP 403"),
+    ("http 403", "HTTP 403"),
+    ("permission denied (publickey", "SSH publickey"),
+    ("could not read username", "HTTP 401"),
+    ("could not read password", "HTTP 401"),
+    ("authentication failed for", "HTTP 401"),
+    ("returned error: 401", "HTTP 401"),
+    ("http 401", "HTTP 401"),
+)
+
+
+def credentials_refused(stderr: str) -> str | None:
+    """How the remote refused git's credentials (``"HTTP 401"``...), if that is why git
+    failed."""
+    lowered = stderr.lower()
+    return next((how for words, how in _CREDENTIALS_REFUSED if words in lowered), None)
+
+
+def git_failure(what: str, stderr: str) -> GitTransportError | GitCredentialsRefused:
+    """The error of a git command (``what``) that failed saying ``stderr``: the remote's
+    refusal of its credentials, which no retry with the same ones clears, or a transport
+    failure, which a retry may."""
+    refused = credentials_refused(stderr)
+    if refused is not None:
+        return GitCredentialsRefused(
+            f"{what}: the remote refused git's credentials ({refused}): {last_line(stderr)}"
+        )
+    return GitTransportError(f"{what} failed: {last_line(stderr)}")
 
 
 def last_line(text: str) -> str:

@@ -42,7 +42,7 @@ from pathlib import Path
 
 from reposync.errors import GitTransportError
 from reposync.git.packsize import PackEstimator, advertised_oids, store_bytes
-from reposync.git.process import last_line, run_git
+from reposync.git.process import git_failure, last_line, run_git
 from reposync.git.progress import ProgressReader, TransferProgress, without_progress
 from reposync.git.push_gate import GateClosed, PushGate
 from reposync.git.push_report import Refusal, describe, parse_porcelain, refusal, remote_words
@@ -475,8 +475,9 @@ def _push_once(
             # Every ref of the push is too large together: each fails ``push_too_large``
             # with what to set, rather than the same request retried as a transport error.
             return {}, remote_words(said), _WHY_REQUEST_TOO_LARGE
-        failed = f"git push to {target_url} failed: {last_line(said)}"
-        raise (_ServerError if _HTTP_5XX.search(said) else GitTransportError)(failed)
+        if _HTTP_5XX.search(said):
+            raise _ServerError(f"git push to {target_url} failed: {last_line(said)}")
+        raise git_failure(f"git push to {target_url}", said)
     too_large = next((line.strip() for line in said.splitlines() if PACK_TOO_LARGE in line), None)
     return parsed, remote_words(said), too_large
 

@@ -20,20 +20,25 @@ pieces and ``CAPABILITIES`` would have to import them all back.
 
 from __future__ import annotations
 
+import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, BinaryIO, ClassVar, Protocol, runtime_checkable
+from typing import Any, BinaryIO, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from reposync.config import Settings
-from reposync.errors import InvalidConnection, ReposyncError
+from reposync.errors import GitCredentialsRefused, InvalidConnection, ReposyncError
 from reposync.providers.notifications import Delivery, Notification
 from reposync.sync.canonical import CanonicalObject, IndexEntry
 from reposync.sync.lfs import LfsPointer
 from reposync.sync.vocabulary import Action, ObjectType, Representation
+
+_T = TypeVar("_T")
+
+log = logging.getLogger(__name__)
 
 
 class Clock(Protocol):
@@ -197,10 +202,29 @@ class GitRemote:
     #: The command a push runs on the target's side (``git push --receive-pack``), when
     #: it must differ from git's default (a local target whose hooks must not run).
     receive_pack: str | None = None
+    #: The same remote with its credentials fetched anew, once git said the remote refused
+    #: them; None from it when they cannot be renewed (a personal token is what it is).
+    #: None: nothing to renew (a path on this machine, a plain remote's credential helper).
+    renew: Callable[[], GitRemote | None] | None = field(default=None, compare=False, repr=False)
 
     @property
     def is_local(self) -> bool:
         return self.objects_dir is not None
+
+    def with_credentials(self, call: Callable[[GitRemote], _T]) -> _T:
+        """``call(self)``; when the remote refuses git's credentials, ``call`` once more
+        on the remote renewed, where they can be (a GitHub App's installation token that
+        expired, or was dropped, during a long Run: what a stage's retry used to heal by
+        chance, with backoff). Otherwise the refusal stands at once: the same credentials
+        would be refused again, and a retry with backoff only delays saying so."""
+        try:
+            return call(self)
+        except GitCredentialsRefused:
+            renewed = self.renew() if self.renew is not None else None
+            if renewed is None:
+                raise
+            log.info("%s refused git's credentials; asking once more with new ones", self.url)
+        return call(renewed)
 
 
 class Provider(ABC):

@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from reposync.errors import PermissionDenied, ProviderError
-from reposync.git.process import run_git
+from reposync.errors import PermissionDenied
+from reposync.git.process import credentials_refused, git_failure, run_git
 from reposync.providers.base import GitRemote, InventoryListing
 from reposync.sync.canonical import (
     PullHead,
@@ -75,24 +75,29 @@ def ls_remote(
     *,
     missing_ok: bool = False,
     missing: tuple[str, ...] = ("not found",),
-    denied: tuple[str, ...] = ("403",),
 ) -> list[tuple[str, str]]:
     """``(name, object id)`` of every ref of ``remote`` (peeled tags left out). A
-    repository git says is not there (``missing`` in its error) is ``[]`` with
-    ``missing_ok`` (a wiki not made yet), else ``PermissionDenied``, as is a ``denied``
-    one; what each forge's git error says is the forge's word."""
-    result = run_git(["git", "ls-remote", remote.url], env=remote.env, check=False)
-    if result.returncode != 0:
-        text = result.stderr.lower()
-        absent = any(word in text for word in missing)
-        if absent and missing_ok:
-            return []
-        if absent or any(word in text for word in denied):
+    repository git says is not there (``missing`` in its error: what each forge's git
+    says is the forge's word) is ``[]`` with ``missing_ok`` (a wiki not made yet), else
+    ``PermissionDenied`` (a forge hides what the credentials may not see). Refused
+    credentials are asked once more where they renew, then ``GitCredentialsRefused``."""
+
+    def listed(remote: GitRemote) -> str | None:
+        result = run_git(["git", "ls-remote", remote.url], env=remote.env, check=False)
+        if result.returncode == 0:
+            return result.stdout
+        absent = any(word in result.stderr.lower() for word in missing)
+        if absent and credentials_refused(result.stderr) is None:
+            if missing_ok:
+                return None
             raise PermissionDenied(f"git cannot read {repo}: {result.stderr.strip()}")
-        run_git(["git", "ls-remote", remote.url], env=remote.env)  # raises the error
-        raise ProviderError(f"git ls-remote {repo} failed")  # pragma: no cover
+        raise git_failure(f"git ls-remote {repo}", result.stderr)
+
+    stdout = remote.with_credentials(listed)
+    if stdout is None:
+        return []
     refs = []
-    for line in result.stdout.splitlines():
+    for line in stdout.splitlines():
         oid, _, name = line.partition("\t")
         if name.startswith("refs/") and not name.endswith("^{}"):
             refs.append((name, oid))

@@ -7,9 +7,10 @@ import base64
 
 import pytest
 
-from reposync.errors import PermissionDenied
+from reposync.errors import GitCredentialsRefused, PermissionDenied
 from reposync.providers.base import EndpointSpec
 from reposync.providers.forgejo import ForgejoProvider
+from reposync.sync.vocabulary import ObjectType
 from tests.forgejo_env import forgejo_environment, forgejo_settings, locator
 
 
@@ -73,3 +74,24 @@ def test_a_side_the_token_cannot_write_is_refused_as_a_target(forgejo_fake, env,
             provider.check_access(write=True)
     finally:
         provider.close()
+
+
+def test_a_token_git_stops_taking_fails_at_once_and_is_not_asked_again(forgejo_fake, env):
+    """A token deleted while a Run holds it: Forgejo's git answers 401, which is
+    ``git_credentials_refused`` (an instance token cannot be renewed), asked once. It
+    used to be ``git_transport_failed``: git's words ("could not read Username") named
+    no 401, so the provider's own check for one never fired."""
+    environment, token = env
+    forgejo_fake.state.create_repo("acme/app", auto_init=True)
+    provider = ForgejoProvider.open(
+        EndpointSpec("forgejo", locator(forgejo_fake, "acme/app")), environment
+    )
+    try:
+        del forgejo_fake.state.tokens[token]
+        with pytest.raises(GitCredentialsRefused) as raised:
+            list(provider.inventory_index([ObjectType.GIT_REF]).entries)
+    finally:
+        provider.close()
+    assert raised.value.code == "git_credentials_refused"
+    assert "acme/app" in raised.value.message
+    assert [status for _, _, status in forgejo_fake.git_refusals] == ["401 Unauthorized"]

@@ -21,9 +21,11 @@ import pytest
 
 from reposync.errors import (
     ConfigurationError,
+    GitCredentialsRefused,
     InvalidConnection,
     InvalidLocator,
     PermissionDenied,
+    ProblemType,
     RepositoryMismatch,
     RepositoryNotFound,
 )
@@ -302,6 +304,52 @@ def test_a_bad_token_is_permission_denied(fake, tmp_path):
         connection.open()
     assert {r.status for r in fake.requests_log.matching(host="api")} == {401}
     connection.assert_clean()
+
+
+def _git_requests(fake: GitHubFake) -> list[int]:
+    """The statuses of git's ref advertisements (each ``ls-remote`` asks for one first)."""
+    return [r.status for r in fake.requests_log.matching("GET", r"/info/refs$", host="git")]
+
+
+def test_a_personal_token_git_stops_taking_fails_at_once_and_is_not_asked_again(conn, fake):
+    """A token revoked while a Run holds it: git's refusal (HTTP 401) is
+    ``git_credentials_refused``, an authorization problem no retry clears, asked once.
+    It used to be ``git_transport_failed``, retried with backoff as a forge briefly away,
+    in git's own words about a username prompt."""
+    provider = conn.open()
+    fake.state.revoke_token(provider.client.tokens.token())
+
+    with pytest.raises(GitCredentialsRefused) as raised:
+        list(provider.inventory_index([T.GIT_REF]).entries)
+
+    error = raised.value
+    assert (error.code, error.retryable, error.problem_type) == (
+        "git_credentials_refused",
+        False,
+        ProblemType.AUTHORIZATION_REQUIRED,
+    )
+    assert REPO in error.message
+    assert "refused git's credentials (HTTP 401)" in error.message
+    assert _git_requests(fake) == [401]
+    conn.close()
+
+
+def test_an_installation_token_git_stops_taking_is_renewed_once(clocked, manual_clock, tmp_path):
+    """An App's installation token GitHub no longer takes (expired early, or revoked):
+    git's 401 drops it, a new one is exchanged and git asks again, once."""
+    install = clocked.install_app("acme")
+    connection = app_connection(clocked, tmp_path / "data", install, FakeClock(manual_clock))
+    provider = connection.open()
+    stale = provider.client.tokens.token()
+    clocked.state.revoke_token(stale)
+
+    listed = list(provider.inventory_index([T.GIT_REF]).entries)
+
+    assert [e.identity for e in listed] == ["refs/heads/main"]
+    assert len(exchanges(clocked)) == 2
+    assert provider.client.tokens.token() != stale
+    assert _git_requests(clocked) == [401, 200]
+    connection.close()
 
 
 def test_a_read_only_token_fails_the_write_access_check(fake, tmp_path):

@@ -511,7 +511,6 @@ class ForgejoProvider(
             self._repo,
             missing_ok=missing_ok,
             missing=("not found", "404"),
-            denied=("403", "401"),
         )
 
 

@@ -329,10 +329,7 @@ class GitHubProvider(
         )
 
     def git_remote(self, *, write: bool) -> GitRemote:
-        return GitRemote(
-            url=f"{self._settings.github_git_url.rstrip('/')}/{self._repo}.git",
-            env=self._git_env(),
-        )
+        return self._git_remote(f"{self._settings.github_git_url.rstrip('/')}/{self._repo}.git")
 
     @property
     def has_wiki(self) -> bool:
@@ -351,10 +348,22 @@ class GitHubProvider(
                 f"github:{self._repo} has its wiki disabled (has_wiki is false); "
                 "its wiki refs are not written"
             )
-        return GitRemote(
-            url=f"{self._settings.github_git_url.rstrip('/')}/{self._repo}.wiki.git",
-            env=self._git_env(),
+        return self._git_remote(
+            f"{self._settings.github_git_url.rstrip('/')}/{self._repo}.wiki.git"
         )
+
+    def _git_remote(self, url: str) -> GitRemote:
+        return GitRemote(url=url, env=self._git_env(), renew=lambda: self._renewed(url))
+
+    def _renewed(self, url: str) -> GitRemote | None:
+        """``url`` with a new token, once git's was refused: an installation token is
+        exchanged anew (it expired, or GitHub dropped it, before our clock said so); a
+        personal or user token cannot be renewed (None)."""
+        try:
+            self.client.tokens.invalidate()
+        except PermissionDenied:
+            return None
+        return GitRemote(url=url, env=self._git_env())
 
     def _git_env(self) -> dict[str, str]:
         """Environment-only git configuration: the token is never in a URL, a config file

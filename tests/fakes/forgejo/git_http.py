@@ -81,6 +81,7 @@ class GitHttpApp:
             )
             git_dir = self._wiki_dir(repo, push) if wiki else repo.git_dir
         except Refusal as refusal:
+            self.fake.git_refusals.append((method, path, refusal.status))
             start_response(
                 refusal.status, [("Content-Type", "text/plain; charset=utf-8"), *refusal.headers]
             )

@@ -89,6 +89,8 @@ class ForgejoFake(FakeServer):
         self.requests: list[RequestRecord] = []
         self.upload_pack_requests: list[UploadPackRequest] = []
         self.receive_pack_requests: list[list[tuple[str, str, str]]] = []
+        #: Git requests refused before any git ran: (method, path, status line).
+        self.git_refusals: list[tuple[str, str, str]] = []
         self.root_url = ""
         self.urls = Urls("")
         self.contract = ForgejoContract()

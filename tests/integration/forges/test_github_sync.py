@@ -13,6 +13,7 @@ import pytest
 
 from reposync.service.bindings import SyncRequest
 from reposync.service.embedded import sync
+from reposync.service.recovery import recover_run
 from reposync.sync.vocabulary import ObjectType
 from tests.fakes.github import GitHubFake
 from tests.github_env import embedded_world
@@ -353,3 +354,99 @@ def test_a_push_answered_http_413_fails_its_refs_as_too_large_naming_the_setting
     assert "REPOSYNC_GIT_MAX_PUSH_PACK_BYTES" in ref_items[0].error_message
     assert _receive_pack_statuses(fake) == [413]  # one push, not retried as a transport error
     assert _git_refs(fake) == {}
+
+
+#: The main repository's Git advertisement (its wiki's is another path): the inventory's
+#: ``ls-remote`` asks first, then each push or fetch.
+ADVERTISEMENT = r"/widgets\.git/info/refs$"
+
+
+def test_a_token_git_stops_taking_during_a_run_fails_it_at_once(tmp_path, world):
+    """The token is refused between the inventory and the push (revoked while the Run
+    runs): the Run fails ``git_credentials_refused``, an authorization problem, on the
+    first refusal. Before, the push was retried as a transport error with backoff (five
+    attempts, ~150 s with the default settings) and failed ``git_transport_failed`` with
+    git's words about a username prompt. Its refs wait, unknown, for read-back: once the
+    token is good again, the next Run proves and completes them."""
+    ctx, _, fake = world
+    fake.faults.error("GET", ADVERTISEMENT, status=401, host="git", after=1, count=None)
+    ctx.settings = replace(ctx.settings, retry_backoff=0.01)
+    source = generate(tmp_path / "few.git", commits=5, branches=4, tags=3)
+
+    run = sync(ctx, SyncRequest(f"local:{source}", f"github:{REPO}"))
+
+    assert run.status == "failed"
+    problem, unknown = run.report["problems"]
+    assert problem["error_code"] == "git_credentials_refused"
+    assert problem["problem_type"] == "authorization_required"
+    assert problem["retryable"] is False
+    assert "acme/widgets.git: the remote refused git's credentials (HTTP 401)" in problem["message"]
+    assert "credentials" in problem["suggested_action"]
+    # What the push may have done is read back, which the same refusal stops too.
+    assert (unknown["error_code"], unknown["count"]) == ("result_unknown", 8)
+    # The inventory's listing, the push's once (no retry), the read-back's.
+    assert _advertisements(fake) == [200, 401, 401]
+    assert _receive_pack_statuses(fake) == []
+    assert _git_refs(fake) == {}
+
+    fake.faults.clear()  # the token is good again
+    assert recover_run(ctx, run.id)["proven_absent"] == 8  # read-back: nothing landed
+    again = sync(ctx, SyncRequest(f"local:{source}", f"github:{REPO}"))
+    assert again.status == "completed", again.report["problems"]
+    assert _git_refs(fake) == refs(source)
+    assert _receive_pack_statuses(fake) == [200]
+
+
+def test_a_token_git_stops_taking_before_a_fetch_fails_the_run_at_once(tmp_path, world):
+    """The same on the way in: GitHub is the source, and its token is refused between
+    the inventory and the fetch of the refs' objects."""
+    ctx, _, fake = world
+    source = generate(tmp_path / "few.git", commits=5, branches=2, tags=1)
+    assert sync(ctx, SyncRequest(f"local:{source}", f"github:{REPO}")).status == "completed"
+    seen = len(_advertisements(fake))
+    fake.faults.error("GET", ADVERTISEMENT, status=401, host="git", after=1, count=None)
+    ctx.settings = replace(ctx.settings, retry_backoff=0.01)
+
+    run = sync(ctx, SyncRequest(f"github:{REPO}", f"local:{tmp_path / 'back.git'}"))
+
+    assert run.status == "failed"
+    [problem] = run.report["problems"]
+    assert problem["error_code"] == "git_credentials_refused"
+    assert _advertisements(fake)[seen:] == [200, 401]
+
+
+def test_an_installation_token_git_stops_taking_is_renewed_for_the_push(tmp_path, github_fake):
+    """A GitHub App's installation token refused at the push (it expired, or GitHub
+    dropped it, before reposync's own clock said so): a new one is exchanged and the push
+    goes again within the same stage; the Run completes with every ref on its first
+    attempt. Renewal is what a retry used to provide, by chance of a new token."""
+    fake = github_fake
+    fake.state.create_repo(REPO, private=True)
+    install = fake.install_app("acme")
+    key = tmp_path / "app-key.pem"
+    key.write_bytes(install.keys.private_pem)
+    fake.faults.error("GET", ADVERTISEMENT, status=401, host="git", after=1)
+    source = generate(tmp_path / "few.git", commits=5, branches=4, tags=3)
+    with embedded_world(
+        fake,
+        tmp_path,
+        github_token="",
+        github_app_id=str(install.app.id),
+        github_app_private_key_path=str(key),
+        github_installation_id=str(install.installation.id),
+    ) as (ctx, _):
+        run = sync(ctx, SyncRequest(f"local:{source}", f"github:{REPO}"))
+
+        assert run.status == "completed", run.report["problems"]
+        assert _git_refs(fake) == refs(source)
+        # The inventory's listing, the push's refused, the push with the new token, and
+        # the read-back's.
+        assert _advertisements(fake) == [200, 401, 200, 200]
+        exchanged = fake.requests_log.matching("POST", r"/app/installations/\d+/access_tokens$")
+        assert len(exchanged) == 2
+        ref_items = [i for i in items_of(ctx, run.id) if i.object_type == "git_ref"]
+        assert {i.attempt_count for i in ref_items} == {1}
+
+
+def _advertisements(fake) -> list[int]:
+    return [r.status for r in fake.requests_log.matching("GET", ADVERTISEMENT, host="git")]

@@ -9,6 +9,7 @@ wiki (``RefRepository``): they differ only in object type, remote and names.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,16 +170,19 @@ class GitRefApplier:
                 ex.ctx.settings.data_dir / "git" / f"binding-{ex.binding.id}{suffix}-source.git"
             )
             _clear_stale_locks(ex, "mirror", lambda ttl: remove_stale_locks(mirror, ttl))
-            fetched = transport.fetch_refs(
-                mirror,
-                source_remote.url,
-                {
-                    i.source_identity: i.source_revision if i.action is not Action.DELETE else None
-                    for i in items
-                    if i.source_identity
-                },
-                env=dict(source_remote.env),
-                borrow=target_remote.objects_dir,
+            wanted = {
+                i.source_identity: i.source_revision if i.action is not Action.DELETE else None
+                for i in items
+                if i.source_identity
+            }
+            fetched = source_remote.with_credentials(
+                lambda remote: transport.fetch_refs(
+                    mirror,
+                    remote.url,
+                    wanted,
+                    env=dict(remote.env),
+                    borrow=target_remote.objects_dir,
+                )
             )
             objects_dir = str(fetched.objects_dir)
             ex.count_io("fetches")
@@ -211,19 +215,20 @@ class GitRefApplier:
                     )
                     for item in items
                 ]
-                pushed = transport.push(
-                    workspace,
-                    target_remote.url,
-                    updates,
-                    env=dict(target_remote.env),
-                    receive_pack=target_remote.receive_pack,
-                    max_pack_bytes=effective_limit(
-                        type(target).max_push_pack_bytes, ex.ctx.settings.git_max_push_pack_bytes
-                    ),
-                    max_refs_per_push=per_push,
-                    on_push=_push_progress(ex, len(updates), per_push),
-                    on_progress=progress,
-                    gate=proof.result if proof is not None else None,
+                pushed = target_remote.with_credentials(
+                    functools.partial(
+                        _push,
+                        workspace=workspace,
+                        updates=updates,
+                        max_pack_bytes=effective_limit(
+                            type(target).max_push_pack_bytes,
+                            ex.ctx.settings.git_max_push_pack_bytes,
+                        ),
+                        max_refs_per_push=per_push,
+                        on_push=_push_progress(ex, len(updates), per_push),
+                        on_progress=progress,
+                        gate=proof.result if proof is not None else None,
+                    )
                 )
                 if not pushed.gate_closed or proof is None:
                     break
@@ -307,6 +312,33 @@ def _say_pushes_shrank(ex: StageExecution, pushed: transport.PushOutcome) -> Non
             refused=len(pushed.refused_sizes),
             refs_per_push=pushed.refs_per_push or 0,
         )
+
+
+def _push(
+    remote: GitRemote,
+    *,
+    workspace: PushWorkspace,
+    updates: Sequence[transport.RefUpdate],
+    max_pack_bytes: int | None,
+    max_refs_per_push: int | None,
+    on_push: Callable[[int, int], None] | None,
+    on_progress: PushProgress,
+    gate: Callable[[], bool] | None,
+) -> transport.PushOutcome:
+    """``transport.push`` to ``remote`` as its credentials stand (``with_credentials``
+    calls it again on the remote renewed, should the forge refuse them)."""
+    return transport.push(
+        workspace,
+        remote.url,
+        updates,
+        env=dict(remote.env),
+        receive_pack=remote.receive_pack,
+        max_pack_bytes=max_pack_bytes,
+        max_refs_per_push=max_refs_per_push,
+        on_push=on_push,
+        on_progress=on_progress,
+        gate=gate,
+    )
 
 
 def _push_progress(
