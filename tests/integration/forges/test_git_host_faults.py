@@ -1,0 +1,113 @@
+"""Every way a forge's Git host may fail one of a Run's git requests, against real git.
+
+The GitHub test server's Git host answers one of the requests a bootstrap sends with an
+HTTP error, once or from then on: the inventory's ``ls-remote``, the push's ref
+advertisement, the push itself, or the read-back's ``ls-remote`` after it. For each, the
+failed Run names its cause with the code its kind calls for, and nothing is lost or
+written twice: once the host is well, a recovery (where writes were left unknown) and
+one more Run converge the repository, and a Run after that has nothing to push.
+
+The kinds of answer and what they must give:
+
+* 401 and 403 (the credentials refused): ``git_credentials_refused`` on the first
+  refusal, never retried with backoff (a personal token cannot be renewed).
+* 413 on the push (a proxy's size limit): each ref fails ``push_too_large``.
+* a server error, 429, or 413 elsewhere than the push, once: healed within the Run
+  (halves, or a stage's retry).
+* one from then on: ``git_transport_failed`` once the stage's attempts are spent.
+* 404 and a push performed with its answer lost: only the invariants (a 404 of the
+  listing is ``permission_denied``, GitHub's answer for what a token may not see).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from reposync.service.bindings import SyncRequest
+from reposync.service.embedded import sync
+from reposync.service.recovery import recover_run
+from tests.gitrepo import generate, refs
+from tests.integration.forges.test_github_sync import (
+    ADVERTISEMENT,
+    REPO,
+    _git_refs,
+    _receive_pack_statuses,
+    _world,
+)
+
+RECEIVE_PACK = r"/widgets\.git/git-receive-pack$"
+#: Where a fault strikes: (method, path, matching requests let by first).
+WHERE = {
+    "listing": ("GET", ADVERTISEMENT, 0),
+    "push advertisement": ("GET", ADVERTISEMENT, 1),
+    "push": ("POST", RECEIVE_PACK, 0),
+    "read-back": ("GET", ADVERTISEMENT, 2),
+}
+#: Each HTTP error at each place; a write performed with its answer lost ("lost": the
+#: connection closed) only at the push, the one write.
+CASES = [
+    *((answer, where) for answer in (401, 403, 404, 413, 429, 500, 503) for where in WHERE),
+    ("lost", "push"),
+]
+
+
+@pytest.fixture
+def github(tmp_path, github_fake):
+    yield from _world(github_fake, tmp_path)
+
+
+@pytest.mark.parametrize("persistent", [False, True], ids=["once", "from then on"])
+@pytest.mark.parametrize(("answer", "where"), CASES)
+def test_a_git_request_the_forge_fails_is_named_and_loses_nothing(
+    tmp_path, github, answer, where, persistent
+):
+    ctx, _, fake = github
+    method, path, after = WHERE[where]
+    if answer == "lost":
+        rule = fake.faults.commit_then_drop(
+            method, path, drop="close", host="git", count=None if persistent else 1
+        )
+    else:
+        rule = fake.faults.error(
+            method,
+            path,
+            status=int(answer),
+            host="git",
+            after=after,
+            count=None if persistent else 1,
+        )
+    ctx.settings = replace(ctx.settings, retry_backoff=0.01, max_stage_attempts=3)
+    source = generate(tmp_path / "src.git", commits=3, branches=2, tags=1)
+    request = SyncRequest(f"local:{source}", f"github:{REPO}")
+
+    run = sync(ctx, request)
+
+    codes = [p["error_code"] for p in run.report["problems"]]
+    if answer in (401, 403):
+        assert run.status == "failed"
+        assert codes[0] == "git_credentials_refused", codes
+        assert run.report["problems"][0]["problem_type"] == "authorization_required"
+        # The refused request and, from then on, the read-back's: never retried.
+        assert rule.hits <= (2 if persistent else 1)
+    elif answer == 413 and where == "push":
+        assert run.status != "completed"
+        assert codes == ["push_too_large"]
+    elif answer in (413, 429, 500, 503) and not persistent:
+        assert run.status == "completed", codes
+    elif answer in (413, 429, 500, 503):
+        assert run.status != "completed"
+        assert codes[0] == "git_transport_failed", codes
+    if run.status != "completed":
+        assert codes, "a Run that did not complete says why"
+
+    fake.faults.clear()
+    if any(code == "result_unknown" for code in codes):
+        assert recover_run(ctx, run.id)["still_unknown"] == 0
+    again = sync(ctx, request)
+    assert again.status == "completed", again.report["problems"]
+    assert _git_refs(fake) == refs(source)
+    pushes = len(_receive_pack_statuses(fake))
+    assert sync(ctx, request).status == "completed"
+    assert len(_receive_pack_statuses(fake)) == pushes  # nothing left to push
