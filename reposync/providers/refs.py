@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from reposync.errors import PermissionDenied
-from reposync.git.process import credentials_refused, git_failure, run_git
+from reposync.errors import GitTransportError, ObjectNotFound, PermissionDenied
+from reposync.git.process import credentials_refused, git_failure, last_line, run_git
 from reposync.providers.base import GitRemote, InventoryListing
 from reposync.sync.canonical import (
     PullHead,
@@ -75,12 +75,16 @@ def ls_remote(
     *,
     missing_ok: bool = False,
     missing: tuple[str, ...] = ("not found",),
+    shown: Callable[[], bool] | None = None,
 ) -> list[tuple[str, str]]:
     """``(name, object id)`` of every ref of ``remote`` (peeled tags left out). A
     repository git says is not there (``missing`` in its error: what each forge's git
     says is the forge's word) is ``[]`` with ``missing_ok`` (a wiki not made yet), else
-    ``PermissionDenied`` (a forge hides what the credentials may not see). Refused
-    credentials are asked once more where they renew, then ``GitCredentialsRefused``."""
+    ``PermissionDenied`` (a forge hides what the credentials may not see), unless the
+    forge's API still ``shown`` it: then its Git host lags behind its API (GitHub serves
+    a repository it has just created to git only moments later), a transport failure a
+    stage's retry outlives. Refused credentials are asked once more where they renew,
+    then ``GitCredentialsRefused``."""
 
     def listed(remote: GitRemote) -> str | None:
         result = run_git(["git", "ls-remote", remote.url], env=remote.env, check=False)
@@ -90,6 +94,12 @@ def ls_remote(
         if absent and credentials_refused(result.stderr) is None:
             if missing_ok:
                 return None
+            if shown is not None and shown():
+                raise GitTransportError(
+                    f"git ls-remote {repo}: the forge's Git host does not find the "
+                    "repository its API shows (one created moments ago reaches git a "
+                    f"little later): {last_line(result.stderr)}"
+                )
             raise PermissionDenied(f"git cannot read {repo}: {result.stderr.strip()}")
         raise git_failure(f"git ls-remote {repo}", result.stderr)
 
@@ -102,3 +112,16 @@ def ls_remote(
         if name.startswith("refs/") and not name.endswith("^{}"):
             refs.append((name, oid))
     return refs
+
+
+def shown_by(get: Callable[[str], object], path: str) -> Callable[[], bool]:
+    """Whether a forge's API answers ``path`` (its repository's), for ``ls_remote``."""
+
+    def shown() -> bool:
+        try:
+            get(path)
+        except ObjectNotFound:
+            return False
+        return True
+
+    return shown

@@ -22,6 +22,7 @@ import pytest
 from reposync.errors import (
     ConfigurationError,
     GitCredentialsRefused,
+    GitTransportError,
     InvalidConnection,
     InvalidLocator,
     PermissionDenied,
@@ -350,6 +351,26 @@ def test_an_installation_token_git_stops_taking_is_renewed_once(clocked, manual_
     assert provider.client.tokens.token() != stale
     assert _git_requests(clocked) == [401, 200]
     connection.close()
+
+
+def test_git_not_finding_a_repository_the_api_shows_is_a_transport_failure(conn, fake):
+    """The Git host lagging behind the API (a repository created moments ago): git's
+    "not found" is a transport failure a retry outlives, saying why; once the API no
+    longer shows it either (deleted), it is ``PermissionDenied``, which no retry clears."""
+    fake.state.git_lag = 60.0
+    fake.state.create_repo("acme/fresh")
+    provider = conn.open("acme/fresh")
+    with pytest.raises(GitTransportError) as raised:
+        list(provider.inventory_index([T.GIT_REF]).entries)
+    assert "does not find the repository its API shows" in raised.value.message
+    assert raised.value.retryable
+
+    repo, _ = fake.state.find_repo("acme", "fresh")
+    del fake.state.repos[repo.id]
+    with pytest.raises(PermissionDenied) as gone:
+        list(provider.inventory_index([T.GIT_REF]).entries)
+    assert not gone.value.retryable
+    conn.close()
 
 
 def test_a_read_only_token_fails_the_write_access_check(fake, tmp_path):

@@ -74,7 +74,13 @@ from reposync.providers.forgejo.webhooks import ForgejoWebhookReader
 from reposync.providers.forgejo.writes.batch import ForgejoWriter
 from reposync.providers.forgejo.writes.markers import marker_finder
 from reposync.providers.lfs_batch import BatchRequest, LfsBatchStore
-from reposync.providers.refs import branches_and_tags, ls_remote, pull_shadows, split_refs
+from reposync.providers.refs import (
+    branches_and_tags,
+    ls_remote,
+    pull_shadows,
+    shown_by,
+    split_refs,
+)
 from reposync.sync.canonical import (
     DEFAULT_BRANCH_IDENTITY,
     CanonicalObject,
@@ -511,6 +517,7 @@ class ForgejoProvider(
             self._repo,
             missing_ok=missing_ok,
             missing=("not found", "404"),
+            shown=shown_by(self.client.get, f"/repos/{self._repo}"),
         )
 
 

@@ -65,7 +65,13 @@ from reposync.providers.github.lfs import GitHubLfs
 from reposync.providers.github.reads import Inventory, read_many
 from reposync.providers.github.writes.batch import GitHubWriter
 from reposync.providers.github.writes.markers import marker_finder
-from reposync.providers.refs import branches_and_tags, ls_remote, pull_shadows, split_refs
+from reposync.providers.refs import (
+    branches_and_tags,
+    ls_remote,
+    pull_shadows,
+    shown_by,
+    split_refs,
+)
 from reposync.sync.canonical import (
     DEFAULT_BRANCH_IDENTITY,
     CanonicalObject,
@@ -512,7 +518,12 @@ class GitHubProvider(
     def _remote_refs(
         self, remote: GitRemote | None = None, *, missing_ok: bool = False
     ) -> list[tuple[str, str]]:
-        return ls_remote(remote or self.git_remote(write=False), self._repo, missing_ok=missing_ok)
+        return ls_remote(
+            remote or self.git_remote(write=False),
+            self._repo,
+            missing_ok=missing_ok,
+            shown=shown_by(self.client.get, f"/repos/{self._repo}"),
+        )
 
 
 def mirror_path(data_dir: Path, binding_id: int) -> Path:

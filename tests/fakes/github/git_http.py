@@ -217,7 +217,7 @@ class GitHttpApp:
                 or (token.kind == "installation" and user != "x-access-token")
             ):
                 raise Refusal("401 Unauthorized", "Invalid username or token.\n", challenge)
-        if repo is None:
+        if repo is None or not state.served_to_git(repo):
             raise Refusal("404 Not Found", "Repository not found.\n")
         if token is None:
             if repo.private or push:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import string
+import time
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -81,6 +82,12 @@ class State(StateBase[Repo, User, Token]):
         self.installations: dict[int, Installation] = {}
         #: Signs the asset download URLs the API redirects to (signed_urls.py).
         self.signing_key = secrets.token_bytes(32)
+        #: Seconds after its creation that a repository is not yet served by the Git host
+        #: (it answers "Repository not found" while the API shows it): github.com's own
+        #: lag, which a push right after creating a repository through the API meets.
+        #: Real seconds, whatever the clock; 0 (the default): served at once.
+        self.git_lag = 0.0
+        self._git_ready: dict[int, float] = {}
 
     # -- users --------------------------------------------------------------------------
 
@@ -129,7 +136,13 @@ class State(StateBase[Repo, User, Token]):
                 has_wiki=has_wiki,
             )
             self.repos[repo_id] = repo
+            if self.git_lag:
+                self._git_ready[repo_id] = time.monotonic() + self.git_lag
             return repo
+
+    def served_to_git(self, repo: Repo) -> bool:
+        """Whether the Git host serves ``repo`` yet (``git_lag``)."""
+        return time.monotonic() >= self._git_ready.get(repo.id, 0.0)
 
     def find_repo(self, owner: str, name: str) -> tuple[Repo | None, bool]:
         """The repository by its name, or by a former name (then ``moved`` is True)."""

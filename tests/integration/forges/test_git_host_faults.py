@@ -12,11 +12,11 @@ The kinds of answer and what they must give:
 * 401 and 403 (the credentials refused): ``git_credentials_refused`` on the first
   refusal, never retried with backoff (a personal token cannot be renewed).
 * 413 on the push (a proxy's size limit): each ref fails ``push_too_large``.
-* a server error, 429, or 413 elsewhere than the push, once: healed within the Run
-  (halves, or a stage's retry).
+* a server error, 429, 404 (the Git host lagging behind the API, which still shows the
+  repository), or 413 elsewhere than the push, once: healed within the Run (halves, or
+  a stage's retry).
 * one from then on: ``git_transport_failed`` once the stage's attempts are spent.
-* 404 and a push performed with its answer lost: only the invariants (a 404 of the
-  listing is ``permission_denied``, GitHub's answer for what a token may not see).
+* a push performed with its answer lost: only the invariants.
 """
 
 from __future__ import annotations
@@ -94,9 +94,9 @@ def test_a_git_request_the_forge_fails_is_named_and_loses_nothing(
     elif answer == 413 and where == "push":
         assert run.status != "completed"
         assert codes == ["push_too_large"]
-    elif answer in (413, 429, 500, 503) and not persistent:
+    elif answer in (404, 413, 429, 500, 503) and not persistent:
         assert run.status == "completed", codes
-    elif answer in (413, 429, 500, 503):
+    elif answer in (404, 413, 429, 500, 503):
         assert run.status != "completed"
         assert codes[0] == "git_transport_failed", codes
     if run.status != "completed":

@@ -88,8 +88,8 @@ def test_local_to_github_converges_then_a_rerun_costs_nothing(tmp_path, world):
     assert all(r.method == "GET" for r in rest)
 
 
-def _git_refs(fake) -> dict[str, str]:
-    return refs(Path(fake.state.git_dir(REPO)))
+def _git_refs(fake, repo: str = REPO) -> dict[str, str]:
+    return refs(Path(fake.state.git_dir(repo)))
 
 
 @BOTH_LAYOUTS
@@ -450,3 +450,23 @@ def test_an_installation_token_git_stops_taking_is_renewed_for_the_push(tmp_path
 
 def _advertisements(fake) -> list[int]:
     return [r.status for r in fake.requests_log.matching("GET", ADVERTISEMENT, host="git")]
+
+
+def test_a_repository_github_created_moments_ago_is_synced_once_git_serves_it(tmp_path, world):
+    """github.com serves a repository created through its API to git only moments later:
+    "Repository not found" while the API shows it. A Run right after the creation (as
+    an owner Binding's, which creates its standbys) waits that out as a transport
+    failure, retried, and completes. Before, the listing's "not found" was
+    ``permission_denied`` and the Run stopped, blocked."""
+    ctx, _, fake = world
+    fake.state.git_lag = 1.0
+    fake.state.create_repo("acme/fresh", private=True)
+    ctx.settings = replace(ctx.settings, retry_backoff=0.5)
+    source = generate(tmp_path / "few.git", commits=3, branches=2, tags=1)
+
+    run = sync(ctx, SyncRequest(f"local:{source}", "github:acme/fresh"))
+
+    assert run.status == "completed", run.report["problems"]
+    listings = fake.requests_log.matching("GET", r"/fresh\.git/info/refs$", host="git")
+    assert listings[0].status == 404
+    assert _git_refs(fake, "acme/fresh") == refs(source)
