@@ -87,6 +87,12 @@ class Settings:
     #: Enterprise sets its own). A push the forge answers with a server error is pushed
     #: again in halves all the same, so a value too high costs pushes, not the Run.
     git_max_ref_updates_per_push: int = 0
+    #: Seconds an HTTP transfer of git's (a push, a fetch, a listing) may go without one
+    #: byte moving before git gives it up (0: never): a connection a proxy or a NAT
+    #: dropped without a word would otherwise hold its Run, and its lease, until the
+    #: task's time limit (an embedded ``sync`` forever). A forge that is working keeps
+    #: bytes moving: git's progress and its server's keepalives, every 5 s.
+    git_stall_seconds: float = 300.0
     #: How often one stage may be (re)started before the Run fails; caps redelivery loops.
     max_stage_attempts: int = 5
     #: Seconds before a stage that failed for a retryable reason (a forge or database
@@ -289,12 +295,17 @@ class Settings:
                 self.lease_ttl, self.batch_max_items, self.batch_max_bytes, self.git_batch_max_items
             )
             <= 0
-            or min(self.git_max_push_pack_bytes, self.git_max_ref_updates_per_push) < 0
+            or min(
+                self.git_max_push_pack_bytes,
+                self.git_max_ref_updates_per_push,
+                self.git_stall_seconds,
+            )
+            < 0
         ):
             raise ConfigurationError(
                 "REPOSYNC_LEASE_TTL and the REPOSYNC_*BATCH_MAX_* limits must be positive "
-                "(REPOSYNC_GIT_MAX_PUSH_PACK_BYTES and REPOSYNC_GIT_MAX_REF_UPDATES_PER_PUSH: "
-                "0 or more)"
+                "(REPOSYNC_GIT_MAX_PUSH_PACK_BYTES, REPOSYNC_GIT_MAX_REF_UPDATES_PER_PUSH and "
+                "REPOSYNC_GIT_STALL_SECONDS: 0 or more)"
             )
         if self.executor not in EXECUTORS:
             raise ConfigurationError(
@@ -536,6 +547,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "git_batch_max_items": int,
     "git_max_push_pack_bytes": int,
     "git_max_ref_updates_per_push": int,
+    "git_stall_seconds": float,
     "max_stage_attempts": int,
     "max_item_attempts": int,
     "retry_backoff": float,

@@ -227,6 +227,20 @@ class GitRemote:
         return call(renewed)
 
 
+def stall_guard(settings: Settings) -> dict[str, str]:
+    """git's environment for a remote reached over HTTP: give up a transfer during which
+    not one byte moved for ``git_stall_seconds`` (git's ``http.lowSpeedLimit`` and
+    ``lowSpeedTime``), a transport failure a stage's retry takes up. Without it, a
+    connection dropped silently on the way holds git, and the Run, until the task's
+    time limit (an embedded ``sync`` forever): curl has no timeout of its own."""
+    if not settings.git_stall_seconds:
+        return {}
+    return {
+        "GIT_HTTP_LOW_SPEED_LIMIT": "1",
+        "GIT_HTTP_LOW_SPEED_TIME": str(max(1, round(settings.git_stall_seconds))),
+    }
+
+
 class Provider(ABC):
     """The base contract every provider implements.
 

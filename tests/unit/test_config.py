@@ -9,6 +9,7 @@ import pytest
 
 from reposync.config import Settings, read_env_file, url_has_password
 from reposync.errors import ConfigurationError
+from reposync.providers.base import stall_guard
 
 
 def test_environment_values_are_parsed_and_typed():
@@ -68,6 +69,20 @@ def test_the_ref_updates_per_push_setting_is_read_and_may_not_be_negative():
     assert read.git_max_ref_updates_per_push == 2000
     with pytest.raises(ConfigurationError, match="REPOSYNC_GIT_MAX_REF_UPDATES_PER_PUSH"):
         Settings.from_env({"REPOSYNC_GIT_MAX_REF_UPDATES_PER_PUSH": "-1"})
+
+
+def test_git_stall_seconds_guard_http_transfers_unless_zero():
+    """REPOSYNC_GIT_STALL_SECONDS: 300 unless set, 0 turns the guard off; it reaches git
+    as its low-speed limit (1 byte/s for that long), which a forge's providers put in
+    each Git remote's environment."""
+    assert Settings().git_stall_seconds == 300.0
+    assert stall_guard(Settings()) == {
+        "GIT_HTTP_LOW_SPEED_LIMIT": "1",
+        "GIT_HTTP_LOW_SPEED_TIME": "300",
+    }
+    assert stall_guard(Settings.from_env({"REPOSYNC_GIT_STALL_SECONDS": "0"})) == {}
+    with pytest.raises(ConfigurationError, match="REPOSYNC_GIT_STALL_SECONDS"):
+        Settings.from_env({"REPOSYNC_GIT_STALL_SECONDS": "-5"})
 
 
 def test_idempotency_keys_live_a_day_and_a_request_holds_its_key_less_long():

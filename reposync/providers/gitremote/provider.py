@@ -58,6 +58,7 @@ from reposync.providers.base import (
     LfsThroughBackend,
     Provider,
     ProviderEnvironment,
+    stall_guard,
 )
 from reposync.providers.gitremote import urls
 from reposync.providers.gitremote.lfs import HelperAccess, SshAccess
@@ -136,7 +137,10 @@ class GitRemoteProvider(Provider, GitRemoteSource, EmptyChecker, LfsThroughBacke
         self.remote = remote
         self._settings = settings
         self._environment = env
-        self._env = {name: os.environ[name] for name in SSH_ENVIRONMENT if name in os.environ}
+        self._env = {
+            **stall_guard(settings),
+            **{name: os.environ[name] for name in SSH_ENVIRONMENT if name in os.environ},
+        }
         self._session: requests.Session | None = None
         self._lfs_store: LfsBatchStore | LocalLfsStore | None = None
 

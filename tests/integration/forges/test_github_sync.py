@@ -470,3 +470,23 @@ def test_a_repository_github_created_moments_ago_is_synced_once_git_serves_it(tm
     listings = fake.requests_log.matching("GET", r"/fresh\.git/info/refs$", host="git")
     assert listings[0].status == 404
     assert _git_refs(fake, "acme/fresh") == refs(source)
+
+
+def test_a_push_whose_connection_goes_silent_is_given_up_and_pushed_again(tmp_path, github_fake):
+    """The push's connection goes silent (a proxy or a NAT dropped it without a word):
+    git gives it up once nothing moved for ``git_stall_seconds`` and the stage's retry
+    pushes again. Before, git waited as long as the connection stayed open (curl has no
+    timeout of its own): a Run held its lease until the task's time limit, and an
+    embedded ``sync`` waited forever."""
+    fake = github_fake
+    fake.state.create_repo(REPO, private=True)
+    fake.faults.latency("GET", ADVERTISEMENT, seconds=30, host="git", after=1)
+    source = generate(tmp_path / "few.git", commits=3, branches=2, tags=1)
+    with embedded_world(fake, tmp_path, git_stall_seconds=1.0, retry_backoff=0.01) as (ctx, _):
+        run = sync(ctx, SyncRequest(f"local:{source}", f"github:{REPO}"))
+
+        assert run.status == "completed", run.report["problems"]
+        assert _git_refs(fake) == refs(source)
+        [retry] = event_messages(ctx, run.id, "retry_scheduled")
+    assert retry.startswith("git_transport_failed: git push to")
+    assert "too slow" in retry  # curl's words: less than 1 byte/s for 1 s
