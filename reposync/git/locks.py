@@ -26,6 +26,11 @@ While such a process lives, nothing is removed and the caller gets a retryable
 ``GitTransportError`` naming the locks and the processes: the push waits for the
 transaction to finish (its refs are then read back as written once) instead of stealing
 its locks. Nothing else is touched: objects, quarantine directories and fresh locks stay.
+
+A lock with no writer that is not yet older than the TTL (a push killed moments before
+the lease passed on: the chaos suite's seed 33, a Redis restart) would fail its ref's
+push all the same. With ``wait``, the caller waits, its guard asked, until such a lock
+is as old as the TTL and removes it then: at most one TTL, the lease renewed meanwhile.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ from pathlib import Path
 
 from reposync.errors import GitTransportError
 from reposync.git import procfs
+from reposync.git.process import GUARD_INTERVAL
+from reposync.guards import current_guard
 
 log = logging.getLogger(__name__)
 
@@ -74,8 +81,9 @@ def stale_locks(git_dir: Path, older_than: float, *, now: float | None = None) -
     return found
 
 
-def remove_stale_locks(git_dir: Path, older_than: float) -> list[str]:
-    """Remove the stale ref locks of ``git_dir``; returns them, relative to it.
+def remove_stale_locks(git_dir: Path, older_than: float, *, wait: bool = False) -> list[str]:
+    """Remove the stale ref locks of ``git_dir``; returns them, relative to it. With
+    ``wait``, first wait until the locks no process holds are ``older_than`` old.
 
     Raises ``GitTransportError`` (retryable), removing nothing, while a live process may
     still complete a ref transaction of ``git_dir``: pushing now would fail on its locks,
@@ -84,14 +92,18 @@ def remove_stale_locks(git_dir: Path, older_than: float) -> list[str]:
     locks = ref_locks(git_dir)
     if not locks:
         return []
-    writers = procfs.possible_writers(git_dir, locks)
-    if writers:
-        names = [str(path.relative_to(git_dir)) for path in locks]
-        raise GitTransportError(
-            f"ref locks in {git_dir} ({_some(names, 5)}) belong to a ref transaction that "
-            f"may still complete: {_some(writers, 3)}; waiting for it to end (a lock is "
-            "never removed while its writer may live)"
-        )
+    if wait:
+        _refuse_while_written(git_dir, locks)
+        youngest = max(_mtimes(locks), default=0.0)
+        if youngest + older_than > time.time():
+            log.info(
+                "waiting %.1fs for ref locks of %s no process holds to grow stale",
+                youngest + older_than - time.time(),
+                git_dir,
+            )
+            _sleep_until(youngest + older_than)
+        return remove_stale_locks(git_dir, older_than)  # their writers asked again
+    _refuse_while_written(git_dir, locks)
     removed: list[str] = []
     for path in stale_locks(git_dir, older_than):
         try:
@@ -102,6 +114,39 @@ def remove_stale_locks(git_dir: Path, older_than: float) -> list[str]:
         log.warning("removed stale lock %s of %s (its writer is gone)", relative, git_dir)
         removed.append(relative)
     return removed
+
+
+def _refuse_while_written(git_dir: Path, locks: list[Path]) -> None:
+    """A retryable ``GitTransportError`` while a live process may still complete a ref
+    transaction holding ``locks``."""
+    writers = procfs.possible_writers(git_dir, locks)
+    if writers:
+        names = [str(path.relative_to(git_dir)) for path in locks]
+        raise GitTransportError(
+            f"ref locks in {git_dir} ({_some(names, 5)}) belong to a ref transaction that "
+            f"may still complete: {_some(writers, 3)}; waiting for it to end (a lock is "
+            "never removed while its writer may live)"
+        )
+
+
+def _mtimes(paths: list[Path]) -> list[float]:
+    found: list[float] = []
+    for path in paths:
+        try:
+            found.append(path.stat().st_mtime)
+        except OSError:  # gone while we looked: its writer finished
+            continue
+    return found
+
+
+def _sleep_until(deadline: float) -> None:
+    """Sleep until ``deadline`` (``time.time()``), asking the running stage's guard (a
+    lease lost, a cancel) every ``GUARD_INTERVAL``."""
+    guard = current_guard()
+    while (left := deadline - time.time()) > 0:
+        if guard is not None:
+            guard()
+        time.sleep(min(left, GUARD_INTERVAL))
 
 
 def _some(items: list[str], limit: int) -> str:

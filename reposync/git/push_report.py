@@ -25,7 +25,10 @@ the two apart is reading what git prints (git 2.39's ``transport.c`` and
     One case is a conflict after all: the ref moved between the target's advertisement
     and its update, which receive-pack reports as ``cannot lock ref '<ref>': is at <x>
     but expected <y>`` (or ``reference already exists``) among its own words; the other
-    refs of that atomic push were refused only with it.
+    refs of that atomic push were refused only with it. Another is no refusal at all:
+    ``cannot lock ref '<ref>': Unable to create '<ref>.lock': File exists``, the ref's
+    lock held by another git process (or left by one killed moments ago): **locked**,
+    pushed again later; the other refs of that atomic push again refused only with it.
   - ``[remote failure]``: receive-pack ended without reporting a status: the target's.
 
 * stderr: the target's own words, ``remote: <line>`` (padded with spaces that clear a
@@ -38,6 +41,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 #: How many of the target's lines a refusal quotes, and how long each may be.
@@ -55,6 +59,9 @@ _MOVED = re.compile(
     r"cannot lock ref '(?P<ref>[^']+)': (?:is at \S+ but expected|reference already exists"
     r"|reference is missing but expected)"
 )
+#: receive-pack's words for a ref whose lock file another git process holds (or one
+#: killed left behind): "Unable to create '<ref>.lock': File exists".
+_LOCKED = re.compile(r"cannot lock ref '(?P<ref>[^']+)': Unable to create '[^']*': File exists")
 #: Terminal escapes first, then what is not printable (controls, and the surrogates that
 #: stand for bytes that were not UTF-8).
 _UNPRINTABLE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|[^\x20-\x7e\u00a0-\ud7ff\ue000-\uffff]")
@@ -83,6 +90,38 @@ class Refusal(StrEnum):
     TARGET = "target"
     #: Refused only with the other refs of its atomic push: push it again without them.
     SIBLING = "sibling"
+    #: Its lock on the target is another git process's: nothing is wrong, push it later.
+    LOCKED = "locked"
+
+
+@dataclass(slots=True)
+class PushOutcome:
+    """What ``git push --porcelain`` said, per ref (``reposync.git.push_report``).
+    Read-back still decides the truth."""
+
+    groups: int = 0
+    accepted: set[str] = field(default_factory=set)
+    #: Refs refused because the target's ref is not what the plan expected (ref -> git's
+    #: summary): conflicts.
+    rejected: dict[str, str] = field(default_factory=dict)
+    #: Refs the target refused for its own reasons (a full disk, a declining hook, an
+    #: object its fsck refused), ref -> the cause and the target's own words.
+    refused: dict[str, str] = field(default_factory=dict)
+    #: Refs not pushed because their own pack exceeds the target's limit (ref -> why).
+    too_large: dict[str, str] = field(default_factory=dict)
+    #: The gate answered no: no ref was pushed (every ref is still to push).
+    gate_closed: bool = False
+    #: Sizes of the pushes the target answered with a server error, each then pushed
+    #: again in halves (its limit on ref updates per push may be below what we sent).
+    refused_sizes: list[int] = field(default_factory=list)
+    #: The most refs one push carried after such an answer (None: none came).
+    refs_per_push: int | None = None
+    #: What git said of the last of those answers.
+    server_error: str = ""
+    #: Refs refused because another git process holds their lock on the target (a
+    #: concurrent push, or one killed moments ago), ref -> the target's words: nothing
+    #: is wrong with them, a later push lands them.
+    locked: dict[str, str] = field(default_factory=dict)
 
 
 def parse_porcelain(stdout: str) -> dict[str, tuple[bool, str]]:
@@ -120,8 +159,11 @@ def refusal(name: str, summary: str, words: Sequence[str]) -> Refusal:
     moved = {m["ref"] for m in map(_MOVED.search, words) if m is not None}
     if name in moved:
         return Refusal.CONFLICT
-    if moved and "atomic transaction failed" in summary:
-        return Refusal.SIBLING  # the transaction failed for another ref's move
+    locked = {m["ref"] for m in map(_LOCKED.search, words) if m is not None}
+    if name in locked:
+        return Refusal.LOCKED
+    if (moved or locked) and "atomic transaction failed" in summary:
+        return Refusal.SIBLING  # the transaction failed for another ref's move or lock
     return Refusal.TARGET
 
 

@@ -37,7 +37,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from reposync.errors import GitTransportError
@@ -45,7 +45,14 @@ from reposync.git.packsize import PackEstimator, advertised_oids, store_bytes
 from reposync.git.process import git_failure, last_line, run_git
 from reposync.git.progress import ProgressReader, TransferProgress, without_progress
 from reposync.git.push_gate import GateClosed, PushGate
-from reposync.git.push_report import Refusal, describe, parse_porcelain, refusal, remote_words
+from reposync.git.push_report import (
+    PushOutcome,
+    Refusal,
+    describe,
+    parse_porcelain,
+    refusal,
+    remote_words,
+)
 from reposync.git.workspace import PushWorkspace, set_alternates
 from reposync.guards import current_guard, guarded
 
@@ -71,32 +78,6 @@ class RefUpdate:
         lease = f"--force-with-lease={self.name}:{self.expected_old or ''}"
         refspec = f"{self.new}:{self.name}" if self.new is not None else f":{self.name}"
         return lease, refspec
-
-
-@dataclass(slots=True)
-class PushOutcome:
-    """What ``git push --porcelain`` said, per ref (``reposync.git.push_report``).
-    Read-back still decides the truth."""
-
-    groups: int = 0
-    accepted: set[str] = field(default_factory=set)
-    #: Refs refused because the target's ref is not what the plan expected (ref -> git's
-    #: summary): conflicts.
-    rejected: dict[str, str] = field(default_factory=dict)
-    #: Refs the target refused for its own reasons (a full disk, a declining hook, an
-    #: object its fsck refused), ref -> the cause and the target's own words.
-    refused: dict[str, str] = field(default_factory=dict)
-    #: Refs not pushed because their own pack exceeds the target's limit (ref -> why).
-    too_large: dict[str, str] = field(default_factory=dict)
-    #: The gate answered no: no ref was pushed (every ref is still to push).
-    gate_closed: bool = False
-    #: Sizes of the pushes the target answered with a server error, each then pushed
-    #: again in halves (its limit on ref updates per push may be below what we sent).
-    refused_sizes: list[int] = field(default_factory=list)
-    #: The most refs one push carried after such an answer (None: none came).
-    refs_per_push: int | None = None
-    #: What git said of the last of those answers.
-    server_error: str = ""
 
 
 #: What git's receive-pack (GitHub's too) says when a pack is over its size limit.
@@ -419,8 +400,11 @@ def _push_group(
             own = {u.name: parsed[u.name][1] for u in held_back if u.name in parsed}
             held_back = []
         for name, summary in own.items():
-            if refusal(name, summary, words) is Refusal.TARGET:
+            kind = refusal(name, summary, words)
+            if kind is Refusal.TARGET:
                 outcome.refused[name] = describe(summary, words)
+            elif kind is Refusal.LOCKED:
+                outcome.locked[name] = describe(summary, words)
             else:
                 outcome.rejected[name] = summary
         remaining = held_back

@@ -409,9 +409,10 @@ class LockRecoverer(Protocol):
     """A target whose ref locks a killed writer can leave behind (a repository on disk)."""
 
     @abstractmethod
-    def remove_stale_locks(self, older_than: float) -> list[str]:
+    def remove_stale_locks(self, older_than: float, *, wait: bool = False) -> list[str]:
         """Remove ref lock files older than ``older_than`` seconds that a killed writer
-        left (the caller holds the Binding's lease); returns their names."""
+        left (the caller holds the Binding's lease); returns their names. With ``wait``,
+        a lock no process holds is first waited for until it is that old."""
 
 
 @runtime_checkable

@@ -519,13 +519,14 @@ class LocalProvider(
     def lfs_backend(self) -> LocalLfsStore:
         return self._lfs
 
-    def remove_stale_locks(self, older_than: float) -> list[str]:
+    def remove_stale_locks(self, older_than: float, *, wait: bool = False) -> list[str]:
         """Ref locks a killed ``receive-pack`` left in this repository or its wiki
         (``LockRecoverer``); a retryable ``GitTransportError`` while a live process may
         still commit them."""
-        removed = remove_stale_locks(Path(self._git_dir), older_than)
+        removed = remove_stale_locks(Path(self._git_dir), older_than, wait=wait)
         if self._wiki() is not None:
-            removed += [f"wiki {name}" for name in remove_stale_locks(self.wiki_path, older_than)]
+            wiki = remove_stale_locks(self.wiki_path, older_than, wait=wait)
+            removed += [f"wiki {name}" for name in wiki]
         return removed
 
     def git_remote(self, *, write: bool) -> GitRemote:

@@ -21,6 +21,7 @@ from reposync.service.pipeline.stages import applying
 from reposync.service.runs import create_run, request_cancel
 from reposync.sync.vocabulary import RefConflictPolicy
 from tests.gitrepo import commit_on, delete_refs, generate, refs, set_ref
+from tests.integration.conftest import event_messages
 
 
 def synced_refs(path: Path) -> dict[str, str]:
@@ -435,13 +436,37 @@ def test_a_ref_lock_left_by_a_killed_push_is_removed_and_reported(pair, ctx):
     assert "refs/heads/branch-00001.lock" in event.message
 
 
-def test_a_fresh_ref_lock_is_left_to_its_writer(pair, ctx):
-    """A lock younger than the lease TTL may belong to a live push: never removed."""
+def test_a_fresh_ref_lock_no_process_holds_is_waited_for_then_removed(pair, ctx):
+    """A lock younger than the lease TTL that no process holds: a push killed moments
+    before the lease passed on (the chaos suite's seed 33: a Redis restart, the next
+    holder 2 s later). It may not be removed yet (a writer ``/proc`` cannot show may
+    have just taken it), and pushing past it fails its ref: the push waits until the
+    lock is as old as the TTL, removes it, and lands. Before, the ref failed
+    ``target_refused_push`` and the Run with it."""
     source, target, request = pair
-    commit_on(source, "refs/heads/branch-00002", "while someone pushes")
+    ctx.settings = replace(ctx.settings, lease_ttl=3.0)
+    commit_on(source, "refs/heads/branch-00002", "while someone pushed")
     lock = lock_ref(target, "refs/heads/branch-00002", age=1)
 
     run = sync(ctx, request)
+
+    assert run.status == "completed", run.report["problems"]
+    assert not lock.exists()
+    assert synced_refs(target) == synced_refs(source)
+    assert "refs/heads/branch-00002.lock" in event_messages(ctx, run.id, "stale_locks_removed")[0]
+
+
+def test_a_ref_lock_a_live_process_holds_is_never_removed(pair, ctx):
+    """A lock a live process holds open (a push in progress) is its: never removed nor
+    waited out; the Run does not complete while it stays, and completes once the lock
+    is released."""
+    source, target, request = pair
+    commit_on(source, "refs/heads/branch-00002", "while someone pushes")
+    lock = lock_ref(target, "refs/heads/branch-00002", age=1)
+    ctx.settings = replace(ctx.settings, retry_backoff=0.01, max_stage_attempts=2)
+    with lock.open() as held:  # this process: a live writer by /proc's account
+        run = sync(ctx, request)
+        assert not held.closed
 
     assert lock.exists()
     assert run.status != "completed"

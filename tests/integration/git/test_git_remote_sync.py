@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from reposync.service.bindings import SyncRequest
 from reposync.service.embedded import sync
 from reposync.sync.vocabulary import ObjectType
 from tests.fakes.gitserver.plain import GitHttpServer, SshServer, client_home
-from tests.gitrepo import generate, refs
+from tests.gitrepo import commit_on, generate, refs
 from tests.integration.forges.test_forge_sync import populate
 from tests.lfsrepo import commit_lfs, git_lfs, stored
 
@@ -362,3 +363,33 @@ def test_a_file_remote_takes_refs_and_lfs_objects_and_gives_them_back(ctx, tmp_p
     assert again.status == "completed", again.report["problems"]
     assert refs(back) == refs(source)
     assert stored(back) == stored(source)
+
+
+def test_a_ref_locked_on_a_remote_is_pushed_again_never_failed(ctx, tmp_path):
+    """A ref's lock on a plain Git remote (another git's push, or one killed: reposync
+    never removes locks there). Its push is neither a conflict nor the target's refusal:
+    the batch goes again after the stage's backoff; while the lock stays, the Run ends
+    ``git_transport_failed`` naming it, and its ref is not failed; once the lock is gone
+    the next Run lands it. Before, the ref failed ``target_refused_push``."""
+    source = generate(tmp_path / "src.git", commits=5, branches=2, tags=1)
+    remote = tmp_path / "mirror.git"
+    request = SyncRequest(f"local:{source}", f"git:file://{remote}")
+    assert sync(ctx, request).status == "completed"
+    commit_on(source, "refs/heads/branch-00001", "more on the authority")
+    lock = remote / "refs" / "heads" / "branch-00001.lock"
+    lock.write_text("0" * 40 + "\n")
+    ctx.settings = replace(ctx.settings, retry_backoff=0.01, max_stage_attempts=2)
+
+    run = sync(ctx, request)
+
+    assert run.status == "failed"
+    codes = [p["error_code"] for p in run.report["problems"]]
+    assert codes[0] == "git_transport_failed", codes
+    assert "target_refused_push" not in codes
+    assert (
+        "locked by another git process, refs/heads/branch-00001"
+        in (run.report["problems"][0]["message"])
+    )
+    lock.unlink()
+    assert sync(ctx, request).status == "completed"
+    assert refs(remote) == refs(source)

@@ -52,6 +52,16 @@ def test_remove_stale_locks_names_what_it_removed(tmp_path):
     assert remove_stale_locks(tmp_path / "missing", older_than=120) == []
 
 
+def test_a_young_lock_no_process_holds_is_waited_for_then_removed(tmp_path):
+    """With ``wait``, a lock younger than the TTL that no process holds (a push killed
+    moments ago) is waited for until it is that old, then removed; without, it stays."""
+    young = touch(tmp_path / "refs" / "heads" / "main.lock", age=0.5)
+    assert remove_stale_locks(tmp_path, older_than=1.0) == []
+    assert young.exists()
+    assert remove_stale_locks(tmp_path, older_than=1.0, wait=True) == ["refs/heads/main.lock"]
+    assert not young.exists()
+
+
 @pytest.fixture
 def repo(tmp_path) -> Path:
     return generate(tmp_path / "repo.git", commits=3, branches=1, tags=0)
@@ -92,8 +102,9 @@ def test_an_old_lock_of_a_stopped_git_is_never_removed(repo, prepared):
     lock = age_of(repo / "refs" / "heads" / "main.lock", 600)
     os.kill(prepared.pid, signal.SIGSTOP)
     try:
-        with pytest.raises(GitTransportError) as raised:
-            remove_stale_locks(repo, older_than=120)
+        for wait in (False, True):  # a writer's lock is never waited out either
+            with pytest.raises(GitTransportError) as raised:
+                remove_stale_locks(repo, older_than=120, wait=wait)
         assert raised.value.retryable
         assert "refs/heads/main.lock" in raised.value.message
         assert f"pid {prepared.pid} (stopped; works in the repository)" in raised.value.message

@@ -34,6 +34,15 @@ FSCK = (
 )
 HOOK = "remote: this standby is locked: push to the authority        \n"
 MOVED = "remote: error: cannot lock ref 'refs/heads/a': is at 1111111 but expected 2222222   \n"
+#: git 2.39's receive-pack when another git process holds (or a killed one left) the
+#: ref's lock file.
+LOCKED = (
+    "remote: error: cannot lock ref 'refs/heads/a': Unable to create "
+    "'/srv/dst.git/./refs/heads/a.lock': File exists.        \n"
+    "remote: \n"
+    "remote: Another git process seems to be running in this repository, e.g.        \n"
+    "error: failed to push some refs to '/srv/dst.git'\n"
+)
 
 
 def test_parse_porcelain():
@@ -139,3 +148,16 @@ def test_the_target_s_words_are_printable_and_bounded():
     assert f"{len(words) - MAX_REMOTE_LINES} more line(s)" in text
     assert "line 19" not in text
     text.encode("utf-8")  # storable: no surrogate is left
+
+
+def test_a_ref_whose_lock_another_git_holds_is_locked_and_its_atomic_siblings_go_again():
+    """Nothing is wrong with a locked ref (a concurrent push, or one killed moments ago):
+    no conflict and no refusal of the target's, but a ref to push again later; the
+    others of its atomic push were refused only with it."""
+    words = remote_words(LOCKED)
+    assert refusal("refs/heads/a", "[remote rejected] (failed to update ref)", words) is (
+        Refusal.LOCKED
+    )
+    atomic = "[remote rejected] (atomic transaction failed)"
+    assert refusal("refs/heads/a", atomic, words) is Refusal.LOCKED
+    assert refusal("refs/heads/b", atomic, words) is Refusal.SIBLING

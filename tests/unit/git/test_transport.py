@@ -86,6 +86,32 @@ def test_a_stale_lease_refuses_its_ref_and_the_rest_lands_in_a_second_atomic_pus
     assert refs(target)["refs/heads/branch-00002"] == moved2
 
 
+def test_a_ref_whose_lock_another_git_holds_is_locked_and_the_rest_lands(pair):
+    """A ref's lock file on the target (another git's, or one a killed git left): that
+    ref is ``locked``, to push again later, and the refs refused only with it in the
+    atomic push land in a second push."""
+    source, target = pair
+    src = refs(source)
+    push(str(source), str(target), [RefUpdate(n, o, None) for n, o in src.items()])
+    moved = commit_on(source, "refs/heads/branch-00001", "authority edit")
+    moved2 = commit_on(source, "refs/heads/branch-00002", "authority edit 2")
+    lock = target / "refs" / "heads" / "branch-00001.lock"
+    lock.write_text("0" * 40 + "\n")
+    outcome = push(
+        str(source),
+        str(target),
+        [
+            RefUpdate("refs/heads/branch-00001", moved, src["refs/heads/branch-00001"]),
+            RefUpdate("refs/heads/branch-00002", moved2, src["refs/heads/branch-00002"]),
+        ],
+    )
+    assert set(outcome.locked) == {"refs/heads/branch-00001"}
+    assert "File exists" in outcome.locked["refs/heads/branch-00001"]
+    assert (outcome.refused, outcome.rejected) == ({}, {})
+    assert (outcome.accepted, outcome.groups) == ({"refs/heads/branch-00002"}, 2)
+    assert refs(target)["refs/heads/branch-00001"] == src["refs/heads/branch-00001"]
+
+
 def _hook(target: Path, name: str, script: str) -> None:
     hook = target / "hooks" / name
     hook.parent.mkdir(exist_ok=True)

@@ -26,6 +26,7 @@ from reposync.errors import (
 from reposync.git import transport
 from reposync.git.locks import remove_stale_locks
 from reposync.git.packsize import effective_limit
+from reposync.git.push_report import PushOutcome
 from reposync.git.workspace import PushWorkspace
 from reposync.guards import guarded
 from reposync.providers.base import (
@@ -169,7 +170,7 @@ class GitRefApplier:
             mirror = (
                 ex.ctx.settings.data_dir / "git" / f"binding-{ex.binding.id}{suffix}-source.git"
             )
-            _clear_stale_locks(ex, "mirror", lambda ttl: remove_stale_locks(mirror, ttl))
+            _clear_stale_locks(ex, "mirror", lambda ttl: remove_stale_locks(mirror, ttl, wait=True))
             wanted = {
                 i.source_identity: i.source_revision if i.action is not Action.DELETE else None
                 for i in items
@@ -192,7 +193,7 @@ class GitRefApplier:
                 transfer = mirror
         target = ex.target()
         if isinstance(target, LockRecoverer):
-            _clear_stale_locks(ex, "target", target.remove_stale_locks)
+            _clear_stale_locks(ex, "target", lambda ttl: target.remove_stale_locks(ttl, wait=True))
         workspace = self.repository.workspace(ex, objects_dir)
         workspace.prepare()
         # LFS objects first: a ref whose objects cannot all reach the target stays out.
@@ -245,6 +246,16 @@ class GitRefApplier:
             )
         finally:
             progress.close()
+        if pushed.locked:
+            # Another git holds those refs' locks on the target (a push killed moments
+            # ago, whose locks were not yet stale, or a concurrent one): the batch goes
+            # again after the stage's backoff, its attempts given back; what landed is
+            # read back then.
+            name, why = next(iter(pushed.locked.items()))
+            raise GitTransportError(
+                f"{len(pushed.locked)} ref(s) of {ex.spec('target').display} locked by "
+                f"another git process, {name} first: {why}"
+            )
         if transfer is not None:  # what it fetched is in the target now (or not wanted)
             transport.discard_objects(transfer)
         ex.count_io("pushes", pushed.groups)
@@ -295,7 +306,7 @@ class GitRefApplier:
         return outcomes
 
 
-def _say_pushes_shrank(ex: StageExecution, pushed: transport.PushOutcome) -> None:
+def _say_pushes_shrank(ex: StageExecution, pushed: PushOutcome) -> None:
     """A ``git_pushes_shrank`` event: the target answered pushes with a server error and
     took them in halves. Most likely its limit on ref updates per push is below what
     reposync sent (GitHub says no more than "HTTP 500"); the operator who sets it spares
@@ -324,7 +335,7 @@ def _push(
     on_push: Callable[[int, int], None] | None,
     on_progress: PushProgress,
     gate: Callable[[], bool] | None,
-) -> transport.PushOutcome:
+) -> PushOutcome:
     """``transport.push`` to ``remote`` as its credentials stand (``with_credentials``
     calls it again on the remote renewed, should the forge refuse them)."""
     return transport.push(
@@ -360,8 +371,9 @@ def _push_progress(
 def _clear_stale_locks(
     ex: StageExecution, where: str, remove: Callable[[float], list[str]]
 ) -> None:
-    """Ref locks a killed ``git`` left (older than the lease TTL; we hold the lease) would
-    fail every later push of their refs: removed, counted and named in the Run's events."""
+    """Ref locks a killed ``git`` left (older than the lease TTL, waited for when younger;
+    we hold the lease) would fail every later push of their refs: removed, counted and
+    named in the Run's events."""
     removed = remove(ex.ctx.settings.lease_ttl)
     if not removed:
         return
