@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import ClassVar
 
 import pytest
@@ -17,6 +16,7 @@ from tests.fakes.contract import (
     RecordingValidator,
     attach,
 )
+from tests.http_server import serving
 
 API = "http://127.0.0.1:9"
 UPLOADS = "http://127.0.0.1:10"
@@ -165,12 +165,8 @@ class _Canned(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def canned() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Canned)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    server.server_close()
+    with serving(_Canned) as url:
+        yield url
 
 
 def test_requests_session_integration_records_violations(canned):

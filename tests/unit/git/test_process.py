@@ -5,14 +5,14 @@ denied" included."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from reposync.errors import GitCredentialsRefused, GitTransportError
 from reposync.git.process import credentials_refused, git_failure, run_git
+from tests.http_server import serving
 
 #: What a Git host answers every request with, by path: ``/<status>/repo.git``.
 _CHALLENGE = 'Basic realm="git"'
@@ -35,12 +35,8 @@ class _Refusing(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def host() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(_Refusing) as url:
+        yield url
 
 
 #: Credentials as the providers hand them to git: a header, never in the URL.

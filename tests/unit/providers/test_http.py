@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import http.server
 import io
-import threading
 import time
 from typing import Any
 
@@ -15,6 +14,7 @@ import requests
 from reposync.errors import LeaseLost, RunCancelled
 from reposync.guards import guarded
 from reposync.providers.http import GuardedBody, guarded_body, send_once
+from tests.http_server import serving
 
 
 class _Recording(requests.Session):
@@ -92,12 +92,8 @@ def server() -> Any:
         def log_message(self, *args: Any) -> None:
             pass
 
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}", received
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(Handler) as url:
+        yield url, received
 
 
 SIZE = 8 * 1024 * 1024
