@@ -600,8 +600,8 @@ class PermissionDenied(ProviderError):
 class GitCredentialsRefused(PermissionDenied):
     """A remote refused the credentials git sent it (HTTP 401 or 403, SSH's publickey):
     a token revoked, expired or stripped of its access while a Run holds it. Git asks
-    once more only where the provider can renew them (a GitHub App's installation token,
-    ``providers/git_credentials.py``); otherwise the same credentials would be refused
+    once more only where the provider can renew them (a GitHub App's installation token:
+    ``GitRemote.with_credentials``); otherwise the same credentials would be refused
     again, so no stage retries it and the Run stops with the forge's words."""
 
     code = "git_credentials_refused"

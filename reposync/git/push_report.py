@@ -96,8 +96,8 @@ class Refusal(StrEnum):
 
 @dataclass(slots=True)
 class PushOutcome:
-    """What ``git push --porcelain`` said, per ref (``reposync.git.push_report``).
-    Read-back still decides the truth."""
+    """What one ``transport.push`` heard, per ref (``parse_porcelain``, ``refusal``)
+    and per push. Read-back still decides the truth."""
 
     groups: int = 0
     accepted: set[str] = field(default_factory=set)
