@@ -94,4 +94,4 @@ def test_a_token_git_stops_taking_fails_at_once_and_is_not_asked_again(forgejo_f
         provider.close()
     assert raised.value.code == "git_credentials_refused"
     assert "acme/app" in raised.value.message
-    assert [status for _, _, status in forgejo_fake.git_refusals] == ["401 Unauthorized"]
+    assert [status for _, _, status in forgejo_fake.git_requests] == [401]

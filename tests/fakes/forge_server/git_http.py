@@ -9,9 +9,10 @@ Who may fetch or push, the wiki's rules and the refusals' wording are each forge
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tests.fakes.gitserver import bare_repos
 from tests.fakes.gitserver.smart_http import (
@@ -22,6 +23,7 @@ from tests.fakes.gitserver.smart_http import (
     start_backend,
     stream,
 )
+from tests.fakes.gitserver.wsgi import drop_connection
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import WSGIEnvironment
@@ -97,3 +99,43 @@ def moved(git_dir: Path, updates: Iterable[Update]) -> list[Update]:
         for before, after, ref in updates
         if bare_repos.ref_target(git_dir, ref) == (None if after == ZERO else after)
     ]
+
+
+def answer_faulted(
+    fault: Any,
+    served: tuple[str, list[tuple[str, str]], Iterable[bytes]],
+    start_response: Callable[..., object],
+    environ: WSGIEnvironment,
+    log: Callable[[int], None],
+) -> Iterable[bytes] | None:
+    """The answer to a Git request the backend has ``served`` (status, headers, body)
+    under a fault of the kinds that strike after the work (``commit_then_drop``,
+    ``timeout``: ``tests/fakes/github/faults.py``): lost (502, or the connection closed)
+    or late. None: no such fault, the caller answers as served. ``log`` records the
+    status the client sees (0: none)."""
+    if fault is None or fault.kind not in ("commit_then_drop", "timeout"):
+        return None
+    status, headers, output = served
+    data = b"".join(output)  # the push or fetch completes on the server
+    if fault.kind == "commit_then_drop":
+        return answer_lost(fault, start_response, environ, log)
+    time.sleep(fault.seconds)
+    log(int(status.split()[0]))
+    start_response(status, headers)
+    return [data]
+
+
+def answer_lost(
+    fault: Any,
+    start_response: Callable[..., object],
+    environ: WSGIEnvironment,
+    log: Callable[[int], None],
+) -> list[bytes]:
+    """A ``commit_then_drop`` fault's answer to work already done: a 502, or with
+    ``drop="close"`` the connection closed before it (the client sees none)."""
+    if fault.drop == "close":
+        log(0)
+        drop_connection(environ)
+    log(502)
+    start_response("502 Bad Gateway", [("content-type", "text/plain")])
+    return [b"Bad Gateway\n"]

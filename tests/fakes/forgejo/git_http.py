@@ -25,13 +25,20 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from werkzeug.wsgi import get_input_stream
 
-from tests.fakes.forge_server.git_http import GIT_PATH, asks_push, moved, serve_git
+from tests.fakes.forge_server.git_http import (
+    GIT_PATH,
+    answer_faulted,
+    asks_push,
+    moved,
+    serve_git,
+)
 from tests.fakes.forgejo import render, webhooks
 from tests.fakes.forgejo.app import token_from
 from tests.fakes.forgejo.models import Repo, Token
@@ -63,7 +70,16 @@ class GitHttpApp:
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         path, query = raw_target(environ)
         method = environ["REQUEST_METHOD"].upper()
+        fault = None if LFS_PATH.match(path) else self.fake.faults.pick("git", method, path)
+
+        def log(status: int) -> None:
+            self.fake.git_requests.append((method, path, status))
+
+        if fault is not None and fault.kind == "latency":
+            time.sleep(fault.seconds)
         try:
+            if fault is not None and fault.kind == "error":
+                raise Refusal(f"{fault.status} Error", "injected fault\n")
             attachment = ATTACHMENT_PATH.match(path)
             if attachment is not None and method in ("GET", "HEAD"):
                 return self._attachment(environ, start_response, attachment["uuid"])
@@ -81,7 +97,7 @@ class GitHttpApp:
             )
             git_dir = self._wiki_dir(repo, push) if wiki else repo.git_dir
         except Refusal as refusal:
-            self.fake.git_refusals.append((method, path, refusal.status))
+            log(int(refusal.status.split()[0]))
             start_response(
                 refusal.status, [("Content-Type", "text/plain; charset=utf-8"), *refusal.headers]
             )
@@ -100,6 +116,10 @@ class GitHttpApp:
             max_push_bytes=self.fake.max_push_bytes or 0,
             after_push=lambda commands: self._after_push(repo, commands, token),
         )
+        faulted = answer_faulted(fault, (status, headers, output), start_response, environ, log)
+        if faulted is not None:
+            return faulted
+        log(int(status.split()[0]))
         start_response(status, headers)
         return output
 

@@ -89,14 +89,16 @@ class ForgejoFake(FakeServer):
         self.requests: list[RequestRecord] = []
         self.upload_pack_requests: list[UploadPackRequest] = []
         self.receive_pack_requests: list[list[tuple[str, str, str]]] = []
-        #: Git requests refused before any git ran: (method, path, status line).
-        self.git_refusals: list[tuple[str, str, str]] = []
+        #: The Git host's requests as answered: (method, path, status; 0: none, the
+        #: connection closed), the refused ones too.
+        self.git_requests: list[tuple[str, str, int]] = []
         self.root_url = ""
         self.urls = Urls("")
         self.contract = ForgejoContract()
         self.client_recorder = RecordingValidator(self.contract)
         self.webhooks = ForgejoWebhooks(self)
-        #: Injected failures of the REST API (``tests/fakes/github/faults.py``'s kinds).
+        #: Injected failures (``tests/fakes/github/faults.py``'s kinds) of the REST API
+        #: (host ``"api"``) and of Git smart HTTP (host ``"git"``).
         self.faults = Faults()
 
     # -- life cycle ---------------------------------------------------------------------

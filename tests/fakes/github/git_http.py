@@ -35,7 +35,13 @@ from urllib.parse import parse_qsl, unquote
 
 from werkzeug.wsgi import get_input_stream
 
-from tests.fakes.forge_server.git_http import GIT_PATH, asks_push, moved, serve_git
+from tests.fakes.forge_server.git_http import (
+    GIT_PATH,
+    answer_faulted,
+    asks_push,
+    moved,
+    serve_git,
+)
 from tests.fakes.github import auth, signed_urls, webhook_events
 from tests.fakes.github.models import Repo, Token
 from tests.fakes.github.requests_log import RequestRecord
@@ -47,7 +53,6 @@ from tests.fakes.gitserver.smart_http import (
     basic_credentials,
     file_chunks,
 )
-from tests.fakes.gitserver.wsgi import drop_connection as _drop_connection
 from tests.fakes.gitserver.wsgi import raw_target
 
 if TYPE_CHECKING:
@@ -151,17 +156,9 @@ class GitHttpApp:
             max_push_bytes=self.fake.max_push_bytes,
             after_push=lambda commands: self._after_push(repo, commands, token),
         )
-        if fault is not None and fault.kind in ("commit_then_drop", "timeout"):
-            data = b"".join(output)  # the push or fetch completes on the server
-            if fault.kind == "commit_then_drop":
-                if fault.drop == "close":
-                    log(0)
-                    _drop_connection(environ)
-                log(502)
-                start_response("502 Bad Gateway", [("content-type", "text/plain")])
-                return [b"Bad Gateway\n"]
-            time.sleep(fault.seconds)
-            output = iter([data])
+        faulted = answer_faulted(fault, (status, headers, output), start_response, environ, log)
+        if faulted is not None:
+            return faulted
         log(int(status.split()[0]))
         start_response(status, headers)
         return output

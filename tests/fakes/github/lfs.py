@@ -34,12 +34,12 @@ from typing import TYPE_CHECKING, Any
 
 from werkzeug.wsgi import get_input_stream
 
+from tests.fakes.forge_server.git_http import answer_lost
 from tests.fakes.github.faults import FaultRule
 from tests.fakes.github.models import Repo, Token
 from tests.fakes.gitserver import lfs_store
 from tests.fakes.gitserver.lfs_store import MEDIA_TYPE, status_line
 from tests.fakes.gitserver.smart_http import Refusal
-from tests.fakes.gitserver.wsgi import drop_connection as _drop_connection
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
@@ -146,12 +146,7 @@ class LfsServer:
         body: dict[str, Any],
     ) -> Iterable[bytes]:
         if fault is not None and fault.kind == "commit_then_drop":  # the work is done
-            if fault.drop == "close":
-                log(0)
-                _drop_connection(environ)
-            log(502)
-            start_response("502 Bad Gateway", [("content-type", "text/plain")])
-            return [b"Bad Gateway\n"]
+            return answer_lost(fault, start_response, environ, log)
         log(status)
         start_response(status_line(status, "OK"), [("content-type", MEDIA_TYPE)])
         return [json.dumps(body).encode()]

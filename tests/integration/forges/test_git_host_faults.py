@@ -1,8 +1,9 @@
 """Every way a forge's Git host may fail one of a Run's git requests, against real git.
 
-The GitHub test server's Git host answers one of the requests a bootstrap sends with an
-HTTP error, once or from then on: the inventory's ``ls-remote``, the push's ref
-advertisement, the push itself, or the read-back's ``ls-remote`` after it. For each, the
+The Git host of either test server (GitHub's, Forgejo's) answers one of the requests a
+bootstrap sends with an HTTP error, once or from then on: the inventory's ``ls-remote``,
+the push's ref advertisement, the push itself, or the read-back's ``ls-remote`` after
+it. For each, the
 failed Run names its cause with the code its kind calls for, and nothing is lost or
 written twice: once the host is well, a recovery (where writes were left unknown) and
 one more Run converge the repository, and a Run after that has nothing to push.
@@ -21,13 +22,21 @@ The kinds of answer and what they must give:
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from reposync.service.bindings import SyncRequest
+from reposync.service.context import ServiceContext
 from reposync.service.embedded import sync
 from reposync.service.recovery import recover_run
+from tests.fakes.forge_server.clock import ManualClock
+from tests.fakes.forgejo import ForgejoFake
+from tests.forgejo_env import embedded_world as forgejo_world
+from tests.forgejo_env import locator
 from tests.gitrepo import generate, refs
 from tests.integration.forges.test_github_sync import (
     ADVERTISEMENT,
@@ -53,17 +62,55 @@ CASES = [
 ]
 
 
-@pytest.fixture
-def github(tmp_path, github_fake):
-    yield from _world(github_fake, tmp_path)
+@dataclass
+class Host:
+    """A test server with ``REPO``, and a Run context pointed at it."""
+
+    ctx: ServiceContext
+    #: ``GitHubFake`` or ``ForgejoFake``: both take faults for their host ``"git"``.
+    fake: Any
+    target: str
+    #: The target repository's refs, as its Git directory holds them.
+    refs: Callable[[], dict[str, str]]
+    #: The statuses of the pushes' requests, as the Git host answered them.
+    pushes: Callable[[], list[int]]
+
+
+@pytest.fixture(params=["github", "forgejo"])
+def host(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Host]:
+    if request.param == "github":
+        fake = request.getfixturevalue("github_fake")
+        for ctx, _, _ in _world(fake, tmp_path):
+            yield Host(
+                ctx,
+                fake,
+                f"github:{REPO}",
+                lambda: _git_refs(fake),
+                lambda: _receive_pack_statuses(fake),
+            )
+        return
+    with ForgejoFake(clock=ManualClock()) as forgejo:
+        repo = forgejo.state.create_repo(REPO, private=True)
+        with forgejo_world(forgejo, tmp_path) as ctx:
+            yield Host(
+                ctx,
+                forgejo,
+                f"forgejo:{locator(forgejo, REPO)}",
+                lambda: refs(repo.git_dir),
+                lambda: [
+                    status
+                    for _, path, status in forgejo.git_requests
+                    if path.endswith("/git-receive-pack")
+                ],
+            )
 
 
 @pytest.mark.parametrize("persistent", [False, True], ids=["once", "from then on"])
 @pytest.mark.parametrize(("answer", "where"), CASES)
 def test_a_git_request_the_forge_fails_is_named_and_loses_nothing(
-    tmp_path, github, answer, where, persistent
+    tmp_path, host, answer, where, persistent
 ):
-    ctx, _, fake = github
+    ctx, fake = host.ctx, host.fake
     method, path, after = WHERE[where]
     if answer == "lost":
         rule = fake.faults.commit_then_drop(
@@ -80,10 +127,11 @@ def test_a_git_request_the_forge_fails_is_named_and_loses_nothing(
         )
     ctx.settings = replace(ctx.settings, retry_backoff=0.01, max_stage_attempts=3)
     source = generate(tmp_path / "src.git", commits=3, branches=2, tags=1)
-    request = SyncRequest(f"local:{source}", f"github:{REPO}")
+    request = SyncRequest(f"local:{source}", host.target)
 
     run = sync(ctx, request)
 
+    assert rule.hits >= 1, "the fault never struck: its place is not where the Run asks"
     codes = [p["error_code"] for p in run.report["problems"]]
     if answer in (401, 403):
         assert run.status == "failed"
@@ -107,7 +155,7 @@ def test_a_git_request_the_forge_fails_is_named_and_loses_nothing(
         assert recover_run(ctx, run.id)["still_unknown"] == 0
     again = sync(ctx, request)
     assert again.status == "completed", again.report["problems"]
-    assert _git_refs(fake) == refs(source)
-    pushes = len(_receive_pack_statuses(fake))
+    assert host.refs() == refs(source)
+    pushes = len(host.pushes())
     assert sync(ctx, request).status == "completed"
-    assert len(_receive_pack_statuses(fake)) == pushes  # nothing left to push
+    assert len(host.pushes()) == pushes  # nothing left to push
