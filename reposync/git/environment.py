@@ -50,3 +50,18 @@ def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     if extra:
         env.update(extra)
     return env
+
+
+def stall_guard(seconds: float) -> dict[str, str]:
+    """git's environment for a remote reached over HTTP: give up a transfer during which
+    not one byte moved for ``seconds`` (git's ``http.lowSpeedLimit`` and
+    ``lowSpeedTime``; 0: never), a transport failure a stage's retry takes up. Without
+    it, a connection dropped silently on the way holds git, and the Run, until the
+    task's time limit (an embedded ``sync`` forever): curl has no timeout of its own.
+    Each provider puts it in its HTTP remotes' environment (``REPOSYNC_GIT_STALL_SECONDS``)."""
+    if not seconds:
+        return {}
+    return {
+        "GIT_HTTP_LOW_SPEED_LIMIT": "1",
+        "GIT_HTTP_LOW_SPEED_TIME": str(max(1, round(seconds))),
+    }

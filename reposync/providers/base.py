@@ -12,7 +12,7 @@ Every method documents the errors it raises; all are ``reposync.errors.ProviderE
 subclasses with stable codes. A provider never swallows an error and never retries a
 non-idempotent write blindly.
 
-Why one module of ~870 lines: it is the one document a provider author reads, and the
+Why one module of ~890 lines: it is the one document a provider author reads, and the
 conformance suite checks against it; almost all of it is docstrings of the 19
 capabilities and the value types they exchange. Split, the contract would be read in
 pieces and ``CAPABILITIES`` would have to import them all back.
@@ -225,20 +225,6 @@ class GitRemote:
                 raise
             log.info("%s refused git's credentials; asking once more with new ones", self.url)
         return call(renewed)
-
-
-def stall_guard(settings: Settings) -> dict[str, str]:
-    """git's environment for a remote reached over HTTP: give up a transfer during which
-    not one byte moved for ``git_stall_seconds`` (git's ``http.lowSpeedLimit`` and
-    ``lowSpeedTime``), a transport failure a stage's retry takes up. Without it, a
-    connection dropped silently on the way holds git, and the Run, until the task's
-    time limit (an embedded ``sync`` forever): curl has no timeout of its own."""
-    if not settings.git_stall_seconds:
-        return {}
-    return {
-        "GIT_HTTP_LOW_SPEED_LIMIT": "1",
-        "GIT_HTTP_LOW_SPEED_TIME": str(max(1, round(settings.git_stall_seconds))),
-    }
 
 
 class Provider(ABC):

@@ -9,7 +9,6 @@ import pytest
 
 from reposync.config import Settings, read_env_file, url_has_password
 from reposync.errors import ConfigurationError
-from reposync.providers.base import stall_guard
 
 
 def test_environment_values_are_parsed_and_typed():
@@ -71,16 +70,11 @@ def test_the_ref_updates_per_push_setting_is_read_and_may_not_be_negative():
         Settings.from_env({"REPOSYNC_GIT_MAX_REF_UPDATES_PER_PUSH": "-1"})
 
 
-def test_git_stall_seconds_guard_http_transfers_unless_zero():
-    """REPOSYNC_GIT_STALL_SECONDS: 300 unless set, 0 turns the guard off; it reaches git
-    as its low-speed limit (1 byte/s for that long), which a forge's providers put in
-    each Git remote's environment."""
+def test_git_stall_seconds_are_300_unless_set_and_never_negative():
+    """REPOSYNC_GIT_STALL_SECONDS: 300 unless set, 0 turns the guard off (its
+    environment: tests/unit/git/test_environment.py)."""
     assert Settings().git_stall_seconds == 300.0
-    assert stall_guard(Settings()) == {
-        "GIT_HTTP_LOW_SPEED_LIMIT": "1",
-        "GIT_HTTP_LOW_SPEED_TIME": "300",
-    }
-    assert stall_guard(Settings.from_env({"REPOSYNC_GIT_STALL_SECONDS": "0"})) == {}
+    assert Settings.from_env({"REPOSYNC_GIT_STALL_SECONDS": "0"}).git_stall_seconds == 0
     with pytest.raises(ConfigurationError, match="REPOSYNC_GIT_STALL_SECONDS"):
         Settings.from_env({"REPOSYNC_GIT_STALL_SECONDS": "-5"})
 

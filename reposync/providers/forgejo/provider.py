@@ -36,6 +36,7 @@ from reposync.errors import (
     WriteRefused,
 )
 from reposync.forge_instances import ForgejoInstance
+from reposync.git.environment import stall_guard
 from reposync.providers.base import (
     AbsenceProver,
     ApplyResult,
@@ -63,7 +64,6 @@ from reposync.providers.base import (
     WebhookReader,
     WebhookSource,
     WikiRemoteSource,
-    stall_guard,
 )
 from reposync.providers.forgejo import locators, owners
 from reposync.providers.forgejo.accounts import People
@@ -405,7 +405,7 @@ class ForgejoProvider(
         """Environment-only git configuration, scoped to the instance's URL: the token is
         never in a URL, a config file or a process listing, nor sent elsewhere."""
         return {
-            **stall_guard(self._settings),
+            **stall_guard(self._settings.git_stall_seconds),
             "GIT_CONFIG_COUNT": "1",
             "GIT_CONFIG_KEY_0": f"http.{self.instance.url}/.extraHeader",
             "GIT_CONFIG_VALUE_0": f"Authorization: {self._basic()}",

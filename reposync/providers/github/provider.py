@@ -30,6 +30,7 @@ from reposync.errors import (
     WikiDisabled,
     WriteRefused,
 )
+from reposync.git.environment import stall_guard
 from reposync.providers.base import (
     AbsenceProver,
     ApplyResult,
@@ -57,7 +58,6 @@ from reposync.providers.base import (
     WebhookReader,
     WebhookSource,
     WikiRemoteSource,
-    stall_guard,
 )
 from reposync.providers.github import owners
 from reposync.providers.github.auth import installation_of, token_source
@@ -378,7 +378,7 @@ class GitHubProvider(
         token = self.client.tokens.token()
         basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
         return {
-            **stall_guard(self._settings),
+            **stall_guard(self._settings.git_stall_seconds),
             "GIT_CONFIG_COUNT": "1",
             "GIT_CONFIG_KEY_0": "http.extraHeader",
             "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}",

@@ -46,6 +46,7 @@ from reposync.errors import (
     ReposyncError,
     UsageError,
 )
+from reposync.git.environment import stall_guard
 from reposync.git.process import last_line, run_git
 from reposync.providers.base import (
     EmptyChecker,
@@ -58,7 +59,6 @@ from reposync.providers.base import (
     LfsThroughBackend,
     Provider,
     ProviderEnvironment,
-    stall_guard,
 )
 from reposync.providers.gitremote import urls
 from reposync.providers.gitremote.lfs import HelperAccess, SshAccess
@@ -138,7 +138,7 @@ class GitRemoteProvider(Provider, GitRemoteSource, EmptyChecker, LfsThroughBacke
         self._settings = settings
         self._environment = env
         self._env = {
-            **stall_guard(settings),
+            **stall_guard(settings.git_stall_seconds),
             **{name: os.environ[name] for name in SSH_ENVIRONMENT if name in os.environ},
         }
         self._session: requests.Session | None = None
