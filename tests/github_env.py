@@ -79,14 +79,19 @@ def github_context(
 
 @contextmanager
 def embedded_world(
-    fake: GitHubFake, tmp_path: Path, owner: str = "acme", **overrides: object
+    fake: GitHubFake,
+    tmp_path: Path,
+    owner: str = "acme",
+    *,
+    token: str | None = None,
+    **overrides: object,
 ) -> Iterator[tuple[ServiceContext, RecordingValidator]]:
-    """An embedded-mode context (SQLite) with a token for ``owner`` (``overrides``: other
-    settings, such as an App's in place of the token); on exit, no request or response
-    may have broken the contract."""
+    """An embedded-mode context (SQLite) with ``token``, by default a new one of
+    ``owner``'s (``""`` and an App's ``overrides``: the App's credentials instead);
+    ``overrides``: other settings. On exit, no request or response may have broken the
+    contract."""
     db = Database(f"sqlite:///{tmp_path / 'reposync.db'}")
     db.upgrade()
-    token = str(overrides.pop("github_token")) if "github_token" in overrides else None
     ctx, recorder = github_context(
         fake, db, tmp_path / "data", fake.add_token(owner) if token is None else token, **overrides
     )

@@ -430,7 +430,7 @@ def test_an_installation_token_git_stops_taking_is_renewed_for_the_push(tmp_path
     with embedded_world(
         fake,
         tmp_path,
-        github_token="",
+        token="",
         github_app_id=str(install.app.id),
         github_app_private_key_path=str(key),
         github_installation_id=str(install.installation.id),

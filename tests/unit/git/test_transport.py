@@ -61,24 +61,27 @@ def test_creates_never_overwrite_what_the_target_has(pair):
     assert refs(target)[tag] == src[tag]
 
 
+def _synced_then_two_moved(source: Path, target: Path) -> list[RefUpdate]:
+    """Every ref pushed, then ``branch-00001`` and ``branch-00002`` moved on the source:
+    their updates, leased on the values pushed."""
+    src = refs(source)
+    push(str(source), str(target), [RefUpdate(n, o, None) for n, o in src.items()])
+    names = ("refs/heads/branch-00001", "refs/heads/branch-00002")
+    return [
+        RefUpdate(name, commit_on(source, name, f"authority edit of {name}"), src[name])
+        for name in names
+    ]
+
+
 def test_a_stale_lease_refuses_its_ref_and_the_rest_lands_in_a_second_atomic_push(pair):
     """One ref moved on the target: git refuses the atomic group; the moved ref is
     rejected for its stale lease and the ref refused only with it is pushed again, alone
     (it was rejected with the group)."""
     source, target = pair
-    src = refs(source)
-    push(str(source), str(target), [RefUpdate(n, o, None) for n, o in src.items()])
+    updates = _synced_then_two_moved(source, target)
     human = commit_on(target, "refs/heads/branch-00001", "standby edit")
-    moved = commit_on(source, "refs/heads/branch-00001", "authority edit")
-    moved2 = commit_on(source, "refs/heads/branch-00002", "authority edit 2")
-    outcome = push(
-        str(source),
-        str(target),
-        [
-            RefUpdate("refs/heads/branch-00001", moved, src["refs/heads/branch-00001"]),
-            RefUpdate("refs/heads/branch-00002", moved2, src["refs/heads/branch-00002"]),
-        ],
-    )
+    outcome = push(str(source), str(target), updates)
+    moved2 = updates[1].new
     assert set(outcome.rejected) == {"refs/heads/branch-00001"}
     assert "stale info" in outcome.rejected["refs/heads/branch-00001"]
     assert (outcome.accepted, outcome.groups) == ({"refs/heads/branch-00002"}, 2)
@@ -91,25 +94,15 @@ def test_a_ref_whose_lock_another_git_holds_is_locked_and_the_rest_lands(pair):
     ref is ``locked``, to push again later, and the refs refused only with it in the
     atomic push land in a second push."""
     source, target = pair
-    src = refs(source)
-    push(str(source), str(target), [RefUpdate(n, o, None) for n, o in src.items()])
-    moved = commit_on(source, "refs/heads/branch-00001", "authority edit")
-    moved2 = commit_on(source, "refs/heads/branch-00002", "authority edit 2")
+    updates = _synced_then_two_moved(source, target)
     lock = target / "refs" / "heads" / "branch-00001.lock"
     lock.write_text("0" * 40 + "\n")
-    outcome = push(
-        str(source),
-        str(target),
-        [
-            RefUpdate("refs/heads/branch-00001", moved, src["refs/heads/branch-00001"]),
-            RefUpdate("refs/heads/branch-00002", moved2, src["refs/heads/branch-00002"]),
-        ],
-    )
+    outcome = push(str(source), str(target), updates)
     assert set(outcome.locked) == {"refs/heads/branch-00001"}
     assert "File exists" in outcome.locked["refs/heads/branch-00001"]
     assert (outcome.refused, outcome.rejected) == ({}, {})
     assert (outcome.accepted, outcome.groups) == ({"refs/heads/branch-00002"}, 2)
-    assert refs(target)["refs/heads/branch-00001"] == src["refs/heads/branch-00001"]
+    assert refs(target)["refs/heads/branch-00001"] == updates[0].expected_old
 
 
 def _hook(target: Path, name: str, script: str) -> None:
