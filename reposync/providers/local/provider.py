@@ -12,7 +12,7 @@ releases and their assets, ...) lives in a ``LocalForge`` beside the Git data
 (``<git_dir>/reposync/``), created only once something is written there.
 
 A directory of bare repositories is an owner (``owners.py``): listed and added to by a
-whole-owner binding. Why ~640 lines: the provider class is the one place each
+whole-owner binding. Why ~650 lines: the provider class is the one place each
 capability's local answer is found; what is more than a few lines lives in the sibling
 modules it calls.
 """

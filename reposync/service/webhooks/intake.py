@@ -26,7 +26,7 @@ A delivery that arrives out of order (an older rename or visibility change after
 one) is recorded but does not move anything back. Nothing here is needed for
 correctness: a lost delivery is repaired by the next scheduled checkpoint Run.
 
-Why ~620 lines: one delivery's path from signature to effects (lookup of the
+Why ~630 lines: one delivery's path from signature to effects (lookup of the
 Bindings, chunked application, deduplication, out-of-order rules) reads top to bottom
 here; each forge's format is its provider's, and watches and owed Runs are their own
 modules.
