@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import time
 
 import pytest
 import requests
 
-from tests.fakes.forge_server.cut_short import post_cut_short
+from tests.fakes.forge_server.cut_short import send_cut_short
 from tests.fakes.forgejo import forgejo_fake
 from tests.fakes.gitserver import lfs_store
 from tests.fakes.test_github_fake import git
@@ -159,7 +160,9 @@ def test_an_attachment_whose_body_ends_early_is_not_kept(fake):
     s = fake.session(token)
     rel = s.post(f"{fake.api_url}/repos/{REPO}/releases", json={"tag_name": "v1"}).json()
     assets = f"{fake.api_url}/repos/{REPO}/releases/{rel['id']}/assets"
-    post_cut_short(f"{assets}?name=big.bin", token, declared=1024 * 1024, sent=100_000)
+    send_cut_short(
+        "POST", f"{assets}?name=big.bin", f"token {token}", declared=1024 * 1024, sent=100_000
+    )
     assert any(r.path.endswith("/assets") for r in fake.requests), "the request crashed"
     assert s.get(assets).json() == []
     whole = s.post(
@@ -170,4 +173,49 @@ def test_an_attachment_whose_body_ends_early_is_not_kept(fake):
     )
     assert whole.status_code == 201
     assert whole.json()["size"] == 1000
+    fake.assert_clean()
+
+
+def test_an_lfs_upload_in_progress_or_ended_early_is_never_in_the_store(fake):
+    """While an upload is read, what was read so far is beside the store, not in it
+    (Forgejo's ``TEMPORARY_PATH``); stopped by its sender mid-body, nothing of it is
+    kept; a whole upload then succeeds. Before, the file in progress sat among the
+    objects: a look during an upload saw a partial object."""
+    fake.state.create_repo(REPO)
+    token = fake.add_token("acme")
+    data = b"z" * 300_000
+    oid = hashlib.sha256(data).hexdigest()
+    answer = requests.post(
+        f"{fake.git_url}/{REPO}.git/info/lfs/objects/batch",
+        json={"operation": "upload", "objects": [{"oid": oid, "size": len(data)}]},
+        headers=LFS,
+        auth=("acme", token),
+        timeout=10,
+    ).json()
+    upload = answer["objects"][0]["actions"]["upload"]
+    git_dir = fake.state.repo(REPO).git_dir
+    seen: list[dict[str, bytes]] = []
+
+    def look_mid_upload() -> None:
+        deadline = time.monotonic() + 30
+        while not any(lfs_store.uploads_dir(git_dir).glob("*")):
+            assert time.monotonic() < deadline, "the server never began the upload"
+            time.sleep(0.01)
+        seen.append(lfs_store.stored_objects(git_dir))
+
+    status = send_cut_short(
+        "PUT",
+        upload["href"],
+        upload["header"]["Authorization"],
+        declared=len(data),
+        sent=100_000,
+        while_open=look_mid_upload,
+    )
+    assert status == "HTTP/1.1 422 Unprocessable Entity"  # the server was done with it
+    assert seen == [{}]
+    assert lfs_store.stored_objects(git_dir) == {}
+    assert list(lfs_store.uploads_dir(git_dir).iterdir()) == []
+    whole = requests.put(upload["href"], data=data, headers=upload["header"], timeout=10)
+    assert whole.status_code == 200
+    assert lfs_store.stored_objects(git_dir) == {oid: data}
     fake.assert_clean()

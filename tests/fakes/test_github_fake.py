@@ -14,7 +14,7 @@ import requests
 
 from tests.fakes.contract import RecordingValidator, attach
 from tests.fakes.forge_server.clock import iso
-from tests.fakes.forge_server.cut_short import post_cut_short
+from tests.fakes.forge_server.cut_short import send_cut_short
 from tests.fakes.github import (
     AppInstall,
     GitHubFake,
@@ -670,7 +670,9 @@ def test_an_upload_whose_body_ends_early_leaves_no_asset(fake):
     token, s = seeded(fake)
     release = s.post(api(fake, "/releases"), json={"tag_name": "v2.0"}).json()
     upload = release["upload_url"].split("{")[0]
-    post_cut_short(f"{upload}?name=big.bin", token, declared=1024 * 1024, sent=100_000)
+    send_cut_short(
+        "POST", f"{upload}?name=big.bin", f"token {token}", declared=1024 * 1024, sent=100_000
+    )
     assert any(r.host == "uploads" for r in fake.requests_log.records), "the request crashed"
     assert fake.state.assets(REPO, release["id"]) == []
     whole = s.post(

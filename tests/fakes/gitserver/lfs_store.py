@@ -2,7 +2,10 @@
 check the same way (git-lfs's ``docs/api/batch.md``).
 
 Objects live in ``<bare repo>/lfs/objects/<aa>/<bb>/<oid>``, git-lfs's own layout; an
-object is stored only if its bytes hash to its OID and have its size.
+object is stored only if its bytes hash to its OID and have its size. An upload in
+progress is written in ``<bare repo>/lfs/tmp/`` and moved in whole, as Forgejo's local
+storage does (its ``TEMPORARY_PATH``): the store holds whole objects only, whenever one
+looks, even while the server has not yet noticed a client gone mid-body.
 """
 
 from __future__ import annotations
@@ -53,6 +56,11 @@ def object_path(git_dir: Path, oid: str) -> Path:
     return git_dir / "lfs" / "objects" / oid[0:2] / oid[2:4] / oid
 
 
+def uploads_dir(git_dir: Path) -> Path:
+    """Where uploads in progress are written, beside the store and never in it."""
+    return git_dir / "lfs" / "tmp"
+
+
 def stored_objects(git_dir: Path) -> dict[str, bytes]:
     """Every stored object of a repository, OID -> bytes."""
     root = git_dir / "lfs" / "objects"
@@ -70,10 +78,11 @@ def store(git_dir: Path, oid: str, size: int, stream: IO[bytes]) -> tuple[bool, 
     upload stopped by its sender) leaves nothing behind, not even the partial file."""
     final = object_path(git_dir, oid)
     final.parent.mkdir(parents=True, exist_ok=True)
+    uploads_dir(git_dir).mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
     received = 0
     gone = False
-    with tempfile.NamedTemporaryFile(dir=final.parent, delete=False) as out:
+    with tempfile.NamedTemporaryFile(dir=uploads_dir(git_dir), delete=False) as out:
         try:
             while chunk := stream.read(CHUNK):
                 digest.update(chunk)
