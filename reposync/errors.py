@@ -611,6 +611,13 @@ class GitCredentialsRefused(PermissionDenied):
         "then run again"
     )
 
+    def __init__(self, message: str, *, unsent_refs: frozenset[str] | None = None) -> None:
+        super().__init__(message)
+        #: Of a push: the refs no request of it carried past the remote's credentials
+        #: (a refusal comes before a ref is written), which therefore did not land; None
+        #: where no push said (a fetch, a listing).
+        self.unsent_refs = unsent_refs
+
 
 class RateLimited(ProviderError):
     """A forge's rate limit.

@@ -122,6 +122,10 @@ class PushOutcome:
     #: concurrent push, or one killed moments ago), ref -> the target's words: nothing
     #: is wrong with them, a later push lands them.
     locked: dict[str, str] = field(default_factory=dict)
+    #: Refs some push of this call carried past the target's credentials, whatever git
+    #: then said: what may have landed. A push refused its credentials wrote nothing, so
+    #: its refs are not among them (``GitCredentialsRefused.unsent_refs`` is the rest).
+    sent: set[str] = field(default_factory=set)
 
 
 def parse_porcelain(stdout: str) -> dict[str, tuple[bool, str]]:

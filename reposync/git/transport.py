@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from reposync.errors import GitTransportError
+from reposync.errors import GitCredentialsRefused, GitTransportError
 from reposync.git.packsize import PackEstimator, advertised_oids, store_bytes
 from reposync.git.process import git_failure, last_line, run_git
 from reposync.git.progress import ProgressReader, TransferProgress, without_progress
@@ -192,9 +192,11 @@ def push(
     what it received). Elsewhere the push starts once it answered yes. After a no,
     ``gate_closed`` is set and nothing else: every ref is still to push.
 
-    Raises ``GitTransportError`` when git cannot talk to the target at all; refused refs
-    are reported, not raised: ``rejected`` (conflicts) apart from ``refused`` (the
-    target's own reasons).
+    Raises ``GitTransportError`` when git cannot talk to the target at all, and
+    ``GitCredentialsRefused`` when the target refused its credentials, naming the refs
+    no push carried past them (``unsent_refs``: they did not land, whatever the pushes
+    before did). Refused refs are reported, not raised: ``rejected`` (conflicts) apart
+    from ``refused`` (the target's own reasons).
     """
     if gate is None:
         return _push(
@@ -265,33 +267,40 @@ def _push(
         workspace.prepare()
         if store_bytes([str(workspace.path / "objects"), workspace.objects_dir]) <= limit:
             limit = None  # no pack can be larger than everything there is
-    target_has: set[str] | None = None
-    progress = _Progress(on_progress) if on_progress is not None else None
-    for argv_group in _groups(updates, argv_budget, max_refs_per_push):
-        groups: list[list[RefUpdate]] = [argv_group]
-        if limit is not None:
-            if target_has is None:
-                target_has = advertised_oids(run_git, target_url, env)
-            workspace.stage({u.name: u.new for u in argv_group if u.new is not None})
-            split = PackEstimator(workspace.path, run_git, env).split(argv_group, limit, target_has)
-            groups = split.groups
-            for name, size in split.too_large.items():
-                outcome.too_large[name] = (
-                    f"its own pack is about {size:,} bytes, over the target's limit of "
-                    f"{limit:,} bytes for one push"
+    try:
+        target_has: set[str] | None = None
+        progress = _Progress(on_progress) if on_progress is not None else None
+        for argv_group in _groups(updates, argv_budget, max_refs_per_push):
+            groups: list[list[RefUpdate]] = [argv_group]
+            if limit is not None:
+                if target_has is None:
+                    target_has = advertised_oids(run_git, target_url, env)
+                workspace.stage({u.name: u.new for u in argv_group if u.new is not None})
+                split = PackEstimator(workspace.path, run_git, env).split(
+                    argv_group, limit, target_has
                 )
-        for group in groups:
-            _push_group(workspace, target_url, group, outcome, env, receive_pack, progress)
-            if limit is not None and target_has is not None:
-                target_has.update(u.new for u in group if u.new and u.name in outcome.accepted)
-            if on_push is not None:
-                settled = (
-                    len(outcome.accepted)
-                    + len(outcome.rejected)
-                    + len(outcome.refused)
-                    + len(outcome.too_large)
-                )
-                on_push(settled, len(updates))
+                groups = split.groups
+                for name, size in split.too_large.items():
+                    outcome.too_large[name] = (
+                        f"its own pack is about {size:,} bytes, over the target's limit of "
+                        f"{limit:,} bytes for one push"
+                    )
+            for group in groups:
+                _push_group(workspace, target_url, group, outcome, env, receive_pack, progress)
+                if limit is not None and target_has is not None:
+                    target_has.update(u.new for u in group if u.new and u.name in outcome.accepted)
+                if on_push is not None:
+                    settled = (
+                        len(outcome.accepted)
+                        + len(outcome.rejected)
+                        + len(outcome.refused)
+                        + len(outcome.too_large)
+                    )
+                    on_push(settled, len(updates))
+    except GitCredentialsRefused as refused:
+        # Pushes before it may have landed (read-back proves them); the rest did not.
+        unsent = frozenset(u.name for u in updates if u.name not in outcome.sent)
+        raise GitCredentialsRefused(refused.message, unsent_refs=unsent) from None
     return outcome
 
 
@@ -367,6 +376,7 @@ def _push_group(
                 workspace, target_url, remaining, env, receive_pack, progress
             )
         except _ServerError as error:
+            outcome.sent.update(u.name for u in remaining)  # the forge may have written
             if len(remaining) == 1:
                 raise GitTransportError(str(error)) from None
             outcome.refused_sizes.append(len(remaining))
@@ -380,6 +390,7 @@ def _push_group(
             )
             _push_group(workspace, target_url, remaining, outcome, env, receive_pack, progress)
             return
+        outcome.sent.update(u.name for u in remaining)
         held_back: list[RefUpdate] = []
         own: dict[str, str] = {}
         for update in remaining:

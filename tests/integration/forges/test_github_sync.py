@@ -366,8 +366,10 @@ def test_a_token_git_stops_taking_during_a_run_fails_it_at_once(tmp_path, world)
     runs): the Run fails ``git_credentials_refused``, an authorization problem, on the
     first refusal. Before, the push was retried as a transport error with backoff (five
     attempts, ~150 s with the default settings) and failed ``git_transport_failed`` with
-    git's words about a username prompt. Its refs wait, unknown, for read-back: once the
-    token is good again, the next Run proves and completes them."""
+    git's words about a username prompt. No push carried a ref past the refusal, so none
+    can have landed: the refs are planned again, nothing waits for read-back or for an
+    operator's recovery (before, all 8 were blocked ``result_unknown``, their read-back
+    refused too), and once the token is good the next Run pushes them."""
     ctx, _, fake = world
     fake.faults.error("GET", ADVERTISEMENT, status=401, host="git", after=1, count=None)
     ctx.settings = replace(ctx.settings, retry_backoff=0.01)
@@ -376,25 +378,56 @@ def test_a_token_git_stops_taking_during_a_run_fails_it_at_once(tmp_path, world)
     run = sync(ctx, SyncRequest(f"local:{source}", f"github:{REPO}"))
 
     assert run.status == "failed"
-    problem, unknown = run.report["problems"]
+    [problem] = run.report["problems"]
     assert problem["error_code"] == "git_credentials_refused"
     assert problem["problem_type"] == "authorization_required"
     assert problem["retryable"] is False
     assert "acme/widgets.git: the remote refused git's credentials (HTTP 401)" in problem["message"]
     assert "credentials" in problem["suggested_action"]
-    # What the push may have done is read back, which the same refusal stops too.
-    assert (unknown["error_code"], unknown["count"]) == ("result_unknown", 8)
-    # The inventory's listing, the push's once (no retry), the read-back's.
-    assert _advertisements(fake) == [200, 401, 401]
+    ref_items = [i for i in items_of(ctx, run.id) if i.object_type == "git_ref"]
+    assert {(i.state, i.attempt_count) for i in ref_items} == {("planned", 0)}
+    assert len(ref_items) == 8
+    # The inventory's listing and the push's, once (no retry); nothing to read back.
+    assert _advertisements(fake) == [200, 401]
     assert _receive_pack_statuses(fake) == []
     assert _git_refs(fake) == {}
 
     fake.faults.clear()  # the token is good again
-    assert recover_run(ctx, run.id)["proven_absent"] == 8  # read-back: nothing landed
     again = sync(ctx, SyncRequest(f"local:{source}", f"github:{REPO}"))
     assert again.status == "completed", again.report["problems"]
     assert _git_refs(fake) == refs(source)
     assert _receive_pack_statuses(fake) == [200]
+
+
+def test_a_token_refused_between_two_pushes_leaves_only_the_first_s_refs_to_prove(
+    tmp_path, world
+):
+    """A batch of 8 refs goes in pushes of 5; the token is refused at the second push.
+    The first push's refs landed: they wait for read-back (refused too) and recovery,
+    which proves them. The second's never went: planned again, and the next Run pushes
+    them alone."""
+    ctx, _, fake = world
+    fake.faults.error("GET", ADVERTISEMENT, status=401, host="git", after=2, count=None)
+    ctx.settings = replace(ctx.settings, retry_backoff=0.01, git_max_ref_updates_per_push=5)
+    source = generate(tmp_path / "few.git", commits=5, branches=4, tags=3)
+
+    run = sync(ctx, SyncRequest(f"local:{source}", f"github:{REPO}"))
+
+    assert run.status == "failed"
+    problem, unknown = run.report["problems"]
+    assert problem["error_code"] == "git_credentials_refused"
+    assert (unknown["error_code"], unknown["count"]) == ("result_unknown", 5)
+    ref_items = [i for i in items_of(ctx, run.id) if i.object_type == "git_ref"]
+    assert sorted(i.state for i in ref_items) == ["blocked"] * 5 + ["planned"] * 3
+    assert _receive_pack_statuses(fake) == [200]
+    assert len(_git_refs(fake)) == 5
+
+    fake.faults.clear()
+    assert recover_run(ctx, run.id)["proven_written"] == 5
+    again = sync(ctx, SyncRequest(f"local:{source}", f"github:{REPO}"))
+    assert again.status == "completed", again.report["problems"]
+    assert _git_refs(fake) == refs(source)
+    assert [len(updates) for updates in fake.receive_pack_requests] == [5, 3]
 
 
 def test_a_token_git_stops_taking_before_a_fetch_fails_the_run_at_once(tmp_path, world):

@@ -30,7 +30,7 @@ from dataclasses import fields, replace
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, Executable, Table, func, select, update
+from sqlalchemy import CursorResult, Executable, Table, case, func, select, update
 from sqlalchemy.orm import Session
 
 from reposync import metrics
@@ -50,6 +50,7 @@ from reposync.service.pipeline.execution import StageExecution
 from reposync.service.pipeline.stages.objects.applier_contract import (
     ApplyItem,
     ItemOutcome,
+    WriteStopped,
     deferred,
 )
 from reposync.service.pipeline.stages.objects.appliers import applier_for
@@ -119,9 +120,11 @@ def apply_next_batch(ex: StageExecution) -> Stage:
             return ex.advance_now(
                 Stage.FINALIZING, f"cancel requested; the running {stopped} stopped"
             )
+        except WriteStopped as halted:
+            _give_back(ex, items, halted.error, sent, halted.unsent)
+            raise halted.error from None  # the write's own error, as if it had raised it
         except ReposyncError as error:
-            if error.retryable:  # the forge's trouble, not the items': the retry is free
-                refund_attempts(ex, [item for item in items if item.id not in sent])
+            _give_back(ex, items, error, sent, frozenset())
             raise
         record(ex, outcomes, batch_no=batch_no)
         if retry_at is not None:  # the rest of the batch waits for the forge's limit
@@ -133,6 +136,21 @@ def apply_next_batch(ex: StageExecution) -> Stage:
     if next_batch(ex) is None:
         return ex.advance_now(Stage.VERIFYING, "every batch settled")
     return Stage.APPLYING
+
+
+def _give_back(
+    ex: StageExecution,
+    items: Sequence[ApplyItem],
+    error: ReposyncError,
+    sent: set[int],
+    unsent: frozenset[int],
+) -> None:
+    """A batch ``error`` stopped: the items its write never sent are ``planned`` again;
+    when retrying may help (the forge's trouble, not the items'), every item not sent
+    gets its attempt back, as the retry is free."""
+    release_unsent(ex, [item for item in items if item.id in unsent])
+    if error.retryable:
+        refund_attempts(ex, [i for i in items if i.id not in sent and i.id not in unsent])
 
 
 def apply_items(
@@ -298,6 +316,26 @@ def refund_attempts(ex: StageExecution, items: Sequence[ApplyItem]) -> None:
                 ITEMS.c.attempt_count > 0,
             )
             .values(attempt_count=ITEMS.c.attempt_count - 1)
+        )
+
+
+def release_unsent(ex: StageExecution, items: Sequence[ApplyItem]) -> None:
+    """Items whose write stopped before it was sent (``WriteStopped``): ``planned``
+    again, their attempt given back, as if never claimed."""
+    if not items:
+        return
+    with ex.fenced() as session:
+        session.execute(
+            update(ITEMS)
+            .where(
+                ITEMS.c.id.in_([item.id for item in items]),
+                ITEMS.c.state == ItemState.APPLYING.value,
+                ITEMS.c.applied_generation == ex.lease.generation,
+            )
+            .values(
+                state=ItemState.PLANNED.value,
+                attempt_count=case((ITEMS.c.attempt_count > 0, ITEMS.c.attempt_count - 1), else_=0),
+            )
         )
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from reposync.errors import (
     Conflict,
+    GitCredentialsRefused,
     GitTransportError,
     ProviderError,
     PushTooLarge,
@@ -44,6 +45,7 @@ from reposync.service.pipeline.stages.objects.applier_contract import (
     ApplyItem,
     ItemOutcome,
     WriteReport,
+    WriteStopped,
     superseded,
 )
 from reposync.service.pipeline.stages.push_progress import PushProgress
@@ -176,15 +178,18 @@ class GitRefApplier:
                 for i in items
                 if i.source_identity
             }
-            fetched = source_remote.with_credentials(
-                lambda remote: transport.fetch_refs(
-                    mirror,
-                    remote.url,
-                    wanted,
-                    env=dict(remote.env),
-                    borrow=target_remote.objects_dir,
+            try:
+                fetched = source_remote.with_credentials(
+                    lambda remote: transport.fetch_refs(
+                        mirror,
+                        remote.url,
+                        wanted,
+                        env=dict(remote.env),
+                        borrow=target_remote.objects_dir,
+                    )
                 )
-            )
+            except GitCredentialsRefused as refused:  # the source's: nothing went out
+                raise WriteStopped(refused, [item.id for item in items]) from None
             objects_dir = str(fetched.objects_dir)
             ex.count_io("fetches")
             ex.count_io("fetched_tips", fetched.fetched)
@@ -235,6 +240,15 @@ class GitRefApplier:
                     break
                 held_back = move_lfs_objects(ex, workspace.path, items, proof)
                 proof = None
+        except GitCredentialsRefused as refused:
+            unsent = refused.unsent_refs
+            if unsent is None:
+                raise
+            raise WriteStopped(
+                refused,
+                [item.id for item in items if (item.target_identity or "") in unsent]
+                + list(held_back),
+            ) from None
         except GitTransportError as error:
             refusal = self.repository.refusal(error, ex.spec("target").display)
             if refusal is None:

@@ -8,12 +8,12 @@ importing the other.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from reposync.errors import RateLimited
+from reposync.errors import RateLimited, ReposyncError
 from reposync.providers.base import ItemError
 from reposync.service.pipeline.execution import StageExecution
 from reposync.sync.key_moves import TEMPORARY
@@ -105,6 +105,22 @@ class WriteReport:
     representations: dict[int, Representation] = field(default_factory=dict)
 
 
+class WriteStopped(Exception):
+    """A write that ``error`` stopped before it sent the items ``unsent`` (their ids).
+
+    Those go back to ``planned``, their attempt given back: nothing of theirs reached
+    the target, so neither read-back nor recovery has anything to prove (a push refused
+    its credentials would otherwise leave them unknown, read back with the same refused
+    credentials, and the Binding waiting for an operator's recovery). What the write did
+    send stays mid-write, for read-back. The stage then meets ``error`` as if the write
+    had raised it."""
+
+    def __init__(self, error: ReposyncError, unsent: Collection[int]) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.unsent = frozenset(unsent)
+
+
 class Applier(Protocol):
     """One object type's way to the target. The applying stage calls, in order:
     ``prepare`` (source re-read: supersede, no-ops), ``write`` (the only external write),
@@ -116,7 +132,8 @@ class Applier(Protocol):
         """Split a batch into items to write and items already settled."""
 
     def write(self, ex: StageExecution, items: Sequence[ApplyItem]) -> WriteReport:
-        """Write the items (the batch's only external write)."""
+        """Write the items (the batch's only external write); ``WriteStopped`` when an
+        error stopped it before some were sent."""
 
     def read_back(self, ex: StageExecution, items: Sequence[ApplyItem]) -> list[ItemOutcome]:
         """COMPLETED where the target holds the desired state, else PLANNED."""
