@@ -174,9 +174,7 @@ class LfsBatchStore:
                 f"{self.name} refused LFS object {pointer.oid}: {_text(response)}"
             )
         if response.status_code not in (200, 201):
-            raise ResultUnknown(
-                f"LFS upload of {pointer.oid} answered {response.status_code}: {_text(response)}"
-            )
+            raise self._upload_refused(pointer, response)
         verify = actions.get("verify")
         if verify is None:
             return
@@ -262,25 +260,50 @@ class LfsBatchStore:
 
     def _raise_for_batch(self, response: requests.Response) -> None:
         status, message = response.status_code, _text(response)
-        if status == 429 or (status == 403 and "rate limit" in message.lower()):
-            retry_after = response.headers.get("retry-after", "")
-            wait = timedelta(seconds=int(retry_after) if retry_after.isdigit() else 60)
-            raise RateLimited(
-                f"{self.name}'s LFS rate limit: {message}", retry_at=self.clock.now() + wait
-            )
+        limited = self._limited(response)
+        if limited is not None:
+            raise limited
         if status in (404, 405, 501) and self.missing_means == "not_served":
             raise LfsNotServed(f"{self.name} serves no Git LFS (its Batch API answered {status})")
         if status in (401, 403, 404):
             raise PermissionDenied(
                 f"{self.name}'s LFS endpoint refused the request ({status}): {message}"
             )
-        if status in (507, 509):
-            raise QuotaExceeded(
-                f"{self.name}'s LFS storage or bandwidth is used up ({status}): {message}"
-            )
         if status >= 500:
             raise ProviderUnavailable(f"{self.name}'s LFS endpoint answered {status}: {message}")
         raise LfsObjectError(f"{self.name}'s LFS endpoint refused the batch ({status}): {message}")
+
+    def _limited(self, response: requests.Response) -> RateLimited | QuotaExceeded | None:
+        """A rate limit (429, or GitHub's 403 saying so) or used-up storage or bandwidth
+        (507, 509), from the Batch API or a transfer alike."""
+        status, message = response.status_code, _text(response)
+        if status == 429 or (status == 403 and "rate limit" in message.lower()):
+            retry_after = response.headers.get("retry-after", "")
+            wait = timedelta(seconds=int(retry_after) if retry_after.isdigit() else 60)
+            return RateLimited(
+                f"{self.name}'s LFS rate limit: {message}", retry_at=self.clock.now() + wait
+            )
+        if status in (507, 509):
+            return QuotaExceeded(
+                f"{self.name}'s LFS storage or bandwidth is used up ({status}): {message}"
+            )
+        return None
+
+    def _upload_refused(self, pointer: LfsPointer, response: requests.Response) -> Exception:
+        """What an upload answered otherwise than stored means. A refusal before the
+        store took anything (its credentials, a limit) is said as such: the credentials
+        refused fail at once, as the Batch API's do, instead of an outcome "unknown"
+        that read-back finds absent and the stage retries with the same credentials. A
+        server error may come after the store took the object: unknown, read back."""
+        status, message = response.status_code, _text(response)
+        limited = self._limited(response)
+        if limited is not None:
+            return limited
+        if status in (401, 403):
+            return PermissionDenied(
+                f"{self.name} refused the upload of LFS object {pointer.oid} ({status}): {message}"
+            )
+        return ResultUnknown(f"LFS upload of {pointer.oid} answered {status}: {message}")
 
     def _send(
         self,

@@ -616,6 +616,10 @@ class ForgejoHarness(Harness):
     def lfs_objects(self, spec: EndpointSpec) -> dict[str, bytes]:
         return lfs_store.stored_objects(self.fake.state.repo(self._full_name(spec)).git_dir)
 
+    def lose_next_lfs_upload_response(self) -> bool:
+        self.fake.faults.commit_then_drop("PUT", r"/info/lfs/objects/", drop="close", host="git")
+        return True
+
     def stored_count(self, spec: EndpointSpec, object_type: ObjectType) -> int:
         repo = self.fake.state.repo(self._full_name(spec))
         if object_type is T.LABEL:

@@ -26,8 +26,8 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import unquote
 
 from werkzeug.wsgi import get_input_stream
@@ -70,7 +70,7 @@ class GitHttpApp:
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         path, query = raw_target(environ)
         method = environ["REQUEST_METHOD"].upper()
-        fault = None if LFS_PATH.match(path) else self.fake.faults.pick("git", method, path)
+        fault = self.fake.faults.pick("git", method, path)
 
         def log(status: int) -> None:
             self.fake.git_requests.append((method, path, status))
@@ -79,13 +79,13 @@ class GitHttpApp:
             time.sleep(fault.seconds)
         try:
             if fault is not None and fault.kind == "error":
-                raise Refusal(f"{fault.status} Error", "injected fault\n")
+                raise Refusal(f"{fault.status} Error", "injected fault\n", fault.answer_headers())
             attachment = ATTACHMENT_PATH.match(path)
             if attachment is not None and method in ("GET", "HEAD"):
                 return self._attachment(environ, start_response, attachment["uuid"])
             lfs = LFS_PATH.match(path)
             if lfs is not None:
-                return self._lfs(environ, start_response, lfs.groupdict())
+                return self._lfs_answered(fault, environ, start_response, lfs.groupdict(), log)
             found = GIT_PATH.match(path)
             if found is None:
                 raise Refusal("404 Not Found", "Not found.\n")
@@ -234,6 +234,30 @@ class GitHttpApp:
         return file_chunks(attachment.path.open("rb"))
 
     # -- LFS ------------------------------------------------------------------------------
+
+    def _lfs_answered(
+        self,
+        fault: Any,
+        environ: WSGIEnvironment,
+        start_response: StartResponse,
+        parts: dict[str, Any],
+        log: Callable[[int], None],
+    ) -> Iterable[bytes]:
+        """An LFS request served and logged, its answer lost or late under a fault that
+        strikes after the work (an object stored, then the connection closed)."""
+        answered: list[Any] = []
+
+        def keep(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            answered[:] = [status, headers]
+
+        output = self._lfs(environ, cast("StartResponse", keep), parts)
+        status, headers = answered
+        faulted = answer_faulted(fault, (status, headers, output), start_response, environ, log)
+        if faulted is not None:
+            return faulted
+        log(int(status.split()[0]))
+        start_response(status, headers)
+        return output
 
     def _lfs(
         self, environ: WSGIEnvironment, start_response: StartResponse, parts: dict[str, Any]

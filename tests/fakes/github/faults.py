@@ -3,7 +3,9 @@
 Kinds:
 
 * ``latency``: sleep ``seconds`` (real time), then answer normally.
-* ``error``: answer ``status`` (500/502/503) without doing anything.
+* ``error``: answer ``status`` (500/502/503) without doing anything; with
+  ``retry_after``, a ``Retry-After`` header of that many seconds (a 429 that lifts soon;
+  the Git host's answers).
 * ``commit_then_drop``: do the work, then answer 502 (``drop="502"``) or close the
   connection without any response (``drop="close"``): the client cannot know it happened.
 * ``timeout``: do the work, then sleep ``seconds`` before answering (longer than the
@@ -34,6 +36,7 @@ class FaultRule:
     seconds: float = 0.0
     status: int = 502
     drop: str = "502"  # commit_then_drop: "502" or "close"
+    retry_after: int | None = None
     seed: int | None = 0
     #: Matching requests the rule lets pass before it may fire (to strike the Nth write).
     after: int = 0
@@ -43,6 +46,10 @@ class FaultRule:
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
+
+    def answer_headers(self) -> list[tuple[str, str]]:
+        """The headers of an ``error`` answer."""
+        return [] if self.retry_after is None else [("Retry-After", str(self.retry_after))]
 
     def matches(self, host: str, method: str, path: str) -> bool:
         if self.count is not None and self.hits >= self.count:
@@ -73,6 +80,7 @@ class Faults:
         status: int = 502,
         drop: str = "502",
         after: int = 0,
+        retry_after: int | None = None,
     ) -> FaultRule:
         if kind not in ("latency", "error", "commit_then_drop", "timeout"):
             raise ValueError(f"unknown fault kind {kind!r}")
@@ -90,6 +98,7 @@ class Faults:
             drop=drop,
             seed=seed,
             after=after,
+            retry_after=retry_after,
         )
         with self._lock:
             self._rules.append(rule)

@@ -104,7 +104,7 @@ class GitHttpApp:
             time.sleep(fault.seconds)
         try:
             if fault is not None and fault.kind == "error":
-                raise Refusal(f"{fault.status} Error", "injected fault\n")
+                raise Refusal(f"{fault.status} Error", "injected fault\n", fault.answer_headers())
             if self.fake.oauth.matches(path):  # the OAuth web flow (oauth.py)
                 return self.fake.oauth.handle(environ, start_response, path, log)
             if self.fake.lfs.matches(path):

@@ -22,29 +22,15 @@ The kinds of answer and what they must give:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Any
+from dataclasses import replace
 
 import pytest
 
 from reposync.service.bindings import SyncRequest
-from reposync.service.context import ServiceContext
 from reposync.service.embedded import sync
 from reposync.service.recovery import recover_run
-from tests.fakes.forge_server.clock import ManualClock
-from tests.fakes.forgejo import ForgejoFake
-from tests.forgejo_env import embedded_world as forgejo_world
-from tests.forgejo_env import locator
 from tests.gitrepo import generate, refs
-from tests.integration.forges.test_github_sync import (
-    ADVERTISEMENT,
-    REPO,
-    _git_refs,
-    _receive_pack_statuses,
-    _world,
-)
+from tests.integration.forges.test_github_sync import ADVERTISEMENT
 
 RECEIVE_PACK = r"/widgets\.git/git-receive-pack$"
 #: Where a fault strikes: (method, path, matching requests let by first).
@@ -60,49 +46,6 @@ CASES = [
     *((answer, where) for answer in (401, 403, 404, 413, 429, 500, 503) for where in WHERE),
     ("lost", "push"),
 ]
-
-
-@dataclass
-class Host:
-    """A test server with ``REPO``, and a Run context pointed at it."""
-
-    ctx: ServiceContext
-    #: ``GitHubFake`` or ``ForgejoFake``: both take faults for their host ``"git"``.
-    fake: Any
-    target: str
-    #: The target repository's refs, as its Git directory holds them.
-    refs: Callable[[], dict[str, str]]
-    #: The statuses of the pushes' requests, as the Git host answered them.
-    pushes: Callable[[], list[int]]
-
-
-@pytest.fixture(params=["github", "forgejo"])
-def host(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Host]:
-    if request.param == "github":
-        fake = request.getfixturevalue("github_fake")
-        for ctx, _, _ in _world(fake, tmp_path):
-            yield Host(
-                ctx,
-                fake,
-                f"github:{REPO}",
-                lambda: _git_refs(fake),
-                lambda: _receive_pack_statuses(fake),
-            )
-        return
-    with ForgejoFake(clock=ManualClock()) as forgejo:
-        repo = forgejo.state.create_repo(REPO, private=True)
-        with forgejo_world(forgejo, tmp_path) as ctx:
-            yield Host(
-                ctx,
-                forgejo,
-                f"forgejo:{locator(forgejo, REPO)}",
-                lambda: refs(repo.git_dir),
-                lambda: [
-                    status
-                    for _, path, status in forgejo.git_requests
-                    if path.endswith("/git-receive-pack")
-                ],
-            )
 
 
 @pytest.mark.parametrize("persistent", [False, True], ids=["once", "from then on"])

@@ -399,9 +399,7 @@ def test_a_token_git_stops_taking_during_a_run_fails_it_at_once(tmp_path, world)
     assert _receive_pack_statuses(fake) == [200]
 
 
-def test_a_token_refused_between_two_pushes_leaves_only_the_first_s_refs_to_prove(
-    tmp_path, world
-):
+def test_a_token_refused_between_two_pushes_leaves_only_the_first_s_refs_to_prove(tmp_path, world):
     """A batch of 8 refs goes in pushes of 5; the token is refused at the second push.
     The first push's refs landed: they wait for read-back (refused too) and recovery,
     which proves them. The second's never went: planned again, and the next Run pushes

@@ -1,0 +1,111 @@
+"""Every way a forge's LFS host may fail one of a Run's LFS requests.
+
+The Git host of either test server (GitHub's, Forgejo's) answers one kind of the LFS
+requests a bootstrap with LFS objects sends (the Batch API's, an object's upload, its
+verify) with an HTTP error, once or from then on, or performs an upload or a verify and
+loses its answer (the connection closed). For each, the Run ends with the code its kind
+calls for (credentials refused at once, a server error retried, then
+``provider_unavailable``; a verify's answer proven by the Batch API), and nothing is
+lost or written twice: no object reaches the store twice (a lost
+answer is settled by asking the Batch API, never by sending again), and once the host is
+well, a recovery (where writes were left unknown) and one more Run converge the
+repository, objects and refs, after which a Run has nothing to send.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import replace
+
+import pytest
+
+from reposync.service.bindings import SyncRequest
+from reposync.service.embedded import sync
+from reposync.service.recovery import recover_run
+from tests.gitrepo import generate, refs
+from tests.lfsrepo import commit_lfs, stored
+
+MODEL = b"weights " * 3000
+#: (answer, where, from then on): each HTTP error at each place, once and from then on,
+#: but a rate limit only once (one that never lifts is waited out, by design: the Run is
+#: deferred, never failed); an upload or a verify performed with its answer lost.
+CASES = [
+    *(
+        (answer, where, persistent)
+        for answer in (401, 403, 404, 429, 500, 503)
+        for where in ("batch", "upload", "verify")
+        for persistent in (False, True)
+        if not (answer == 429 and persistent)
+    ),
+    *(
+        ("lost", where, persistent)
+        for where in ("upload", "verify")
+        for persistent in (False, True)
+    ),
+]
+OID = re.compile(r"[0-9a-f]{64}")
+
+
+@pytest.mark.parametrize(
+    ("answer", "where", "persistent"),
+    CASES,
+    ids=[f"{a}-{w}-{'from then on' if p else 'once'}" for a, w, p in CASES],
+)
+def test_an_lfs_request_the_forge_fails_is_named_and_loses_nothing(
+    tmp_path, host, answer, where, persistent
+):
+    ctx, fake = host.ctx, host.fake
+    method, path = host.lfs_places[where]
+    count = None if persistent else 1
+    if answer == "lost":
+        rule = fake.faults.commit_then_drop(method, path, drop="close", host="git", count=count)
+    else:
+        rule = fake.faults.error(
+            method, path, status=int(answer), host="git", count=count, retry_after=1
+        )
+    ctx.settings = replace(ctx.settings, retry_backoff=0.01, max_stage_attempts=3)
+    source = generate(tmp_path / "src.git", commits=2, branches=1, tags=0)
+    commit_lfs(source, "refs/heads/main", {"model.bin": MODEL, "notes.bin": b"notes\n"})
+    request = SyncRequest(f"local:{source}", host.target)
+
+    run = sync(ctx, request)
+
+    assert rule.hits >= 1, "the fault never struck: its place is not where the Run asks"
+    codes = [p["error_code"] for p in run.report["problems"]]
+    if answer in (401, 403) and where != "verify":
+        # The credentials refused: at once, never retried with the same ones. Before,
+        # an upload refused so was an unknown outcome the stage retried, and its Run
+        # failed ``provider_unavailable`` once the attempts were spent.
+        assert (run.status, codes[0]) == ("blocked", "permission_denied"), codes
+    elif answer == 404 and where == "batch":  # no repository, or (Forgejo) no LFS served
+        assert run.status != "completed"
+        assert codes[0] in ("permission_denied", "lfs_not_served"), codes
+    elif answer == 404 and where == "verify":  # the spec's "not found": not verified
+        assert codes == ["lfs_object_corrupt"], codes
+    elif persistent and where != "verify" and answer != "lost":
+        assert codes[0] == "provider_unavailable", codes
+    else:  # once, or a verify's answer or a lost one: the Batch API proves the object
+        assert run.status == "completed", codes
+    if run.status != "completed":
+        assert codes, "a Run that did not complete says why"
+
+    fake.faults.clear()
+    if any(code == "result_unknown" for code in codes):
+        assert recover_run(ctx, run.id)["still_unknown"] == 0
+    again = sync(ctx, request)
+    assert again.status == "completed", again.report["problems"]
+    assert host.lfs_objects() == stored(source)
+    assert host.refs() == refs(source)
+    upload_method, upload_path = host.lfs_places["upload"]
+    reached = Counter(
+        OID.findall(path)[-1]
+        for method_, path, status in host.lfs_requests()
+        if method_ == upload_method
+        and re.search(upload_path, path)
+        and not (answer != "lost" and where == "upload" and status == answer)
+    )
+    assert set(reached.values()) == {1}, f"an object reached the store twice: {reached}"
+    requests = len(host.lfs_requests())
+    assert sync(ctx, request).status == "completed"
+    assert len(host.lfs_requests()) == requests  # nothing left to send
