@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from reposync.errors import ObjectNotFound
 from reposync.providers.base import TargetWrite
 from reposync.providers.forge.bodies import parse
 from reposync.sync.vocabulary import ObjectType
@@ -153,7 +154,10 @@ def find_created(
         return keys.milestone_titled(payload.get("title", ""))
     if parent:
         under = finder.search.bodies_under(write.object_type, parent)
-        found = None if under is None else finder.find_one(under, write.marker)
+        try:
+            found = None if under is None else finder.find_one(under, write.marker)
+        except ObjectNotFound:  # a parent that is no pull request (a carrier issue)
+            found = None  # lists none natively: what it carries is searched below
         if found is not None:
             return found
     if write.object_type is ObjectType.RELEASE_ASSET and parent:

@@ -135,7 +135,11 @@ class ApiApp:
         if fault is not None and fault.kind == "latency":
             time.sleep(fault.seconds)
         if fault is not None and fault.kind == "error":
-            reply = Reply(fault.status, {"message": "", "url": self.fake.swagger_url})
+            reply = Reply(
+                fault.status,
+                {"message": "", "url": self.fake.swagger_url},
+                dict(fault.answer_headers()),
+            )
         else:
             reply = self._handle(ctx, method, path, full_url)
         response = self._respond(reply)

@@ -165,7 +165,16 @@ class ApiApp:
         if fault is not None and fault.kind == "latency":
             time.sleep(fault.seconds)
         if fault is not None and fault.kind == "error":
-            reply = Reply(fault.status, {"message": HTTP_STATUS_CODES.get(fault.status, "Error")})
+            reply = Reply(
+                fault.status,
+                {
+                    "message": "Validation Failed"
+                    if fault.status == 422
+                    else HTTP_STATUS_CODES.get(fault.status, "Error"),
+                    "documentation_url": "https://docs.github.com/rest",
+                },
+                dict(fault.answer_headers()),
+            )
             ctx = None
         else:
             ctx = Ctx(

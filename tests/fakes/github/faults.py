@@ -4,8 +4,7 @@ Kinds:
 
 * ``latency``: sleep ``seconds`` (real time), then answer normally.
 * ``error``: answer ``status`` (500/502/503) without doing anything; with
-  ``retry_after``, a ``Retry-After`` header of that many seconds (a 429 that lifts soon;
-  the Git host's answers).
+  ``retry_after``, a ``Retry-After`` header of that many seconds (a 429 that lifts soon).
 * ``commit_then_drop``: do the work, then answer 502 (``drop="502"``) or close the
   connection without any response (``drop="close"``): the client cannot know it happened.
 * ``timeout``: do the work, then sleep ``seconds`` before answering (longer than the

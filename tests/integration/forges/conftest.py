@@ -57,6 +57,16 @@ class Host:
     lfs_requests: Callable[[], list[tuple[str, str, int]]]
     #: ``LFS_PLACES`` of this forge.
     lfs_places: dict[str, tuple[str, str]]
+    #: What the target holds, per kind, by what names each object: labels' names,
+    #: milestones' titles, issues' and pull requests' titles, comments' bodies (each
+    #: carries its source's marker), releases' tags. One object written twice shows
+    #: as its name twice.
+    held: Callable[[], dict[str, list[str]]]
+    #: Every write request (not a GET or HEAD) the forge's API answered.
+    api_writes: Callable[[], list[str]]
+
+
+_READS = ("GET", "HEAD")
 
 
 def _is_lfs(path: str) -> bool:
@@ -81,6 +91,18 @@ def host(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Host]:
                     if r.host == "git" and _is_lfs(r.path)
                 ],
                 LFS_PLACES["github"],
+                lambda: {
+                    "labels": [label.name for label in fake.state.labels(REPO)],
+                    "milestones": [m.title for m in fake.state.milestones(REPO)],
+                    "issues": [i.title for i in fake.state.issues(REPO) + fake.state.pulls(REPO)],
+                    "comments": [c.body for c in fake.state.comments(REPO)],
+                    "releases": [r.tag_name for r in fake.state.releases(REPO)],
+                },
+                lambda: [
+                    f"{r.method} {r.path}"
+                    for r in fake.requests_log
+                    if r.host in ("api", "uploads") and r.method not in _READS
+                ],
             )
         return
     with ForgejoFake(clock=ManualClock()) as forgejo:
@@ -99,4 +121,14 @@ def host(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Host]:
                 lambda: lfs_store.stored_objects(repo.git_dir),
                 lambda: [request for request in forgejo.git_requests if _is_lfs(request[1])],
                 LFS_PLACES["forgejo"],
+                lambda: {
+                    "labels": [label.name for label in repo.labels.values()],
+                    "milestones": [m.title for m in repo.milestones.values()],
+                    "issues": [i.title for i in repo.issues.values()],
+                    "comments": [c.body for c in repo.comments.values() if c.review_id is None],
+                    "releases": [r.tag_name for r in repo.releases.values()],
+                },
+                lambda: [
+                    f"{r.method} {r.path}" for r in forgejo.requests if r.method not in _READS
+                ],
             )

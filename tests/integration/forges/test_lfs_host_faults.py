@@ -2,14 +2,14 @@
 
 The Git host of either test server (GitHub's, Forgejo's) answers one kind of the LFS
 requests a bootstrap with LFS objects sends (the Batch API's, an object's upload, its
-verify) with an HTTP error, once or from then on, or performs an upload or a verify and
-loses its answer (the connection closed). For each, the Run ends with the code its kind
-calls for (credentials refused at once, a server error retried, then
-``provider_unavailable``; a verify's answer proven by the Batch API), and nothing is
-lost or written twice: no object reaches the store twice (a lost
-answer is settled by asking the Batch API, never by sending again), and once the host is
-well, a recovery (where writes were left unknown) and one more Run converge the
-repository, objects and refs, after which a Run has nothing to send.
+verify) with an HTTP error, or performs one and loses its answer (the connection
+closed), once or from then on (``fault_matrix``: what CI runs of it). For each, the Run
+ends with the code its kind calls for (credentials refused at once, a server error
+retried, then ``provider_unavailable``; a verify's answer proven by the Batch API), and
+nothing is lost or written twice: no object reaches the store twice (a lost answer is
+settled by asking the Batch API, never by sending again), and once the host is well, a
+recovery (where writes were left unknown) and one more Run converge the repository,
+objects and refs, after which a Run has nothing to send.
 """
 
 from __future__ import annotations
@@ -18,52 +18,25 @@ import re
 from collections import Counter
 from dataclasses import replace
 
-import pytest
-
 from reposync.service.bindings import SyncRequest
 from reposync.service.embedded import sync
 from reposync.service.recovery import recover_run
 from tests.gitrepo import generate, refs
+from tests.integration.forges.fault_matrix import cases, parametrized, strike
 from tests.lfsrepo import commit_lfs, stored
 
 MODEL = b"weights " * 3000
-#: (answer, where, from then on): each HTTP error at each place, once and from then on,
-#: but a rate limit only once (one that never lifts is waited out, by design: the Run is
-#: deferred, never failed); an upload or a verify performed with its answer lost.
-CASES = [
-    *(
-        (answer, where, persistent)
-        for answer in (401, 403, 404, 429, 500, 503)
-        for where in ("batch", "upload", "verify")
-        for persistent in (False, True)
-        if not (answer == 429 and persistent)
-    ),
-    *(
-        ("lost", where, persistent)
-        for where in ("upload", "verify")
-        for persistent in (False, True)
-    ),
-]
+CASES = cases((401, 403, 404, 429, 500, 503, "lost"), ["batch", "upload", "verify"])
 OID = re.compile(r"[0-9a-f]{64}")
 
 
-@pytest.mark.parametrize(
-    ("answer", "where", "persistent"),
-    CASES,
-    ids=[f"{a}-{w}-{'from then on' if p else 'once'}" for a, w, p in CASES],
-)
+@parametrized(CASES)
 def test_an_lfs_request_the_forge_fails_is_named_and_loses_nothing(
     tmp_path, host, answer, where, persistent
 ):
     ctx, fake = host.ctx, host.fake
     method, path = host.lfs_places[where]
-    count = None if persistent else 1
-    if answer == "lost":
-        rule = fake.faults.commit_then_drop(method, path, drop="close", host="git", count=count)
-    else:
-        rule = fake.faults.error(
-            method, path, status=int(answer), host="git", count=count, retry_after=1
-        )
+    rule = strike(fake, "git", method, path, answer, persistent)
     ctx.settings = replace(ctx.settings, retry_backoff=0.01, max_stage_attempts=3)
     source = generate(tmp_path / "src.git", commits=2, branches=1, tags=0)
     commit_lfs(source, "refs/heads/main", {"model.bin": MODEL, "notes.bin": b"notes\n"})

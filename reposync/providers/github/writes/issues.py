@@ -12,6 +12,7 @@ from typing import Any
 
 from reposync.providers.base import TargetWrite
 from reposync.providers.github.writes.context import Handlers, WriteContext, number
+from reposync.providers.github.writes.labels import labels_on_github
 from reposync.providers.github.writes.milestones import milestone_number
 from reposync.sync.vocabulary import Action, ObjectType, Representation
 
@@ -21,7 +22,7 @@ def issue_fields(ctx: WriteContext, payload: Mapping[str, Any]) -> dict[str, Any
     too: their labels and milestone are their issue's)."""
     return {
         "title": payload["title"],
-        "labels": list(payload.get("labels") or []),
+        "labels": labels_on_github(ctx, payload.get("labels") or []),
         "milestone": milestone_number(ctx, payload.get("milestone")),
     }
 

@@ -7,6 +7,7 @@ found again by name (``markers.find_created``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -26,6 +27,24 @@ def label_name(ctx: WriteContext, identity: str) -> str:
     if identity not in ctx.labels:
         raise WriteRefused(f"label {identity} is not on GitHub", refusal="not_found", status=404)
     return ctx.labels[identity]
+
+
+def labels_on_github(ctx: WriteContext, names: Sequence[str]) -> list[str]:
+    """``names``, each a label GitHub has (listed once per batch, again when one is not
+    in the list); ``dependency_missing`` otherwise. GitHub would create a label an issue
+    names that it lacks, with its default colour and no description; the label's own
+    create (one that failed, to be tried again) would then find the name taken by other
+    content: a conflict of reposync's own making, and a Run requiring attention."""
+    wanted = list(names)
+    if ctx.labels is None or not set(wanted) <= set(ctx.labels.values()):
+        ctx.labels = {str(lb["id"]): lb["name"] for lb in ctx.client.paginate(ctx.path("/labels"))}
+    held = set(ctx.labels.values())
+    missing = [name for name in wanted if name not in held]
+    if missing:
+        raise WriteRefused(
+            f"label {missing[0]!r} is not on GitHub", refusal="dependency_missing", status=422
+        )
+    return wanted
 
 
 def label_by_name(ctx: WriteContext, name: str) -> dict[str, Any] | None:

@@ -1,13 +1,14 @@
 """Where on GitHub a create is found again: the listings ``forge.markers`` searches for
 markers (newest first), and labels, milestones and assets by their natural keys.
 
-Issues and pull requests share one listing; comments carrying a review or a review
-request are issue comments (``comment-<id>``); native reviews exist only per pull
-request, so they are searched pull request by pull request.
+Issues and pull requests share one listing; comments carrying a review, a review
+request or a review comment are issue comments (``comment-<id>``); native reviews exist
+only per pull request, so they are searched pull request by pull request.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -48,7 +49,14 @@ class GitHubMarkerSearch:
             # Carried in issue comments (a native review is per pull request).
             return self._marked("/issues/comments", _NEWEST, lambda c: comment_identity(c["id"]))
         if object_type is ObjectType.REVIEW_COMMENT:
-            return self._marked("/pulls/comments", _NEWEST, _id)
+            # Native ones, then those an issue comment carries (on a carrier issue, or
+            # where the diff cannot place them): both read whole before a marker is
+            # absent. Before, only the native listing: a carried review comment whose
+            # answer was lost was "proven absent" and posted again.
+            return itertools.chain(
+                self._marked("/pulls/comments", _NEWEST, _id),
+                self._marked("/issues/comments", _NEWEST, lambda c: comment_identity(c["id"])),
+            )
         if object_type is ObjectType.RELEASE:
             return self._marked("/releases", {}, _id)
         return None

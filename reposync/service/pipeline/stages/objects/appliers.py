@@ -53,6 +53,10 @@ from reposync.sync.key_moves import AFTER_TEMPORARY
 from reposync.sync.objects import misplaced
 from reposync.sync.vocabulary import Action, ItemState, ObjectType, Representation
 
+#: Types a forge keeps unique by name (``unique_key``) and that carry no marker: an
+#: unknown create of one is settled by that name (``ObjectApplier._by_name``).
+_NAMED = frozenset({ObjectType.LABEL, ObjectType.MILESTONE})
+
 
 class ObjectApplier:
     """Labels, issues, comments, releases, ...: ``apply_batch`` on the target provider."""
@@ -299,9 +303,14 @@ class ObjectApplier:
             }
             for found_marker, found in target.find_by_markers(stored_type, list(markers)).items():
                 identities[markers[found_marker]] = found
+        named = [i for i in unknown if identities[i.id] is None and object_type in _NAMED]
+        found_by_name, absent_by_name = self._by_name(ex, named) if named else ({}, set())
+        identities.update(found_by_name)
         wanted = [identity for identity in identities.values() if identity]
         observed = read_index(target, stored_type, wanted) if wanted else {}
-        absent = self._proven_absent(ex, [i for i in unknown if identities[i.id] is None])
+        absent = absent_by_name | self._proven_absent(
+            ex, [i for i in unknown if identities[i.id] is None and i.id not in absent_by_name]
+        )
         outcomes = []
         for item in items:
             identity = identities[item.id]
@@ -311,6 +320,36 @@ class ObjectApplier:
                 outcome = replace(outcome, proven_absent=True)
             outcomes.append(outcome)
         return outcomes
+
+    def _by_name(
+        self, ex: StageExecution, creates: Sequence[ApplyItem]
+    ) -> tuple[dict[int, str | None], set[int]]:
+        """Creates of labels or milestones whose outcome is unknown, found in the
+        target's whole listing by the name the forge keeps unique (their ``unique_key``),
+        or proven absent from it: they carry no marker to be found by. Before, neither
+        read-back nor recovery could settle them: one server error on a label's create
+        blocked the Binding for good."""
+        object_type = creates[0].object_type
+        missing = [
+            i.source_identity or ""
+            for i in creates
+            if (i.source_identity or "") not in self._sources
+        ]
+        if missing:
+            self._sources.update(ex.source().read_batch(object_type, missing))
+        names: dict[int, str] = {}
+        for item in creates:
+            source = self._sources.get(item.source_identity or "")
+            if source is not None and source.unique_key:
+                names[item.id] = source.unique_key
+        stored_type = target_type(object_type)
+        held = {
+            entry.unique_key: entry.identity
+            for entry in ex.target().inventory_index([stored_type]).entries
+            if entry.object_type is stored_type and entry.unique_key
+        }
+        found: dict[int, str | None] = {i: held[name] for i, name in names.items() if name in held}
+        return found, set(names) - set(found)
 
     def _proven_absent(self, ex: StageExecution, creates: Sequence[ApplyItem]) -> set[int]:
         """Creates whose marker the target proves absent (they never happened)."""

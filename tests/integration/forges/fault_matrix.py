@@ -1,0 +1,62 @@
+"""The cases of a fault matrix: each answer a forge may give, at each place a Run asks,
+once and from then on.
+
+CI runs every answer once at every place, and from then on at one place per answer
+(rotating over the places, so each place is struck so too); ``REPOSYNC_SOAK=1`` runs the
+whole matrix. A rate limit is struck only once: one that never lifts is waited out, by
+design (the Run is deferred, never failed).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+SOAK = os.environ.get("REPOSYNC_SOAK", "") not in ("", "0")
+
+#: (answer, place, from then on)
+Case = tuple[int | str, str, bool]
+
+
+def cases(answers: Sequence[int | str], places: Sequence[str]) -> list[Case]:
+    """The matrix of ``answers`` at ``places``, as this run's profile takes it."""
+    chosen: list[Case] = []
+    for index, answer in enumerate(answers):
+        for place in places:
+            chosen.append((answer, place, False))
+            lasting = answer != 429 and (SOAK or place == places[index % len(places)])
+            if lasting:
+                chosen.append((answer, place, True))
+    return chosen
+
+
+def case_id(case: Case) -> str:
+    answer, place, lasting = case
+    return f"{answer}-{place}-{'from then on' if lasting else 'once'}"
+
+
+def parametrized(chosen: list[Case]) -> pytest.MarkDecorator:
+    """A test's parameters ``answer``, ``where`` and ``persistent``, one per case."""
+    return pytest.mark.parametrize(
+        ("answer", "where", "persistent"), chosen, ids=[case_id(case) for case in chosen]
+    )
+
+
+def strike(fake: Any, host: str, method: str, path: str, answer: int | str, lasting: bool) -> Any:
+    """The fault of a case on ``fake``'s ``host``: an HTTP error (a 429 saying to retry
+    after a second; a 403 saying so would be a rate limit too), or with ``"lost"`` the
+    work done and the connection closed before the answer. Returns its rule."""
+    count = None if lasting else 1
+    if answer == "lost":
+        return fake.faults.commit_then_drop(method, path, drop="close", host=host, count=count)
+    return fake.faults.error(
+        method,
+        path,
+        status=int(answer),
+        host=host,
+        count=count,
+        retry_after=1 if answer == 429 else None,
+    )
