@@ -1,10 +1,10 @@
 """The cases of a fault matrix: each answer a forge may give, at each place a Run asks,
 once and from then on.
 
-CI runs every answer once at every place, and from then on at one place per answer
-(rotating over the places, so each place is struck so too); ``REPOSYNC_SOAK=1`` runs the
-whole matrix. A rate limit is struck only once: one that never lifts is waited out, by
-design (the Run is deferred, never failed).
+CI runs every answer once at every place (or at some, rotating), and from then on at one
+place per answer (rotating over the places, so each place is struck so too);
+``REPOSYNC_SOAK=1`` runs the whole matrix. A rate limit is struck only once: one that
+never lifts is waited out, by design (the Run is deferred, never failed).
 """
 
 from __future__ import annotations
@@ -21,14 +21,19 @@ SOAK = os.environ.get("REPOSYNC_SOAK", "") not in ("", "0")
 Case = tuple[int | str, str, bool]
 
 
-def cases(answers: Sequence[int | str], places: Sequence[str]) -> list[Case]:
-    """The matrix of ``answers`` at ``places``, as this run's profile takes it."""
+def cases(
+    answers: Sequence[int | str], places: Sequence[str], *, once_at: int | None = None
+) -> list[Case]:
+    """The matrix of ``answers`` at ``places``, as this run's profile takes it; with
+    ``once_at``, CI strikes each answer once at that many places only (rotating, so
+    every place is struck by several answers)."""
     chosen: list[Case] = []
+    width = len(places) if SOAK or once_at is None else once_at
     for index, answer in enumerate(answers):
+        for offset in range(width):
+            chosen.append((answer, places[(index + offset) % len(places)], False))
         for place in places:
-            chosen.append((answer, place, False))
-            lasting = answer != 429 and (SOAK or place == places[index % len(places)])
-            if lasting:
+            if answer != 429 and (SOAK or place == places[index % len(places)]):
                 chosen.append((answer, place, True))
     return chosen
 

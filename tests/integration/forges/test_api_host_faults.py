@@ -36,7 +36,10 @@ PLACES = {
     "comment": r"/repos/acme/widgets/issues/\d+/comments$",
     "release": r"/repos/acme/widgets/releases$",
 }
-CASES = cases((401, 403, 404, 422, 429, 500, 503, "lost"), list(PLACES))
+#: In this order, CI's rotation strikes what found bugs: a lost comment from then on (a
+#: carried review comment posted again), a server error on a milestone's create (blocked
+#: for good) and a 422 on a label's (a conflict of reposync's own making).
+CASES = cases((401, 403, 404, "lost", 422, 429, 500, 503), list(PLACES), once_at=3)
 #: What the source holds, by the names ``Host.held`` gives.
 SOURCE = {
     "labels": {"bug", "needs design 🎨"},

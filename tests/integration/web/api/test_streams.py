@@ -85,7 +85,11 @@ def test_streams_of_a_run_share_one_database_reader(ctx, tokens, queued_run):
         api_threads=streams + 8, api_max_streams=streams, api_streams_per_user=streams
     )
     app = create_app(settings, ctx=ServiceContext(settings=settings, db=ctx.db))
-    app.config.update(REPOSYNC_SSE_POLL_SECONDS=0.05, REPOSYNC_SSE_MAX_SECONDS=1.5)
+    # Streams last 3 s, polled every 0.1 s: the event emitted at 0.5 s reaches every
+    # stream with seconds to spare on a loaded machine (1.5 s at 0.05 s missed some in a
+    # whole suite on a slow one), and one reader polls ~30 times, still fewer than the
+    # streams.
+    app.config.update(REPOSYNC_SSE_POLL_SECONDS=0.1, REPOSYNC_SSE_MAX_SECONDS=3.0)
     client = app.test_client()
     last_seq = last_event_seq(ctx, queued_run.id)
     reads: list[str] = []
