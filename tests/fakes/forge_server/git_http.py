@@ -125,6 +125,24 @@ def answer_faulted(
     return [data]
 
 
+def answer_served(
+    fault: Any,
+    served: tuple[str, list[tuple[str, str]], Iterable[bytes]],
+    start_response: Callable[..., object],
+    environ: WSGIEnvironment,
+    log: Callable[[int], None],
+) -> Iterable[bytes]:
+    """What the backend ``served`` (status, headers, body), logged, as the client gets
+    it: lost or late under a fault that strikes after the work (``answer_faulted``)."""
+    faulted = answer_faulted(fault, served, start_response, environ, log)
+    if faulted is not None:
+        return faulted
+    status, headers, output = served
+    log(int(status.split()[0]))
+    start_response(status, headers)
+    return output
+
+
 def answer_lost(
     fault: Any,
     start_response: Callable[..., object],

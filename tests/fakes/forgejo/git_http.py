@@ -34,7 +34,7 @@ from werkzeug.wsgi import get_input_stream
 
 from tests.fakes.forge_server.git_http import (
     GIT_PATH,
-    answer_faulted,
+    answer_served,
     asks_push,
     moved,
     serve_git,
@@ -116,12 +116,7 @@ class GitHttpApp:
             max_push_bytes=self.fake.max_push_bytes or 0,
             after_push=lambda commands: self._after_push(repo, commands, token),
         )
-        faulted = answer_faulted(fault, (status, headers, output), start_response, environ, log)
-        if faulted is not None:
-            return faulted
-        log(int(status.split()[0]))
-        start_response(status, headers)
-        return output
+        return answer_served(fault, (status, headers, output), start_response, environ, log)
 
     # -- who may -----------------------------------------------------------------------
 
@@ -252,12 +247,7 @@ class GitHttpApp:
 
         output = self._lfs(environ, cast("StartResponse", keep), parts)
         status, headers = answered
-        faulted = answer_faulted(fault, (status, headers, output), start_response, environ, log)
-        if faulted is not None:
-            return faulted
-        log(int(status.split()[0]))
-        start_response(status, headers)
-        return output
+        return answer_served(fault, (status, headers, output), start_response, environ, log)
 
     def _lfs(
         self, environ: WSGIEnvironment, start_response: StartResponse, parts: dict[str, Any]

@@ -37,7 +37,7 @@ from werkzeug.wsgi import get_input_stream
 
 from tests.fakes.forge_server.git_http import (
     GIT_PATH,
-    answer_faulted,
+    answer_served,
     asks_push,
     moved,
     serve_git,
@@ -156,12 +156,7 @@ class GitHttpApp:
             max_push_bytes=self.fake.max_push_bytes,
             after_push=lambda commands: self._after_push(repo, commands, token),
         )
-        faulted = answer_faulted(fault, (status, headers, output), start_response, environ, log)
-        if faulted is not None:
-            return faulted
-        log(int(status.split()[0]))
-        start_response(status, headers)
-        return output
+        return answer_served(fault, (status, headers, output), start_response, environ, log)
 
     def _authorize_git(
         self, environ: WSGIEnvironment, owner: str, name: str, push: bool

@@ -15,6 +15,9 @@ from typing import Any
 
 import pytest
 
+from reposync.service.embedded import sync
+from reposync.service.recovery import recover_run
+
 SOAK = os.environ.get("REPOSYNC_SOAK", "") not in ("", "0")
 
 #: (answer, place, from then on)
@@ -65,3 +68,13 @@ def strike(fake: Any, host: str, method: str, path: str, answer: int | str, last
         count=count,
         retry_after=1 if answer == 429 else None,
     )
+
+
+def converge(ctx: Any, fake: Any, run: Any, request: Any) -> None:
+    """After a case's Run: the forge well again, a recovery where writes were left
+    unknown proves every one of them, and one more Run completes."""
+    fake.faults.clear()
+    if any(p["error_code"] == "result_unknown" for p in run.report["problems"]):
+        assert recover_run(ctx, run.id)["still_unknown"] == 0
+    again = sync(ctx, request)
+    assert again.status == "completed", again.report["problems"]

@@ -23,9 +23,8 @@ from dataclasses import replace
 
 from reposync.service.bindings import SyncRequest
 from reposync.service.embedded import sync
-from reposync.service.recovery import recover_run
 from tests.gitrepo import generate
-from tests.integration.forges.fault_matrix import cases, parametrized, strike
+from tests.integration.forges.fault_matrix import cases, converge, parametrized, strike
 from tests.integration.forges.test_forge_sync import populate
 
 #: Where a fault strikes: the creates of one kind, on either forge's API.
@@ -81,11 +80,7 @@ def test_a_create_the_forge_fails_is_named_and_loses_nothing(
         assert run.status == "failed"
         assert codes[0] in ("provider_unavailable", "attempts_exhausted"), codes
 
-    fake.faults.clear()
-    if any(code == "result_unknown" for code in codes):
-        assert recover_run(ctx, run.id)["still_unknown"] == 0
-    again = sync(ctx, request)
-    assert again.status == "completed", again.report["problems"]
+    converge(ctx, fake, run, request)
     held = host.held()
     for kind, names in held.items():
         twice = {name: n for name, n in Counter(names).items() if n > 1}

@@ -28,8 +28,8 @@ import pytest
 
 from reposync.service.bindings import SyncRequest
 from reposync.service.embedded import sync
-from reposync.service.recovery import recover_run
 from tests.gitrepo import generate, refs
+from tests.integration.forges.fault_matrix import converge
 from tests.integration.forges.test_github_sync import ADVERTISEMENT
 
 RECEIVE_PACK = r"/widgets\.git/git-receive-pack$"
@@ -93,11 +93,7 @@ def test_a_git_request_the_forge_fails_is_named_and_loses_nothing(
     if run.status != "completed":
         assert codes, "a Run that did not complete says why"
 
-    fake.faults.clear()
-    if any(code == "result_unknown" for code in codes):
-        assert recover_run(ctx, run.id)["still_unknown"] == 0
-    again = sync(ctx, request)
-    assert again.status == "completed", again.report["problems"]
+    converge(ctx, fake, run, request)
     assert host.refs() == refs(source)
     pushes = len(host.pushes())
     assert sync(ctx, request).status == "completed"

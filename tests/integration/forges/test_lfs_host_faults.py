@@ -20,9 +20,8 @@ from dataclasses import replace
 
 from reposync.service.bindings import SyncRequest
 from reposync.service.embedded import sync
-from reposync.service.recovery import recover_run
 from tests.gitrepo import generate, refs
-from tests.integration.forges.fault_matrix import cases, parametrized, strike
+from tests.integration.forges.fault_matrix import cases, converge, parametrized, strike
 from tests.lfsrepo import commit_lfs, stored
 
 MODEL = b"weights " * 3000
@@ -64,11 +63,7 @@ def test_an_lfs_request_the_forge_fails_is_named_and_loses_nothing(
     if run.status != "completed":
         assert codes, "a Run that did not complete says why"
 
-    fake.faults.clear()
-    if any(code == "result_unknown" for code in codes):
-        assert recover_run(ctx, run.id)["still_unknown"] == 0
-    again = sync(ctx, request)
-    assert again.status == "completed", again.report["problems"]
+    converge(ctx, fake, run, request)
     assert host.lfs_objects() == stored(source)
     assert host.refs() == refs(source)
     upload_method, upload_path = host.lfs_places["upload"]

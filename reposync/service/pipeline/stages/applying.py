@@ -148,7 +148,7 @@ def _give_back(
     """A batch ``error`` stopped: the items its write never sent are ``planned`` again;
     when retrying may help (the forge's trouble, not the items'), every item not sent
     gets its attempt back, as the retry is free."""
-    release_unsent(ex, [item for item in items if item.id in unsent])
+    refund_attempts(ex, [item for item in items if item.id in unsent], replan=True)
     if error.retryable:
         refund_attempts(ex, [i for i in items if i.id not in sent and i.id not in unsent])
 
@@ -297,9 +297,13 @@ def settle_unfinished(ex: StageExecution) -> int:
     return len(outcomes)
 
 
-def refund_attempts(ex: StageExecution, items: Sequence[ApplyItem]) -> None:
-    """Give back the attempt a batch cost when a retryable error stopped it before these
-    items' writes were sent (a rate limit, a forge briefly away).
+def refund_attempts(
+    ex: StageExecution, items: Sequence[ApplyItem], *, replan: bool = False
+) -> None:
+    """Give back the attempt a batch cost when an error stopped it before these items'
+    writes were sent: a retryable one (a rate limit, a forge briefly away), or, with
+    ``replan``, one whose write never sent them (``WriteStopped``): those go back to
+    ``planned`` as if never claimed.
 
     The per-item cap stops poison items (a write that kills its worker every time);
     a forge that is briefly away is the stage's retry budget's business, and a rate
@@ -307,36 +311,18 @@ def refund_attempts(ex: StageExecution, items: Sequence[ApplyItem]) -> None:
     """
     if not items:
         return
+    where = [
+        ITEMS.c.id.in_([item.id for item in items]),
+        ITEMS.c.applied_generation == ex.lease.generation,
+    ]
+    values: dict[str, Any] = {
+        "attempt_count": case((ITEMS.c.attempt_count > 0, ITEMS.c.attempt_count - 1), else_=0)
+    }
+    if replan:
+        where.append(ITEMS.c.state == ItemState.APPLYING.value)
+        values["state"] = ItemState.PLANNED.value
     with ex.fenced() as session:
-        session.execute(
-            update(ITEMS)
-            .where(
-                ITEMS.c.id.in_([item.id for item in items]),
-                ITEMS.c.applied_generation == ex.lease.generation,
-                ITEMS.c.attempt_count > 0,
-            )
-            .values(attempt_count=ITEMS.c.attempt_count - 1)
-        )
-
-
-def release_unsent(ex: StageExecution, items: Sequence[ApplyItem]) -> None:
-    """Items whose write stopped before it was sent (``WriteStopped``): ``planned``
-    again, their attempt given back, as if never claimed."""
-    if not items:
-        return
-    with ex.fenced() as session:
-        session.execute(
-            update(ITEMS)
-            .where(
-                ITEMS.c.id.in_([item.id for item in items]),
-                ITEMS.c.state == ItemState.APPLYING.value,
-                ITEMS.c.applied_generation == ex.lease.generation,
-            )
-            .values(
-                state=ItemState.PLANNED.value,
-                attempt_count=case((ITEMS.c.attempt_count > 0, ITEMS.c.attempt_count - 1), else_=0),
-            )
-        )
+        session.execute(update(ITEMS).where(*where).values(**values))
 
 
 def block_unfinished(ex: StageExecution, message: str) -> int:
