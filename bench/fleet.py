@@ -215,6 +215,9 @@ class Fleet:
         postgres: PostgresServer,
         redis_url: str,
         tick: float,
+        *,
+        database: str = "fleet",
+        redis_db: int = 0,
         **overrides: str,
     ) -> None:
         from celery import Celery
@@ -224,11 +227,11 @@ class Fleet:
         from reposync.tasks.settings import celery_settings
 
         self.work, self.tick = work, tick
-        postgres.admin("CREATE DATABASE fleet")
-        self.database_url = postgres.database_url("fleet")
+        postgres.admin(f"CREATE DATABASE {database}")
+        self.database_url = postgres.database_url(database)
         self.db = Database(self.database_url)
         self.db.upgrade()
-        self.broker_url = redis_url + "/0"
+        self.broker_url = f"{redis_url}/{redis_db}"
         self.env = worker_environment(
             self.database_url,
             self.broker_url,

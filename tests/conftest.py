@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,10 +12,7 @@ import pytest
 from reposync.config import Settings
 from reposync.models.db import Database
 from reposync.service.context import ServiceContext
-from tests.servers import PostgresServer, RedisServer
-
-TEMPLATE = "reposync_template"
-_counter = itertools.count()
+from tests.servers import REDIS_DB, TEMPLATE, PostgresServer, RedisServer, database_name
 
 # freezegun's freeze_time reads an attribute of every loaded module to find the ones that
 # hold time functions; pyforgejo's client (the Forgejo test server's tests load it) builds
@@ -40,7 +36,7 @@ def postgres_server() -> Iterator[PostgresServer]:
 @pytest.fixture
 def pg_url(postgres_server: PostgresServer) -> Iterator[str]:
     """A fresh, fully migrated PostgreSQL database for one test."""
-    name = f"test_{next(_counter)}_{id(object())}"
+    name = database_name("test")
     postgres_server.admin(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
     yield postgres_server.database_url(name)
     postgres_server.admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
@@ -57,8 +53,9 @@ def redis_server() -> Iterator[RedisServer]:
 def broker_url(redis_server: RedisServer) -> str:
     import redis
 
-    redis.Redis.from_url(redis_server.url).flushall()
-    return redis_server.url + "/0"
+    url = f"{redis_server.url}/{REDIS_DB}"
+    redis.Redis.from_url(url).flushdb()
+    return url
 
 
 @pytest.fixture

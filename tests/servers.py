@@ -8,6 +8,7 @@ and a real ``redis-server`` with the persistence settings production uses. Set
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import socket
@@ -16,6 +17,22 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+#: The pytest-xdist worker this process is (``gw0``, ``gw1``, ...; ``gw0`` without
+#: xdist). Workers share the servers ``.ci/run`` starts, so each keeps to databases of
+#: its own: its PostgreSQL template and test databases, its Redis database number.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+#: The migrated database each test's PostgreSQL database is copied from.
+TEMPLATE = f"reposync_template_{WORKER}"
+#: The Redis database this worker's tests use and flush (never another worker's).
+REDIS_DB = int(WORKER.removeprefix("gw")) % 16
+_names = itertools.count()
+
+
+def database_name(prefix: str) -> str:
+    """A PostgreSQL database name no other test, nor another worker, is using."""
+    return f"{prefix}_{WORKER}_{next(_names)}"
+
 
 PG_BIN_CANDIDATES = [
     "/usr/lib/postgresql/15/bin",

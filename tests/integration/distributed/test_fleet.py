@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from bench.fleet import Fleet
+from tests.servers import database_name
 
 BINDINGS = 30
 
@@ -20,12 +21,15 @@ def test_a_scheduled_pass_of_every_binding_loses_no_tick(tmp_path, postgres_serv
     """Every due Binding gets its slot's Run, every tick sent during the pass runs (none
     expires in the queue behind the pass's stage messages), and a manual Run queued
     mid-pass completes."""
-    postgres_server.admin("DROP DATABASE IF EXISTS fleet WITH (FORCE)")
+    database = database_name("fleet")
+    server, redis_db = broker_url.rsplit("/", 1)
     fleet = Fleet(
         tmp_path,
         postgres_server,
-        broker_url.rsplit("/", 1)[0],
+        server,
         tick=3.0,
+        database=database,
+        redis_db=int(redis_db),
         # A tick waits for a free pool slot: at most one chain of steps plus one step.
         REPOSYNC_STEP_CHAIN_SECONDS="0.5",
     )
@@ -38,7 +42,7 @@ def test_a_scheduled_pass_of_every_binding_loses_no_tick(tmp_path, postgres_serv
         not_completed = fleet.failed()
     finally:
         fleet.down()
-        postgres_server.admin("DROP DATABASE IF EXISTS fleet WITH (FORCE)")
+        postgres_server.admin(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
     assert result.created == BINDINGS
     on_time, late, lost = result.ticks
     assert on_time + late >= 1, "no tick was seen during the pass"

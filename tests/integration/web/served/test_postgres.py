@@ -17,6 +17,7 @@ from reposync.service.runs import create_run
 from reposync.web.app import create_app
 from tests.gitrepo import generate
 from tests.integration.web.conftest import bearer, url
+from tests.servers import TEMPLATE, database_name
 
 pytestmark = pytest.mark.postgres
 
@@ -107,9 +108,8 @@ def other_pg_ctx(pg_url: str, postgres_server, settings) -> Iterator[ServiceCont
     """A second fresh PostgreSQL database, to compare 1 Binding with 20."""
     from reposync.models.db import Database
 
-    name = "web_overview_other"
-    postgres_server.admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-    postgres_server.admin(f"CREATE DATABASE {name} TEMPLATE reposync_template")
+    name = database_name("web_overview_other")
+    postgres_server.admin(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
     db = Database(postgres_server.database_url(name))
     yield ServiceContext(settings=settings, db=db)
     db.dispose()
