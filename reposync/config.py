@@ -91,7 +91,9 @@ class Settings:
     #: byte moving before git gives it up (0: never): a connection a proxy or a NAT
     #: dropped without a word would otherwise hold its Run, and its lease, until the
     #: task's time limit (an embedded ``sync`` forever). A forge that is working keeps
-    #: bytes moving: git's progress and its server's keepalives, every 5 s.
+    #: bytes moving: git's progress and its server's keepalives, every 5 s. Over SSH
+    #: (OpenSSH) a server that answers nothing for as long is given up the same way
+    #: (``ServerAliveInterval``, ``ConnectTimeout``).
     git_stall_seconds: float = 300.0
     #: How often one stage may be (re)started before the Run fails; caps redelivery loops.
     max_stage_attempts: int = 5

@@ -104,13 +104,14 @@ def refs(path: Path) -> dict[str, str]:
     return result
 
 
-def commit_on(path: Path, ref: str, message: str) -> str:
-    """Add a commit on top of ``ref`` (creating it from main when missing)."""
+def commit_on(path: Path, ref: str, message: str, content: bytes | None = None) -> str:
+    """Add a commit on top of ``ref`` (creating it from main when missing): a file named
+    after ``message`` holding ``content`` (else the message)."""
     repo = pygit2.Repository(str(_git_dir(path)))
     existing = repo.references.get(ref)
     parent = existing.peel(pygit2.Commit) if existing is not None else repo.head.peel(pygit2.Commit)
     builder = repo.TreeBuilder(parent.tree)
-    blob = repo.create_blob(message.encode())
+    blob = repo.create_blob(message.encode() if content is None else content)
     filename = re.sub(r"[^A-Za-z0-9]+", "_", message)[:60] + ".txt"
     builder.insert(filename, blob, pygit2.enums.FileMode.BLOB)
     oid = repo.create_commit(None, SIGNATURE, SIGNATURE, message, builder.write(), [parent.id])

@@ -155,11 +155,16 @@ def ssh_command(env: Mapping[str, str]) -> list[str]:
     """
     shell = env.get("GIT_SSH_COMMAND")
     if not shell and not env.get("GIT_SSH"):
-        configured = run_git(["git", "config", "--get", "core.sshCommand"], env=env, check=False)
-        shell = configured.stdout.strip() if configured.returncode == 0 else None
+        shell = configured_ssh(env)
     if shell:
         return ["sh", "-c", f'{shell} "$@"', "ssh"]
     return [env.get("GIT_SSH") or "ssh"]
+
+
+def configured_ssh(env: Mapping[str, str]) -> str | None:
+    """git's ``core.sshCommand``, as git would read it in ``env``, if one is set."""
+    configured = run_git(["git", "config", "--get", "core.sshCommand"], env=env, check=False)
+    return configured.stdout.strip() or None if configured.returncode == 0 else None
 
 
 def _basic(credential: credentials.Credential) -> str:

@@ -46,7 +46,7 @@ from reposync.errors import (
     ReposyncError,
     UsageError,
 )
-from reposync.git.environment import stall_guard
+from reposync.git.environment import ssh_stall_guard, stall_guard
 from reposync.git.process import last_line, run_git
 from reposync.providers.base import (
     EmptyChecker,
@@ -61,7 +61,7 @@ from reposync.providers.base import (
     ProviderEnvironment,
 )
 from reposync.providers.gitremote import urls
-from reposync.providers.gitremote.lfs import HelperAccess, SshAccess
+from reposync.providers.gitremote.lfs import HelperAccess, SshAccess, configured_ssh
 from reposync.providers.lfs_batch import LfsBatchStore
 from reposync.providers.lfs_files import LocalLfsStore
 from reposync.providers.refs import split_refs
@@ -137,10 +137,12 @@ class GitRemoteProvider(Provider, GitRemoteSource, EmptyChecker, LfsThroughBacke
         self.remote = remote
         self._settings = settings
         self._environment = env
-        self._env = {
-            **stall_guard(settings.git_stall_seconds),
-            **{name: os.environ[name] for name in SSH_ENVIRONMENT if name in os.environ},
-        }
+        ssh = {name: os.environ[name] for name in SSH_ENVIRONMENT if name in os.environ}
+        self._env = {**stall_guard(settings.git_stall_seconds), **ssh}
+        if remote.kind == "ssh":
+            self._env.update(
+                ssh_stall_guard(settings.git_stall_seconds, ssh, lambda: configured_ssh(ssh))
+            )
         self._session: requests.Session | None = None
         self._lfs_store: LfsBatchStore | LocalLfsStore | None = None
 

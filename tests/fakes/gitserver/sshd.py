@@ -177,6 +177,13 @@ class SshServer:
             )
         )
 
+    def ssh_command_through(self, port: int) -> str:
+        """``ssh_command`` reaching this server through a relay listening on ``port``
+        (``SilentLink``): the server's host key still checks, under its own address."""
+        return self.ssh_command.replace(f"Port={self.port}", f"Port={port}") + (
+            f" -o HostKeyAlias=[127.0.0.1]:{self.port}"
+        )
+
     def url(self, name: str) -> str:
         """``ssh://user@127.0.0.1:port/<name>``."""
         return f"ssh://{self.user}@127.0.0.1:{self.port}/{name}"

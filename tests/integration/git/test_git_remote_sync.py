@@ -12,7 +12,9 @@ helper (a test ``HOME``) and ``GIT_SSH_COMMAND``; they never reach the database.
 
 from __future__ import annotations
 
+import os
 import subprocess
+import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -29,7 +31,9 @@ from reposync.service.bindings import SyncRequest
 from reposync.service.embedded import sync
 from reposync.sync.vocabulary import ObjectType
 from tests.fakes.gitserver.plain import GitHttpServer, SshServer, client_home
+from tests.fakes.gitserver.silent_link import SilentLink
 from tests.gitrepo import commit_on, generate, refs
+from tests.integration.conftest import event_messages
 from tests.integration.forges.test_forge_sync import populate
 from tests.lfsrepo import commit_lfs, git_lfs, stored
 
@@ -393,3 +397,38 @@ def test_a_ref_locked_on_a_remote_is_pushed_again_never_failed(ctx, tmp_path):
     lock.unlink()
     assert sync(ctx, request).status == "completed"
     assert refs(remote) == refs(source)
+
+
+def test_an_ssh_connection_gone_silent_mid_push_is_given_up_and_pushed_again(
+    ctx, tmp_path, git_server, ssh_server, monkeypatch
+):
+    """A connection dropped silently on the way (a NAT forgetting it) mid-push: nothing
+    reaches either side and neither is told. ssh's keepalives notice within
+    REPOSYNC_GIT_STALL_SECONDS, git fails, and the stage's retry pushes again over a
+    new connection; the Run completes. Before, ssh waited for the server forever, and
+    the Run with it (an embedded sync had no time limit at all)."""
+    source = generate(tmp_path / "a.git", commits=2, branches=1, tags=0)
+    commit_on(source, "refs/heads/main", "a pack well past the handshake", os.urandom(512 * 1024))
+    target = bare(git_server, "acme/app.git")
+    link = SilentLink(ssh_server.port, silent_after=128 * 1024)
+    monkeypatch.setenv("GIT_SSH_COMMAND", ssh_server.ssh_command_through(link.port))
+    request = SyncRequest(f"local:{source}", "git:" + ssh_server.scp_url("acme/app.git"))
+    ctx = type(ctx)(
+        settings=ctx.settings.with_overrides(git_stall_seconds=3.0, retry_backoff=0.01), db=ctx.db
+    )
+    runs: list[Any] = []
+    syncing = threading.Thread(target=lambda: runs.append(sync(ctx, request)), daemon=True)
+    try:
+        syncing.start()
+        syncing.join(timeout=120)
+        assert not syncing.is_alive(), "the sync still waits on a silent connection"
+    finally:
+        link.close()  # a sync still waiting is told, so it ends with the test
+        syncing.join(timeout=30)
+
+    run = runs[0]
+    assert link.silenced == 1
+    assert run.status == "completed", run.report["problems"]
+    assert refs(target) == {k: v for k, v in refs(source).items() if k.startswith("refs/")}
+    retries = event_messages(ctx, run.id, "retry_scheduled")
+    assert retries, "the silent push was never given up and tried again"
