@@ -260,6 +260,25 @@ def test_a_github_taking_fewer_refs_per_push_than_declared_gets_them_in_halves(t
     assert len(fake.receive_pack_requests) == 5  # nothing left to push
 
 
+def test_later_batches_of_a_run_push_as_many_refs_as_github_took(tmp_path, world):
+    """A GitHub that takes 200 ref updates per push, and a Run whose 620 refs are three
+    batches of 300: the first batch learns it in halves (300 refused, then pushes of
+    150), and the later batches start at 150 instead of each paying a refused push of
+    300 again. Before, what a batch learned was forgotten at its end: 2 refused pushes."""
+    ctx, _, fake = world
+    fake.max_ref_updates_per_push = 200
+    ctx.settings = replace(ctx.settings, git_batch_max_items=300)
+    source = generate(tmp_path / "many.git", commits=20, branches=400, tags=219)
+
+    run = sync(ctx, SyncRequest(f"local:{source}", f"github:{REPO}"))
+
+    assert run.status == "completed", run.report["problems"]
+    assert _git_refs(fake) == refs(source)
+    assert _receive_pack_statuses(fake).count(500) == 1  # the first batch's 300
+    assert [len(updates) for updates in fake.receive_pack_requests] == [150, 150, 150, 150, 20]
+    assert len(event_messages(ctx, run.id, "git_pushes_shrank")) == 1
+
+
 @pytest.mark.parametrize(("setting", "pushes"), [(1000, [620]), (150, [150, 150, 150, 150, 20])])
 def test_the_ref_update_setting_replaces_githubs_limit(tmp_path, world, setting, pushes):
     """``git_max_ref_updates_per_push`` replaces the 500 reposync assumes for GitHub, up

@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from sqlalchemy import select
+
 from reposync.errors import (
     Conflict,
     GitCredentialsRefused,
@@ -30,6 +32,7 @@ from reposync.git.packsize import effective_limit
 from reposync.git.push_report import PushOutcome
 from reposync.git.workspace import PushWorkspace
 from reposync.guards import guarded
+from reposync.models import RunEvent
 from reposync.providers.base import (
     GitRemote,
     GitRemoteSource,
@@ -210,6 +213,9 @@ class GitRefApplier:
         per_push = transport.ref_updates_limit(
             type(target).max_ref_updates_per_push, ex.ctx.settings.git_max_ref_updates_per_push
         )
+        taken = _taken_per_push(ex)
+        if taken is not None:
+            per_push = min(per_push or taken, taken)
         try:
             while True:
                 items = [item for item in items if item.id not in held_back]
@@ -320,6 +326,28 @@ class GitRefApplier:
         return outcomes
 
 
+def _taken_per_push(ex: StageExecution) -> int | None:
+    """How many ref updates one push of this Run's target took after it answered larger
+    pushes with a server error (the last ``git_pushes_shrank``), if it did: every later
+    batch of the Run starts at that size instead of paying the refused pushes again (a
+    bootstrap of thousands of refs is many batches). Read from the Run's events, so a
+    batch on another worker knows it too; a later Run learns it anew, unless the
+    operator sets ``GIT_MAX_REF_UPDATES_PER_PUSH`` as the event says."""
+    with ex.ctx.db.session() as session:
+        counts = session.execute(
+            select(RunEvent.counts)
+            .where(RunEvent.run_id == ex.run_id, RunEvent.type == _PUSHES_SHRANK)
+            .order_by(RunEvent.seq.desc())
+            .limit(1)
+        ).scalar_one_or_none()
+    taken = (counts or {}).get("refs_per_push")
+    return taken if isinstance(taken, int) and taken > 0 else None
+
+
+#: The event that says a target took fewer ref updates per push than were sent.
+_PUSHES_SHRANK = "git_pushes_shrank"
+
+
 def _say_pushes_shrank(ex: StageExecution, pushed: PushOutcome) -> None:
     """A ``git_pushes_shrank`` event: the target answered pushes with a server error and
     took them in halves. Most likely its limit on ref updates per push is below what
@@ -329,7 +357,7 @@ def _say_pushes_shrank(ex: StageExecution, pushed: PushOutcome) -> None:
     with ex.fenced() as session:
         ex.event(
             session,
-            "git_pushes_shrank",
+            _PUSHES_SHRANK,
             f"{ex.spec('target').display} answered pushes of {sizes} refs with a server error "
             f"({pushed.server_error}); the refs went again in pushes of at most "
             f"{pushed.refs_per_push}: if its limit on ref updates per push is lower than "
