@@ -213,11 +213,10 @@ class Fleet:
         self,
         work: Path,
         postgres: PostgresServer,
-        redis_url: str,
+        broker_url: str,
         tick: float,
         *,
         database: str = "fleet",
-        redis_db: int = 0,
         **overrides: str,
     ) -> None:
         from celery import Celery
@@ -231,7 +230,7 @@ class Fleet:
         self.database_url = postgres.database_url(database)
         self.db = Database(self.database_url)
         self.db.upgrade()
-        self.broker_url = f"{redis_url}/{redis_db}"
+        self.broker_url = broker_url
         self.env = worker_environment(
             self.database_url,
             self.broker_url,
@@ -425,7 +424,7 @@ def fleet(tick: float) -> Iterator[Fleet]:
     postgres, redis_server = PostgresServer.start(), RedisServer.start()
     built: Fleet | None = None
     try:
-        built = Fleet(work, postgres, redis_server.url, tick)
+        built = Fleet(work, postgres, redis_server.url + "/0", tick)
         yield built
     finally:
         if built is not None:

@@ -101,30 +101,6 @@ def moved(git_dir: Path, updates: Iterable[Update]) -> list[Update]:
     ]
 
 
-def answer_faulted(
-    fault: Any,
-    served: tuple[str, list[tuple[str, str]], Iterable[bytes]],
-    start_response: Callable[..., object],
-    environ: WSGIEnvironment,
-    log: Callable[[int], None],
-) -> Iterable[bytes] | None:
-    """The answer to a Git request the backend has ``served`` (status, headers, body)
-    under a fault of the kinds that strike after the work (``commit_then_drop``,
-    ``timeout``: ``tests/fakes/github/faults.py``): lost (502, or the connection closed)
-    or late. None: no such fault, the caller answers as served. ``log`` records the
-    status the client sees (0: none)."""
-    if fault is None or fault.kind not in ("commit_then_drop", "timeout"):
-        return None
-    status, headers, output = served
-    data = b"".join(output)  # the push or fetch completes on the server
-    if fault.kind == "commit_then_drop":
-        return answer_lost(fault, start_response, environ, log)
-    time.sleep(fault.seconds)
-    log(int(status.split()[0]))
-    start_response(status, headers)
-    return [data]
-
-
 def answer_served(
     fault: Any,
     served: tuple[str, list[tuple[str, str]], Iterable[bytes]],
@@ -132,12 +108,17 @@ def answer_served(
     environ: WSGIEnvironment,
     log: Callable[[int], None],
 ) -> Iterable[bytes]:
-    """What the backend ``served`` (status, headers, body), logged, as the client gets
-    it: lost or late under a fault that strikes after the work (``answer_faulted``)."""
-    faulted = answer_faulted(fault, served, start_response, environ, log)
-    if faulted is not None:
-        return faulted
+    """What the backend ``served`` (status, headers, body), as the client gets it: lost
+    (502, or the connection closed) or late under a fault of the kinds that strike after
+    the work (``commit_then_drop``, ``timeout``: ``tests/fakes/github/faults.py``), else
+    as served. ``log`` records the status the client sees (0: none)."""
     status, headers, output = served
+    if fault is not None and fault.kind in ("commit_then_drop", "timeout"):
+        data = b"".join(output)  # the push or fetch completes on the server
+        if fault.kind == "commit_then_drop":
+            return answer_lost(fault, start_response, environ, log)
+        time.sleep(fault.seconds)
+        output = [data]
     log(int(status.split()[0]))
     start_response(status, headers)
     return output

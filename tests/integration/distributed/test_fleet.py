@@ -22,14 +22,12 @@ def test_a_scheduled_pass_of_every_binding_loses_no_tick(tmp_path, postgres_serv
     expires in the queue behind the pass's stage messages), and a manual Run queued
     mid-pass completes."""
     database = database_name("fleet")
-    server, redis_db = broker_url.rsplit("/", 1)
     fleet = Fleet(
         tmp_path,
         postgres_server,
-        server,
+        broker_url,
         tick=3.0,
         database=database,
-        redis_db=int(redis_db),
         # A tick waits for a free pool slot: at most one chain of steps plus one step.
         REPOSYNC_STEP_CHAIN_SECONDS="0.5",
     )
