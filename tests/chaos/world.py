@@ -20,7 +20,6 @@ for a moment, so faults can land while a push is mid-transaction.
 from __future__ import annotations
 
 import hashlib
-import os
 import random
 import sqlite3
 from collections import Counter
@@ -505,10 +504,10 @@ class World:
         """Whether a push to the target is inside its prepared ref transaction now."""
         try:
             pid = int(self.push_marker.read_text().strip())
-            os.kill(pid, 0)
+            stat = Path(f"/proc/{pid}/stat").read_text()  # gone: not holding them
         except (OSError, ValueError):
             return False
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+        state = stat.rsplit(")", 1)[-1].split()[0]
         return state != "T"  # not a frozen one
 
     # -- mutating ----------------------------------------------------------------------

@@ -55,8 +55,20 @@ def test_a_caller_may_stop_early_and_no_git_process_is_left_behind(tmp_path: Pat
 
 
 def _children() -> list[str]:
-    """Live child processes of this process (from /proc)."""
+    """Live child processes of this process, by the parent each names in ``/proc``.
+
+    Not from ``/proc/self/task/*/children``: a thread of this process (a server another
+    test's fixture started) may end between listing the threads and reading its file, and
+    the children it forked then belong to another thread."""
+    me = str(os.getpid())
     found = []
-    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
-        found += (task / "children").read_text().split()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # ended while we looked
+            continue
+        if stat.rsplit(")", 1)[1].split()[1] == me:
+            found.append(entry.name)
     return found
