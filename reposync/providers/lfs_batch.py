@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, BinaryIO, Protocol, cast
@@ -138,43 +139,48 @@ class LfsBatchStore:
         }
 
     def download(self, transfer: LfsTransfer) -> BinaryIO:
-        action = self._fresh(transfer, LfsOperation.DOWNLOAD)["download"]
-        try:
-            response = self.session.get(
-                action["href"],
-                headers=dict(action.get("header") or {}),
-                stream=True,
-                timeout=self.timeout,
+        """The object's bytes. An action the host refuses when used is asked for once
+        more (``_action_refused``)."""
+        actions = self._fresh(transfer, LfsOperation.DOWNLOAD)
+        response = self._get(actions["download"])
+        if self._action_refused(response):
+            response.close()
+            actions = self._fresh(transfer, LfsOperation.DOWNLOAD, renew=True)
+            response = self._get(actions["download"])
+        if response.status_code == 200:
+            response.raw.decode_content = True
+            return cast(BinaryIO, response.raw)
+        with closing(response):
+            if response.status_code == 404:
+                raise LfsObjectMissing(f"{self.name} has no LFS object {transfer.pointer.oid}")
+            raise self._transfer_refused(
+                "download", transfer.pointer, response, ProviderUnavailable
             )
-        except (requests.Timeout, requests.ConnectionError) as exc:
-            raise ProviderUnavailable(f"LFS download: no response ({type(exc).__name__})") from exc
-        if response.status_code == 404:
-            raise LfsObjectMissing(f"{self.name} has no LFS object {transfer.pointer.oid}")
-        if response.status_code != 200:
-            raise ProviderUnavailable(
-                f"LFS download of {transfer.pointer.oid} answered {response.status_code}"
-            )
-        response.raw.decode_content = True
-        return cast(BinaryIO, response.raw)
 
     def upload(self, transfer: LfsTransfer, content: BinaryIO) -> None:
+        """Send the object, and verify it where the store asks to. An upload action the
+        host refuses when used is asked for once more and the bytes sent again from where
+        they started (``_action_refused``): the store took nothing, so nothing can land
+        twice, and a Batch answer that the object is there now ends it."""
+        start = content.tell() if content.seekable() else None
         actions = self._fresh(transfer, LfsOperation.UPLOAD)
         if "upload" not in actions:
             return  # it arrived meanwhile (an earlier, lost upload)
-        upload = actions["upload"]
         pointer = transfer.pointer
-        headers = {
-            **dict(upload.get("header") or {}),
-            "Content-Type": "application/octet-stream",
-            "Content-Length": str(pointer.size),
-        }
-        response = self._send("PUT", upload["href"], headers=headers, data=content)
+        response = self._put(pointer, actions["upload"], content)
+        if self._action_refused(response) and start is not None:
+            actions = self._fresh(transfer, LfsOperation.UPLOAD, renew=True)
+            if "upload" not in actions:
+                return
+            content.seek(start)
+            response = self._put(pointer, actions["upload"], content)
         if response.status_code == 422:
             raise LfsObjectCorrupt(
                 f"{self.name} refused LFS object {pointer.oid}: {_text(response)}"
             )
         if response.status_code not in (200, 201):
-            raise self._upload_refused(pointer, response)
+            # A server error may come after the store took the object: unknown, read back.
+            raise self._transfer_refused("upload", pointer, response, ResultUnknown)
         verify = actions.get("verify")
         if verify is None:
             return
@@ -197,8 +203,41 @@ class LfsBatchStore:
 
     # -- internals ---------------------------------------------------------------------
 
-    def _fresh(self, transfer: LfsTransfer, operation: LfsOperation) -> Mapping[str, Any]:
-        """The transfer's actions, asked for again when they expire (or expired) soon."""
+    def _get(self, action: Mapping[str, Any]) -> requests.Response:
+        try:
+            return self.session.get(
+                action["href"],
+                headers=dict(action.get("header") or {}),
+                stream=True,
+                timeout=self.timeout,
+            )
+        except (requests.Timeout, requests.ConnectionError) as exc:
+            raise ProviderUnavailable(f"LFS download: no response ({type(exc).__name__})") from exc
+
+    def _put(
+        self, pointer: LfsPointer, action: Mapping[str, Any], content: BinaryIO
+    ) -> requests.Response:
+        headers = {
+            **dict(action.get("header") or {}),
+            "Content-Type": "application/octet-stream",
+            "Content-Length": str(pointer.size),
+        }
+        return self._send("PUT", action["href"], headers=headers, data=content)
+
+    def _action_refused(self, response: requests.Response) -> bool:
+        """Whether a transfer was refused the credentials its action carried (401, or
+        403 that is no rate limit): they may have stopped working before the
+        ``expires_in`` the Batch answer gave (a token revoked or rotated, a signed
+        storage URL past its time, which S3 answers 403), and the store took nothing. A
+        new Batch answer, asked with reposync's own credentials, says whether they still
+        open the store; git-lfs asks again for expired actions too."""
+        return response.status_code in (401, 403) and self._limited(response) is None
+
+    def _fresh(
+        self, transfer: LfsTransfer, operation: LfsOperation, *, renew: bool = False
+    ) -> Mapping[str, Any]:
+        """The transfer's actions, asked for again when they expire (or expired) soon,
+        or with ``renew`` when the host refused them."""
         actions = transfer.action
         received = float(actions.get(_RECEIVED, 0.0))
         expires = min(
@@ -209,7 +248,8 @@ class LfsBatchStore:
             ),
             default=None,
         )
-        if actions and (expires is None or time.monotonic() + _EXPIRY_MARGIN < received + expires):
+        fresh = expires is None or time.monotonic() + _EXPIRY_MARGIN < received + expires
+        if actions and fresh and not renew:
             return actions
         (again,) = self.batch(operation, [transfer.pointer])
         if again.error is not None:
@@ -289,21 +329,27 @@ class LfsBatchStore:
             )
         return None
 
-    def _upload_refused(self, pointer: LfsPointer, response: requests.Response) -> Exception:
-        """What an upload answered otherwise than stored means. A refusal before the
-        store took anything (its credentials, a limit) is said as such: the credentials
-        refused fail at once, as the Batch API's do, instead of an outcome "unknown"
-        that read-back finds absent and the stage retries with the same credentials. A
-        server error may come after the store took the object: unknown, read back."""
+    def _transfer_refused(
+        self,
+        what: str,
+        pointer: LfsPointer,
+        response: requests.Response,
+        otherwise: type[ResultUnknown | ProviderUnavailable],
+    ) -> Exception:
+        """What a transfer answered otherwise than done means. A refusal before the
+        store did anything (its credentials, after one renewal; a limit) is said as such:
+        refused credentials fail at once, as the Batch API's do, instead of an outcome
+        "unknown" that read-back finds absent and the stage retries with the same
+        credentials. Anything else is ``otherwise``."""
         status, message = response.status_code, _text(response)
         limited = self._limited(response)
         if limited is not None:
             return limited
         if status in (401, 403):
             return PermissionDenied(
-                f"{self.name} refused the upload of LFS object {pointer.oid} ({status}): {message}"
+                f"{self.name} refused the {what} of LFS object {pointer.oid} ({status}): {message}"
             )
-        return ResultUnknown(f"LFS upload of {pointer.oid} answered {status}: {message}")
+        return otherwise(f"LFS {what} of {pointer.oid} answered {status}: {message}")
 
     def _send(
         self,

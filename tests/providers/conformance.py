@@ -223,6 +223,11 @@ class Harness(ABC):
         """Make the next LFS upload land but lose its answer (False: it cannot be lost)."""
         return False
 
+    def expire_lfs_actions(self) -> bool:
+        """End the LFS actions handed out so far before their announced expiry (False:
+        this store's actions carry no credentials of their own that could end)."""
+        return False
+
     def lose_next_create_response(self, object_type: ObjectType) -> bool:
         """Make the next create of this type happen but lose its response.
 
@@ -417,6 +422,10 @@ class GitHubHarness(Harness):
 
     def lose_next_lfs_upload_response(self) -> bool:
         self.fake.faults.commit_then_drop("PUT", r"^/_lfs/", drop="close", host="git")
+        return True
+
+    def expire_lfs_actions(self) -> bool:
+        self.fake.lfs.expire_actions()
         return True
 
     def stored_count(self, spec: EndpointSpec, object_type: ObjectType) -> int:

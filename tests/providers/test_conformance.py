@@ -1090,6 +1090,32 @@ def test_a_lost_lfs_upload_response_is_proven_by_asking_again(harness):
     harness.assert_clean()
 
 
+def test_lfs_actions_that_stopped_working_early_are_asked_for_again(harness):
+    """Actions whose credentials end before the ``expires_in`` they announced (GitHub
+    rotates them; a signed storage URL runs out) are asked for again once the host
+    refuses them: the upload lands, sent in whole from its start, and the download
+    reads it. Before, the upload failed ``permission_denied`` and the download
+    ``provider_unavailable``, and the Run was blocked although its credentials were
+    good. Where actions carry no credentials of their own, the transfers simply work."""
+    spec = harness.make_repository(empty=True)
+    store = _lfs(harness.open_target(spec))
+    content = b"asked for again\n" * 300
+    pointer = pointer_of(content)
+    (upload,) = store.lfs_batch(LfsOperation.UPLOAD, [pointer])
+    body = io.BytesIO(b"already read" + content)
+    body.seek(len(b"already read"))  # a spool is handed over where its object starts
+
+    harness.expire_lfs_actions()
+    store.lfs_upload(upload, body)
+    assert harness.lfs_objects(spec) == {pointer.oid: content}
+
+    (download,) = store.lfs_batch(LfsOperation.DOWNLOAD, [pointer])
+    harness.expire_lfs_actions()
+    with closing(store.lfs_download(download)) as stream:
+        assert stream.read() == content
+    harness.assert_clean()
+
+
 @pytest.mark.parametrize("false_first", [False, True], ids=["true-first", "false-first"])
 def test_an_lfs_object_is_its_oid_and_size_and_each_is_answered_for_itself(harness, false_first):
     """One batch asking for (G, its size) and (G, another size): the true one is present

@@ -92,6 +92,13 @@ class LfsServer:
         """Every stored object of a repository, OID -> bytes."""
         return lfs_store.stored_objects(self.fake.state.repo(full_name).git_dir)
 
+    def expire_actions(self) -> None:
+        """End every action handed out so far before the ``expires_in`` it announced (a
+        token rotated or revoked): using one is then answered 401."""
+        now = self.fake.state.now()
+        for grant in self._grants.values():
+            grant.expires_at = min(grant.expires_at, now)
+
     # -- routing ------------------------------------------------------------------------
 
     def matches(self, path: str) -> bool:
