@@ -75,6 +75,7 @@ def converge(ctx: Any, fake: Any, run: Any, request: Any) -> None:
     unknown proves every one of them, and one more Run completes."""
     fake.faults.clear()
     if any(p["error_code"] == "result_unknown" for p in run.report["problems"]):
-        assert recover_run(ctx, run.id)["still_unknown"] == 0
+        result = recover_run(ctx, run.id)
+        assert result["still_unknown"] == 0, (result, run.report["problems"])
     again = sync(ctx, request)
     assert again.status == "completed", again.report["problems"]

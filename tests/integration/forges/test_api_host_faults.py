@@ -21,11 +21,14 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
+import pytest
+
 from reposync.service.bindings import SyncRequest
 from reposync.service.embedded import sync
 from tests.gitrepo import generate
 from tests.integration.forges.fault_matrix import cases, converge, parametrized, strike
-from tests.integration.forges.test_forge_sync import populate
+from tests.integration.forges.test_forge_sync import forge, populate
+from tests.integration.forges.test_github_sync import REPO
 
 #: Where a fault strikes: the creates of one kind, on either forge's API.
 PLACES = {
@@ -90,3 +93,60 @@ def test_a_create_the_forge_fails_is_named_and_loses_nothing(
     writes = len(host.api_writes())
     assert sync(ctx, request).status == "completed"
     assert len(host.api_writes()) == writes  # nothing left to write
+
+
+#: An edit or a delete the forge fails, by what the source did and where it is sent.
+CHANGES = {
+    "label edited": ("PATCH", r"/repos/acme/widgets/labels/[^/]+$"),
+    "issue edited": ("PATCH", r"/repos/acme/widgets/issues/\d+$"),
+    "comment deleted": ("DELETE", r"/repos/acme/widgets/issues/comments/\d+$"),
+}
+
+
+@pytest.mark.parametrize("persistent", [False, True], ids=["once", "from then on"])
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_an_edit_or_delete_answered_with_a_server_error_is_settled_by_read_back(
+    tmp_path, host, change, persistent
+):
+    """An edit or a delete answered 503 (the forge did nothing): read-back finds the
+    target as it was when the write was planned, which proves it never happened, so it
+    is sent again in the same Run; when it keeps failing, the Run fails, and the next
+    Run sends it again. Before, it was left ``result_unknown`` and recovery could not
+    settle it either (``still_unknown``): the Binding blocked for good. Found by the
+    seeded soak (``test_api_fault_soak``)."""
+    ctx, fake = host.ctx, host.fake
+    ctx.settings = replace(ctx.settings, retry_backoff=0.01, max_stage_attempts=3)
+    source = generate(tmp_path / "src.git", commits=3, branches=1, tags=1)
+    ids = populate(source)
+    request = SyncRequest(f"local:{source}", host.target)
+    assert sync(ctx, request).status == "completed"
+    with forge(source) as f:
+        if change == "label edited":
+            f.update("label", ids["bug"], color="ff0000")
+        elif change == "issue edited":
+            f.update("issue", ids["i1"], title="It crashes on start")
+        else:
+            f.delete("issue_comment", ids["c1"])
+    method, path = CHANGES[change]
+    rule = strike(fake, "api", method, path, 503, persistent)
+
+    run = sync(ctx, request)
+
+    assert rule.hits >= 1
+    codes = [p["error_code"] for p in run.report["problems"]]
+    assert "result_unknown" not in codes, codes
+    assert run.status == ("failed" if persistent else "completed"), codes
+    fake.faults.clear()
+    assert sync(ctx, request).status == "completed"
+    held = host.held()
+    if change == "label edited":
+        (bug,) = [label for label in fake.state.repo(REPO).labels.values() if label.name == "bug"]
+        assert bug.color.lstrip("#").lower() == "ff0000"
+    elif change == "issue edited":
+        assert "It crashes on start" in held["issues"]
+        assert "It crashes" not in held["issues"]
+    else:
+        assert not any("me too" in body for body in held["comments"])
+    writes = len(host.api_writes())
+    assert sync(ctx, request).status == "completed"
+    assert len(host.api_writes()) == writes

@@ -371,8 +371,14 @@ class ObjectApplier:
         obj: IndexEntry | None,
     ) -> ItemOutcome:
         if item.action is Action.DELETE:
-            state = ItemState.COMPLETED if obj is None else ItemState.PLANNED
-            return ItemOutcome(item, state, target_identity=identity)
+            if obj is None:
+                return ItemOutcome(item, ItemState.COMPLETED, target_identity=identity)
+            # Still there: the delete never happened, and sending it again cannot do
+            # anything twice. Before, a delete whose answer was an error was left
+            # unknown, and recovery could not settle it: the Binding blocked for good.
+            return ItemOutcome(
+                item, ItemState.PLANNED, target_identity=identity, proven_absent=True
+            )
         if obj is None:
             return ItemOutcome(item, ItemState.PLANNED, target_identity=identity)
         expected = item.verify_hash or self._recompute_expected(ex, item)
@@ -406,6 +412,7 @@ class ObjectApplier:
             target_number=obj.number,
             replan_action=replan_action,
             replan_expected_hash=replan_expected_hash,
+            proven_absent=state is ItemState.PLANNED and _unchanged_by(item, obj),
         )
 
     def _misplaced(self, source: CanonicalObject | None, obj: IndexEntry) -> str | None:
@@ -438,6 +445,20 @@ class ObjectApplier:
         if source is None or self._context is None:
             return None
         return expected_target_hash(source, self._context.numbers, temporary=item.temporary_key)
+
+
+def _unchanged_by(item: ApplyItem, obj: IndexEntry) -> bool:
+    """Whether the target still holds exactly what it held when ``item``'s update was
+    planned: then the update never happened, and sending it again cannot do anything
+    twice. Before, an update whose answer was an error was left unknown, and recovery
+    could not settle it: the Binding blocked for good. Content that is neither the old
+    nor the new is not proof (part of a write of several requests may have landed)."""
+    return (
+        item.action is Action.UPDATE
+        and not item.intent.get(AFTER_TEMPORARY)
+        and item.expected_target_hash is not None
+        and obj.content_hash == item.expected_target_hash
+    )
 
 
 def _too_large(
