@@ -84,8 +84,10 @@ class ItemOutcome:
     #: A recovered item whose target turned out different: re-planned as this update.
     replan_action: Action | None = None
     replan_expected_hash: str | None = None
-    #: A create not found because the target proved no object carries its marker: it
-    #: never happened, so it may be tried again (never guessed: see ``AbsenceProver``).
+    #: The write provably never happened, so it may be tried again (never guessed): a
+    #: create whose marker the target proved no object carries (``AbsenceProver``), an
+    #: edit whose object reads exactly as when it was planned, a delete whose object is
+    #: still there.
     proven_absent: bool = False
     #: A rate limit stopped its write: a wait, not an attempt (its claim's is given back).
     deferred: bool = False
