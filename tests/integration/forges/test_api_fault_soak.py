@@ -1,18 +1,20 @@
 """A seeded soak of a forge's API failing several writes of each Run, over rounds of edits.
 
-The fault matrices strike one kind of create, once or from then on, in a bootstrap. Here
-a seeded RNG edits the source between rounds (new labels, issues and comments; edited
-titles, states, bodies, colours and descriptions; deleted labels and comments; new
-commits) and, in every round's Run, makes the API of either test server (GitHub's,
-Forgejo's) fail a few random writes: creates, edits and deletes alike, each answered with
-a server error or a rate limit, or performed with its answer lost, once or twice (some
-reads and the Git host's pushes too). Whatever the Run ends
-with, once the forge is well again a recovery (where writes were left unknown) and one
-more Run converge the target, and then:
+The fault matrices strike one kind of create, once or from then on, in a bootstrap.
+Here a seeded RNG edits the source between rounds (new labels, milestones, issues,
+comments, tags and releases; edited titles, states, bodies, colours and descriptions, of
+pull requests and releases too; deleted labels, milestones and comments; new commits)
+and, in every round's Run, makes either test server (GitHub's, Forgejo's) fail a few
+random requests: the API's creates, edits and deletes alike, two of its reads, and the
+Git host's pushes, each answered with a server error or a rate limit, or performed with
+its answer lost, once or twice. Whatever the Run ends with, once the forge is well
+again a recovery (where writes were left unknown) and one more Run converge the
+target, and then:
 
 * every live source object is on the target exactly once, under its current name (a
-  label's name, an issue's title, a comment's body), and nothing deleted or renamed at
-  the source is left there under its old one;
+  label's name, a milestone's, an issue's or a pull request's title, a release's tag, a
+  comment's body), and nothing deleted or renamed at the source is left there under
+  its old one;
 * a Run after that writes nothing.
 
 CI runs a few seeds; ``REPOSYNC_SOAK=1`` runs many more. A failing seed is reproduced by
@@ -33,7 +35,7 @@ import pytest
 
 from reposync.service.bindings import SyncRequest
 from reposync.service.embedded import sync
-from tests.gitrepo import commit_on, generate
+from tests.gitrepo import commit_on, generate, refs, set_ref
 from tests.integration.forges.fault_matrix import SOAK, converge
 from tests.integration.forges.test_forge_sync import forge, populate
 
@@ -44,7 +46,12 @@ PLACES = [
     ("api", "POST", r"/repos/acme/widgets/labels$"),
     ("api", "PATCH", r"/repos/acme/widgets/labels/[^/]+$"),
     ("api", "DELETE", r"/repos/acme/widgets/labels/[^/]+$"),
+    ("api", "POST", r"/repos/acme/widgets/milestones$"),
     ("api", "PATCH", r"/repos/acme/widgets/milestones/\d+$"),
+    ("api", "DELETE", r"/repos/acme/widgets/milestones/\d+$"),
+    ("api", "PATCH", r"/repos/acme/widgets/pulls/\d+$"),
+    ("api", "POST", r"/repos/acme/widgets/releases$"),
+    ("api", "PATCH", r"/repos/acme/widgets/releases/\d+$"),
     ("api", "POST", r"/repos/acme/widgets/issues$"),
     ("api", "PATCH", r"/repos/acme/widgets/issues/\d+$"),
     ("api", "POST", r"/repos/acme/widgets/issues/\d+/comments$"),
@@ -69,7 +76,11 @@ class Expected:
     """What the target must hold once converged, by the names ``Host.held`` gives."""
 
     labels: set[str] = field(default_factory=set)
+    milestones: set[str] = field(default_factory=set)
+    #: Issues' and pull requests' titles.
     issues: set[str] = field(default_factory=set)
+    #: Releases' tags.
+    releases: set[str] = field(default_factory=set)
     #: Comments' bodies: each live one is on the target exactly once (inside what the
     #: forge's attribution adds), each gone one nowhere.
     comments: set[str] = field(default_factory=set)
@@ -143,6 +154,21 @@ def _edit(source: Path, rng: random.Random, round_no: int, expected: Expected) -
             if rng.random() < 0.5:
                 f.update("milestone", milestone.identity, description=f"as of {tag}")
                 done.append("milestone~")
+        if rng.random() < 0.5:
+            f.create_milestone(f"Milestone {tag}", description="planned")
+            done.append("milestone+")
+        spare_milestones = [m for m in milestones if m.payload["title"].startswith("Milestone ")]
+        if spare_milestones and rng.random() < 0.4:
+            f.delete("milestone", rng.choice(spare_milestones).identity)
+            done.append("milestone-")
+        for pull in f.reader.objects_of("pull_request"):
+            if rng.random() < 0.3:
+                f.update("pull_request", pull.identity, title=f"Change {tag}-{len(done)}")
+                done.append("pull~")
+        for release in f.reader.objects_of("release"):
+            if rng.random() < 0.4:
+                f.update("release", release.identity, body=f"notes as of {tag}")
+                done.append("release~")
         for _ in range(rng.randint(0, 2)):
             issue = f.create_issue(
                 f"Issue {tag}-{len(done)}", author="ann", body=f"body {tag}", created_at=when
@@ -184,6 +210,11 @@ def _edit(source: Path, rng: random.Random, round_no: int, expected: Expected) -
     if rng.random() < 0.5:
         commit_on(source, "refs/heads/main", f"work of {tag}")
         done.append("commit")
+    if rng.random() < 0.4:
+        set_ref(source, f"refs/tags/v-{tag}", refs(source)["refs/heads/main"])
+        with forge(source) as f:
+            f.create_release(f"v-{tag}", author="ann", name=tag, body="new", created_at=when)
+        done.append("release+")
     return done
 
 
@@ -192,6 +223,8 @@ def _read_source(source: Path, expected: Expected) -> None:
     comment body of the source, as it is now."""
     with forge(source) as f:
         expected.labels = {o.payload["name"] for o in f.reader.objects_of("label")}
+        expected.milestones = {o.payload["title"] for o in f.reader.objects_of("milestone")}
+        expected.releases = {o.payload["tag"] for o in f.reader.objects_of("release")}
         expected.issues = {
             o.payload["title"]
             for kind in ("issue", "pull_request")
@@ -202,7 +235,7 @@ def _read_source(source: Path, expected: Expected) -> None:
 
 
 def _check(held: dict[str, list[str]], expected: Expected, where: str) -> None:
-    for kind in ("labels", "issues"):
+    for kind in ("labels", "milestones", "issues", "releases"):
         names = Counter(held[kind])
         twice = {name: n for name, n in names.items() if n > 1}
         assert not twice, f"{where}: {kind} written twice: {twice}"
