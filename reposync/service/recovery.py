@@ -174,8 +174,9 @@ def recover_run(ctx: ServiceContext, run_id: int) -> dict[str, int]:
     Found on the target (by identity or marker) and equal: completed, linked. Proven
     never to have happened (a create whose marker the provider's exhaustive search does
     not find; an edit whose object reads as it did when planned; a delete whose object
-    is still there): ``not_applied``, so the next Run plans it again. Anything else stays blocked: an outcome that cannot be proven is not
-    guessed. The Run's report is rebuilt afterwards.
+    is still there): ``not_applied``, so the next Run plans it again. Anything else
+    stays blocked: an outcome that cannot be proven is not guessed. The Run's report is
+    rebuilt afterwards.
     """
     with ctx.db.session() as session:
         run = session.get(Run, run_id)
