@@ -7,6 +7,13 @@ next ``sync`` of the pair was refused ``binding_busy`` until the TTL ran out) an
 gives the lease up (``pipeline/runner.py``) and kills every git child with its own
 children (``git/transport.py``). So the two signals raise a ``KeyboardInterrupt`` of
 their own, and everything that is right for Ctrl-C is right for them.
+
+Python drops an exception a signal handler raises while a finalizer runs (a ``__del__``,
+a weakref callback, a generator the garbage collector closes: "Exception ignored in"),
+and the command then goes on as if nobody had asked it to end: a sync ran to its end
+after Ctrl-C, or slept out a wait while its test gave up. So each signal is also
+remembered until the command has seen it, and the places where stopping is safe ask
+again (``raise_unheard``: every lease check, and between a Run's steps).
 """
 
 from __future__ import annotations
@@ -19,6 +26,11 @@ from types import FrameType
 
 #: The signals a command treats as Ctrl-C.
 TERMINATING = (signal.SIGTERM, signal.SIGHUP)
+#: What a command catches while it runs: Ctrl-C and the signals it treats as such.
+INTERRUPTING = (signal.SIGINT, *TERMINATING)
+#: The signal whose interruption was raised and may have been dropped in a finalizer;
+#: emptied once the command has ended (``terminations_interrupt``).
+_unheard: list[int] = []
 
 
 class Terminated(KeyboardInterrupt):
@@ -27,6 +39,20 @@ class Terminated(KeyboardInterrupt):
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
+
+
+def _interruption(signum: int) -> KeyboardInterrupt:
+    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
+
+
+def raise_unheard() -> None:
+    """Raise again, once, the interruption a signal asked for, in case its exception was
+    dropped in a finalizer (see the module's docstring); nothing when there was none, or
+    in another thread than the main one, where signals are handled. In
+    the common case the first exception is already on its way out, and raising the
+    same interruption at a later check on that way changes nothing of the ending."""
+    if _unheard and threading.current_thread() is threading.main_thread():
+        raise _interruption(_unheard.pop())
 
 
 def exit_status(interrupt: KeyboardInterrupt) -> int:
@@ -44,11 +70,14 @@ def describe(interrupt: KeyboardInterrupt) -> str:
 
 @contextmanager
 def terminations_interrupt() -> Iterator[None]:
-    """While inside, SIGTERM and SIGHUP raise ``Terminated`` in the main thread.
+    """While inside, SIGTERM and SIGHUP raise ``Terminated`` in the main thread, and
+    SIGINT ``KeyboardInterrupt``; each is remembered for ``raise_unheard`` too.
 
-    The first one raises; a repeat while the command unwinds is ignored, so a supervisor's
-    second SIGTERM cannot cut the lease's release short (SIGKILL still ends it). The
-    previous handlers come back on the way out (tests call the command in-process).
+    The first one raises; a repeat of SIGTERM or SIGHUP while the command unwinds is
+    ignored, so a supervisor's second SIGTERM cannot cut the lease's release short
+    (SIGKILL still ends it); a repeated Ctrl-C raises again, as Python's own handler
+    does. The previous handlers come back on the way out (tests call the command
+    in-process).
     """
     if threading.current_thread() is not threading.main_thread():
         yield  # only the main thread may set handlers; there is nothing to unwind here
@@ -56,14 +85,16 @@ def terminations_interrupt() -> Iterator[None]:
     raised = threading.Event()
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        if raised.is_set():
+        if raised.is_set() and signum != signal.SIGINT:
             return
         raised.set()
-        raise Terminated(signum)
+        _unheard[:] = [signum]
+        raise _interruption(signum)
 
-    previous = {signum: signal.signal(signum, handler) for signum in TERMINATING}
+    previous = {signum: signal.signal(signum, handler) for signum in INTERRUPTING}
     try:
         yield
     finally:
+        _unheard.clear()
         for signum, handling in previous.items():
             signal.signal(signum, handling)

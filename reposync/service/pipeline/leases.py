@@ -34,7 +34,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import ColumnElement, func, inspect, or_, select, update
 from sqlalchemy.orm import Session
 
-from reposync import metrics
+from reposync import metrics, signals
 from reposync.errors import LeaseLost, RunCancelled
 from reposync.lifecycle import ACTIVE_RUN_STATUSES, RunStatus, Stage
 from reposync.models import Binding, Run
@@ -80,7 +80,9 @@ class Lease:
     cancelled: threading.Event = field(default_factory=threading.Event)
 
     def check(self) -> None:
-        """Call right before every external write."""
+        """Call right before every external write (and a signal's interruption that a
+        finalizer dropped is raised here again: ``signals.raise_unheard``)."""
+        signals.raise_unheard()
         if self.lost.is_set():
             raise LeaseLost(f"lease generation {self.generation} of binding {self.binding_id} lost")
         if time.monotonic() >= self.deadline:

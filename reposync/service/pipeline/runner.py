@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from sqlalchemy.exc import InterfaceError, OperationalError
 
-from reposync import metrics
+from reposync import metrics, signals
 from reposync.errors import (
     AttemptsExhausted,
     DatabaseUnavailable,
@@ -201,6 +201,7 @@ def run_until_done(
     step: Step | None = first
     while step is not None:
         try:
+            signals.raise_unheard()
             if on_step is not None:
                 on_step(step)
         except (KeyboardInterrupt, SystemExit):  # between two steps: the lease is held

@@ -138,7 +138,9 @@ def test_sign_in_create_sync_watch_live_cancel_and_recover(
     )
     assert "1 write(s) whose outcome nobody observed" in problem.text
     browser.get(f"{base}/bindings/{binding_id}")
-    assert "write(s) of unknown outcome" in browser.page_source
+    # Waited for, not read at once: on a loaded machine the page left behind (its live
+    # stream ending) may still be unloading when ``get`` returns, and the source is empty.
+    wait.until(lambda b: "write(s) of unknown outcome" in b.page_source)
     browser.get(f"{base}/runs/{unknown_run}")
     wait.until(ec.element_to_be_clickable((By.ID, "recover"))).click()
     wait.until(ec.presence_of_element_located((By.ID, "recovered")))
