@@ -30,11 +30,13 @@ def test_an_interruption_dropped_in_a_finalizer_is_raised_again_once(signum, rai
 
 
 def test_an_interruption_heard_is_not_raised_after_the_command():
-    """The exception that reached the command ends it; nothing is left for the next."""
+    """The exception that reached the command ends it; nothing is left for the next, and
+    the handlers from before come back (under pytest-xdist SIGINT is ignored)."""
+    before = {signum: signal.getsignal(signum) for signum in signals.INTERRUPTING}
     with signals.terminations_interrupt(), pytest.raises(signals.Terminated):
         signal_self(signal.SIGTERM)
     signals.raise_unheard()
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert {signum: signal.getsignal(signum) for signum in signals.INTERRUPTING} == before
 
 
 @DROPPED
