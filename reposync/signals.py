@@ -76,8 +76,8 @@ def terminations_interrupt() -> Iterator[None]:
     The first one raises; a repeat of SIGTERM or SIGHUP while the command unwinds is
     ignored, so a supervisor's second SIGTERM cannot cut the lease's release short
     (SIGKILL still ends it); a repeated Ctrl-C raises again, as Python's own handler
-    does. The previous handlers come back on the way out (tests call the command
-    in-process).
+    does. A signal the process was started ignoring stays ignored (``nohup``). The
+    previous handlers come back on the way out (tests call the command in-process).
     """
     if threading.current_thread() is not threading.main_thread():
         yield  # only the main thread may set handlers; there is nothing to unwind here
@@ -91,7 +91,13 @@ def terminations_interrupt() -> Iterator[None]:
         _unheard[:] = [signum]
         raise _interruption(signum)
 
-    previous = {signum: signal.signal(signum, handler) for signum in INTERRUPTING}
+    # An ignored signal stays ignored: the parent chose so (``nohup`` ignores SIGHUP, a
+    # shell's background job SIGINT), and a closed terminal must not end the command.
+    previous = {
+        signum: signal.signal(signum, handler)
+        for signum in INTERRUPTING
+        if signal.getsignal(signum) is not signal.SIG_IGN
+    }
     try:
         yield
     finally:

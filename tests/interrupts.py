@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
+from collections.abc import Iterator
 
 import pytest
 
@@ -36,3 +38,21 @@ def lose(signum: int) -> None:
 
 #: What Python says of the exception it dropped in ``__del__``: the point of these tests.
 DROPPED = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+
+
+@pytest.fixture
+def python_default_signals() -> Iterator[None]:
+    """SIGINT, SIGTERM and SIGHUP as a Python started from a terminal has them, whatever
+    the test process inherited (a library another test ran may have left SIGINT
+    ignored, and the command keeps an ignore it finds); the previous handlers after."""
+    defaults = {
+        signal.SIGINT: signal.default_int_handler,
+        signal.SIGTERM: signal.SIG_DFL,
+        signal.SIGHUP: signal.SIG_DFL,
+    }
+    previous = {signum: signal.signal(signum, handler) for signum, handler in defaults.items()}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

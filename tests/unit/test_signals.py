@@ -8,7 +8,10 @@ import threading
 import pytest
 
 from reposync import signals
-from tests.interrupts import DROPPED, lose, signal_self
+from tests.interrupts import DROPPED, lose, python_default_signals, signal_self
+
+#: Every case sets and sends signals of its own, from Python's defaults.
+pytestmark = pytest.mark.usefixtures(python_default_signals.__name__)
 
 
 @DROPPED
@@ -68,3 +71,20 @@ def test_a_repeated_sigterm_is_ignored_and_a_repeated_ctrl_c_is_not():
         signal_self(signal.SIGTERM)  # while unwinding: ignored
         with pytest.raises(KeyboardInterrupt):
             signal_self(signal.SIGINT)
+
+
+def test_a_signal_the_process_was_started_ignoring_stays_ignored():
+    """``nohup reposync sync`` ignores SIGHUP, and so does the command: a closed terminal
+    does not end it. Before, the command put its own handler over the ignore and ended
+    with ``terminated by SIGHUP``."""
+    before = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with signals.terminations_interrupt():
+            signal_self(signal.SIGHUP)  # nothing raised
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            signals.raise_unheard()
+            with pytest.raises(signals.Terminated):
+                signal_self(signal.SIGTERM)
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, before)

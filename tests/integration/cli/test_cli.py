@@ -322,6 +322,15 @@ def test_an_aborted_handoff_exits_1_and_keeps_the_authority(capsys, tmp_path, da
     assert json.loads(out)["status"] == "requires_attention"
 
 
+def _signals_as_a_shell_leaves_them() -> None:
+    """In the child: SIGINT, SIGTERM and SIGHUP at their defaults, as a terminal's
+    foreground job or systemd starts a command. The test process may ignore some (a
+    library another test ran in it set SIGINT ignored), and the command keeps an
+    ignore it was started with, as ``nohup`` wants."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+
+
 def _applying_forge_items(database: Path) -> int:
     import sqlite3
 
@@ -370,7 +379,9 @@ def test_a_signal_then_the_next_invocation_resumes_and_reports_that_run(
     target = tmp_path / "dst.git"
     argv = [sys.executable, "-m", "reposync", "sync", f"local:{source}", f"local:{target}"]
     env = {**os.environ, "REPOSYNC_FAULTS": "local_forge.before_commit:sleep=60:times=1"}
-    interrupted = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True)
+    interrupted = subprocess.Popen(
+        argv, env=env, stderr=subprocess.PIPE, text=True, preexec_fn=_signals_as_a_shell_leaves_them
+    )
     deadline = time.monotonic() + 60
     while _applying_forge_items(data_dir / "reposync.db") == 0:
         assert interrupted.poll() is None, interrupted.communicate()
@@ -404,7 +415,9 @@ def test_sigterm_during_a_push_ends_git_and_everything_it_started(tmp_path, data
     hook.chmod(0o755)
     argv = [sys.executable, "-m", "reposync", "sync", f"local:{source}", f"local:{target}"]
     env = {**os.environ, "REPOSYNC_LOCAL_TARGET_HOOKS": "1"}  # the target's hooks run
-    syncing = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True)
+    syncing = subprocess.Popen(
+        argv, env=env, stderr=subprocess.PIPE, text=True, preexec_fn=_signals_as_a_shell_leaves_them
+    )
     deadline = time.monotonic() + 60
     while not hook_pid.exists() or not hook_pid.read_text().strip():
         assert syncing.poll() is None, syncing.communicate()

@@ -12,10 +12,11 @@ from reposync.service.bindings import SyncRequest
 from reposync.service.embedded import Progress, sync
 from reposync.signals import terminations_interrupt
 from tests.gitrepo import generate, init_bare, refs
-from tests.interrupts import DROPPED, lose
+from tests.interrupts import DROPPED, lose, python_default_signals
 
 
 @DROPPED
+@pytest.mark.usefixtures(python_default_signals.__name__)
 def test_ctrl_c_dropped_in_a_finalizer_still_ends_the_sync_resumable(ctx, tmp_path):
     """Ctrl-C arrives while the garbage collector runs a finalizer in the middle of the
     Run: Python drops its ``KeyboardInterrupt``. The next lease check raises it again,
