@@ -387,7 +387,10 @@ def post(
                 retry_after=_retry_after(response.getheader("Retry-After")),
             )
         except (OSError, http.client.HTTPException) as exc:
-            cut = connection.expired.is_set()
+            # The socket's own timeout is the same length as the watchdog's: whichever
+            # fires first, the answer did not come in time (on a loaded machine the
+            # socket's won, and the error said "TimeoutError: timed out" instead).
+            cut = connection.expired.is_set() or isinstance(exc, TimeoutError)
             last_error = (
                 f"no answer within {timeout:g}s" if cut else f"{type(exc).__name__}: {exc}"
             )[:500]

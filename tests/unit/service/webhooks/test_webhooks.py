@@ -9,6 +9,7 @@ import dataclasses
 import ipaddress
 import json
 import os
+import threading
 import time
 import uuid
 from datetime import UTC, datetime
@@ -476,6 +477,22 @@ def test_post_gives_up_after_its_timeout_as_a_whole():
         answer = post(hook.url, b"{}", {}, timeout=0.5, networks=LOOPBACK)
         assert answer.status is None
         assert answer.error == "no answer within 0.5s"
+
+
+def test_post_says_the_same_when_the_sockets_timeout_fires_before_the_watchdog(monkeypatch):
+    """Both last ``timeout``; on a loaded machine the socket's came first, and the
+    answer said ``TimeoutError: timed out`` instead of the time it waited (CI saw it)."""
+    from reposync.service.webhooks import webhook_transport
+
+    class Late(threading.Timer):
+        def start(self) -> None:  # the watchdog never fires: the socket's timeout does
+            pass
+
+    monkeypatch.setattr(webhook_transport.threading, "Timer", Late)
+    with receiver() as hook:
+        hook.answer(HANG)
+        answer = post(hook.url, b"{}", {}, timeout=0.5, networks=LOOPBACK)
+    assert (answer.status, answer.error) == (None, "no answer within 0.5s")
 
 
 def test_post_reports_a_refused_connection_as_no_answer():
