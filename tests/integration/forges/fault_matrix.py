@@ -54,10 +54,17 @@ def parametrized(chosen: list[Case]) -> pytest.MarkDecorator:
 
 
 def strike(fake: Any, host: str, method: str, path: str, answer: int | str, lasting: bool) -> Any:
-    """The fault of a case on ``fake``'s ``host``: an HTTP error (a 429 saying to retry
-    after a second; a 403 saying so would be a rate limit too), or with ``"lost"`` the
-    work done and the connection closed before the answer. Returns its rule."""
-    count = None if lasting else 1
+    """The fault of a case on ``fake``'s ``host``, once or from then on (``fault``)."""
+    return fault(fake, host, method, path, answer, None if lasting else 1)
+
+
+def fault(
+    fake: Any, host: str, method: str, path: str, answer: int | str, count: int | None
+) -> Any:
+    """An HTTP error on ``fake``'s ``host`` (a 429 saying to retry after a second; a 403
+    saying so would be a rate limit too), or with ``"lost"`` the work done and the
+    connection closed before the answer, for ``count`` matching requests (``None``: from
+    then on). Returns its rule."""
     if answer == "lost":
         return fake.faults.commit_then_drop(method, path, drop="close", host=host, count=count)
     return fake.faults.error(

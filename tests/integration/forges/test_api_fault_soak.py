@@ -36,7 +36,7 @@ import pytest
 from reposync.service.bindings import SyncRequest
 from reposync.service.embedded import sync
 from tests.gitrepo import commit_on, generate, refs, set_ref
-from tests.integration.forges.fault_matrix import SOAK, converge
+from tests.integration.forges.fault_matrix import SOAK, converge, fault
 from tests.integration.forges.test_forge_sync import forge, populate
 
 #: Where a fault may strike, by host, method and path: the API's creates, edits and
@@ -120,13 +120,7 @@ def test_rounds_of_edits_with_writes_failing_converge_with_nothing_lost_or_twice
 
 def _strike(fake: Any, rng: random.Random) -> Any:
     host, method, path = rng.choice(PLACES)
-    answer, count = rng.choice(ANSWERS), rng.choice([1, 1, 2])
-    if answer == "lost":
-        return fake.faults.commit_then_drop(method, path, drop="close", host=host, count=count)
-    retry_after = 1 if answer == 429 else None
-    return fake.faults.error(
-        method, path, status=int(answer), host=host, count=count, retry_after=retry_after
-    )
+    return fault(fake, host, method, path, rng.choice(ANSWERS), rng.choice([1, 1, 2]))
 
 
 def _edit(source: Path, rng: random.Random, round_no: int, expected: Expected) -> list[str]:
