@@ -95,6 +95,10 @@ class Settings:
     #: (OpenSSH) a server that answers nothing for as long is given up the same way
     #: (``ServerAliveInterval``, ``ConnectTimeout``).
     git_stall_seconds: float = 300.0
+    #: Seconds a Run waits when a Git host answers a git request 429 (its rate limit, or
+    #: a proxy's): git reports no ``Retry-After``, so this stands in for it (GitHub says to
+    #: wait a minute when it sends none). The Run is deferred, as for an API's limit.
+    git_rate_limit_wait: float = 60.0
     #: How often one stage may be (re)started before the Run fails; caps redelivery loops.
     max_stage_attempts: int = 5
     #: Seconds before a stage that failed for a retryable reason (a forge or database
@@ -303,9 +307,11 @@ class Settings:
                 self.git_stall_seconds,
             )
             < 0
+            or self.git_rate_limit_wait <= 0
         ):
             raise ConfigurationError(
-                "REPOSYNC_LEASE_TTL and the REPOSYNC_*BATCH_MAX_* limits must be positive "
+                "REPOSYNC_LEASE_TTL, REPOSYNC_GIT_RATE_LIMIT_WAIT and the "
+                "REPOSYNC_*BATCH_MAX_* limits must be positive "
                 "(REPOSYNC_GIT_MAX_PUSH_PACK_BYTES, REPOSYNC_GIT_MAX_REF_UPDATES_PER_PUSH and "
                 "REPOSYNC_GIT_STALL_SECONDS: 0 or more)"
             )
@@ -550,6 +556,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "git_max_push_pack_bytes": int,
     "git_max_ref_updates_per_push": int,
     "git_stall_seconds": float,
+    "git_rate_limit_wait": float,
     "max_stage_attempts": int,
     "max_item_attempts": int,
     "retry_backoff": float,

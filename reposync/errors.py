@@ -51,6 +51,7 @@ into this tree at one boundary each, never leaked.
     ├── RunCancelled                    run_cancelled            (a cancel stopped a running push)
     ├── AttemptsExhausted               attempts_exhausted
     ├── GitTransportError               git_transport_failed     (retryable)
+    │   └── GitRateLimited              git_rate_limited         (a Run waits: GIT_RATE_LIMIT_WAIT)
     └── ProviderError                   provider_error
         ├── PermissionDenied            permission_denied
         │   └── GitCredentialsRefused   git_credentials_refused  (renewed once where it can be)
@@ -85,7 +86,7 @@ everything else, so a new class has one without restating it::
     authorization_required    Unauthenticated, Forbidden, ConnectionNotGranted,
                               PermissionDenied (GitCredentialsRefused), VisibilityUnconfirmed,
                               GitHubCodeRefused
-    temporarily_rate_limited  RateLimited
+    temporarily_rate_limited  RateLimited, GitRateLimited
     quota_exceeded            QuotaExceeded
     external_result_unknown   ResultUnknown, ResultUnknownUnresolved
     repository_conflict       Conflict
@@ -580,6 +581,27 @@ class GitTransportError(ReposyncError):
     retryable = True
     http_status = 502
     suggested_action = "check that both repositories are reachable; the Run can be retried"
+
+
+class GitRateLimited(GitTransportError):
+    """A Git host answered a git request HTTP 429: its rate limit, or a proxy's before it.
+
+    A Run waits for it as for an API's rate limit (the runner defers it; no item spends
+    an attempt), rather than spend the stage's attempts on backoff that the limit outlasts.
+    git reports no ``Retry-After``, so the wait is ``REPOSYNC_GIT_RATE_LIMIT_WAIT``. The
+    request that met the limit wrote nothing: of a push, ``unsent_refs`` names the refs no
+    request of it carried past the limit (as ``GitCredentialsRefused`` does).
+    """
+
+    code = "git_rate_limited"
+    problem_type = ProblemType.TEMPORARILY_RATE_LIMITED
+    http_status = 429
+    suggested_action = "nothing: the Run waits for the Git host's limit and resumes"
+
+    def __init__(self, message: str, *, unsent_refs: frozenset[str] | None = None) -> None:
+        super().__init__(message)
+        #: Of a push: the refs that did not land (``GitCredentialsRefused.unsent_refs``).
+        self.unsent_refs = unsent_refs
 
 
 class ProviderError(ReposyncError):

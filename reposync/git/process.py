@@ -11,13 +11,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import queue
+import re
 import signal
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from reposync.errors import GitCredentialsRefused, GitTransportError
+from reposync.errors import GitCredentialsRefused, GitRateLimited, GitTransportError
 from reposync.git import procfs
 from reposync.git.environment import git_env
 from reposync.guards import current_guard
@@ -194,15 +195,23 @@ def credentials_refused(stderr: str) -> str | None:
     return next((how for words, how in _CREDENTIALS_REFUSED if words in lowered), None)
 
 
-def git_failure(what: str, stderr: str) -> GitTransportError | GitCredentialsRefused:
+#: What git prints when an HTTP remote answered 429 (curl's words; "RPC failed" on a POST).
+_RATE_LIMITED = re.compile(r"(returned error: |\bHTTP )429\b", re.IGNORECASE)
+
+
+def git_failure(
+    what: str, stderr: str
+) -> GitTransportError | GitCredentialsRefused | GitRateLimited:
     """The error of a git command (``what``) that failed saying ``stderr``: the remote's
-    refusal of its credentials, which no retry with the same ones clears, or a transport
-    failure, which a retry may."""
+    refusal of its credentials, which no retry with the same ones clears; its rate limit,
+    which a Run waits out; or a transport failure, which a retry may clear."""
     refused = credentials_refused(stderr)
     if refused is not None:
         return GitCredentialsRefused(
             f"{what}: the remote refused git's credentials ({refused}): {last_line(stderr)}"
         )
+    if _RATE_LIMITED.search(stderr):
+        return GitRateLimited(f"{what}: the Git host's rate limit (HTTP 429): {last_line(stderr)}")
     return GitTransportError(f"{what} failed: {last_line(stderr)}")
 
 

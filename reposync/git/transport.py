@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from reposync.errors import GitCredentialsRefused, GitTransportError
+from reposync.errors import GitCredentialsRefused, GitRateLimited, GitTransportError
 from reposync.git.packsize import PackEstimator, advertised_oids, store_bytes
 from reposync.git.process import git_failure, last_line, run_git
 from reposync.git.progress import ProgressReader, TransferProgress, without_progress
@@ -193,10 +193,11 @@ def push(
     ``gate_closed`` is set and nothing else: every ref is still to push.
 
     Raises ``GitTransportError`` when git cannot talk to the target at all, and
-    ``GitCredentialsRefused`` when the target refused its credentials, naming the refs
-    no push carried past them (``unsent_refs``: they did not land, whatever the pushes
-    before did). Refused refs are reported, not raised: ``rejected`` (conflicts) apart
-    from ``refused`` (the target's own reasons).
+    ``GitCredentialsRefused`` when the target refused its credentials or
+    ``GitRateLimited`` when it answered 429, each naming the refs no push carried past
+    it (``unsent_refs``: they did not land, whatever the pushes before did). Refused
+    refs are reported, not raised: ``rejected`` (conflicts) apart from ``refused`` (the
+    target's own reasons).
     """
     if gate is None:
         return _push(
@@ -297,10 +298,11 @@ def _push(
                         + len(outcome.too_large)
                     )
                     on_push(settled, len(updates))
-    except GitCredentialsRefused as refused:
-        # Pushes before it may have landed (read-back proves them); the rest did not.
+    except (GitCredentialsRefused, GitRateLimited) as refused:
+        # Refused before any ref of its request was written: pushes before it may have
+        # landed (read-back proves them); the rest did not.
         unsent = frozenset(u.name for u in updates if u.name not in outcome.sent)
-        raise GitCredentialsRefused(refused.message, unsent_refs=unsent) from None
+        raise type(refused)(refused.message, unsent_refs=unsent) from None
     return outcome
 
 

@@ -7,7 +7,12 @@ import base64
 
 import pytest
 
-from reposync.errors import GitCredentialsRefused, PermissionDenied
+from reposync.errors import (
+    GitCredentialsRefused,
+    GitRateLimited,
+    GitTransportError,
+    PermissionDenied,
+)
 from reposync.providers.base import EndpointSpec
 from reposync.providers.forgejo import ForgejoProvider
 from reposync.sync.vocabulary import ObjectType
@@ -95,3 +100,34 @@ def test_a_token_git_stops_taking_fails_at_once_and_is_not_asked_again(forgejo_f
     assert raised.value.code == "git_credentials_refused"
     assert "acme/app" in raised.value.message
     assert [status for _, _, status in forgejo_fake.git_requests] == [401]
+
+
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [(429, GitRateLimited), (503, GitTransportError)],
+    ids=["429", "503"],
+)
+def test_a_git_failure_is_not_taken_for_a_missing_repository_by_a_404_in_its_url(
+    forgejo_fake, env, status, error
+):
+    """git's words name the URL it failed on, and a URL may hold "404" (a port such as
+    40443, an owner "team404"). Forgejo's "missing" words are curl's "returned error:
+    404", not the bare number: before, any failure of a listing on such a URL was taken
+    for a missing repository, the Git host lagging behind its API, so a rate limit was
+    retried as a transport failure (the Git host matrix failed so when the test
+    server's random port held 404)."""
+    environment, _ = env
+    # public: the token (acme's) reads it, and the API shows it
+    forgejo_fake.state.create_repo("team404/app", auto_init=True).private = False
+    forgejo_fake.faults.error("GET", r"/team404/app\.git/info/refs$", status=status, host="git")
+    provider = ForgejoProvider.open(
+        EndpointSpec("forgejo", locator(forgejo_fake, "team404/app")), environment
+    )
+    try:
+        with pytest.raises(GitTransportError) as raised:
+            list(provider.inventory_index([ObjectType.GIT_REF]).entries)
+    finally:
+        provider.close()
+    assert type(raised.value) is error
+    assert "does not find the repository" not in raised.value.message
+    assert f"returned error: {status}" in raised.value.message

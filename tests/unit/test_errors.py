@@ -47,6 +47,7 @@ KINDS = {
     errors.VisibilityUnconfirmed: "authorization_required",
     errors.GitHubCodeRefused: "authorization_required",
     errors.RateLimited: "temporarily_rate_limited",
+    errors.GitRateLimited: "temporarily_rate_limited",
     errors.QuotaExceeded: "quota_exceeded",
     errors.ResultUnknown: "external_result_unknown",
     errors.ResultUnknownUnresolved: "external_result_unknown",

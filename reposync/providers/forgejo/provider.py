@@ -518,7 +518,7 @@ class ForgejoProvider(
             remote or self.git_remote(write=False),
             self._repo,
             missing_ok=missing_ok,
-            missing=("not found", "404"),
+            missing=("not found", "returned error: 404"),
             shown=shown_by(self.client.get, f"/repos/{self._repo}"),
         )
 

@@ -16,6 +16,7 @@ from reposync import metrics, signals
 from reposync.errors import (
     AttemptsExhausted,
     DatabaseUnavailable,
+    GitRateLimited,
     LeaseLost,
     RateLimited,
     ReposyncError,
@@ -130,9 +131,9 @@ def _execute_claimed(ctx: ServiceContext, lease: Lease, run: Run) -> Step | None
                 next_stage = HANDLERS[Stage(run.stage)](ex)
             except LeaseLost:
                 raise
-            except RateLimited as limited:
-                log.warning("run %s deferred until %s: %s", run.id, limited.retry_at, limited)
-                finalizing.defer(ex, limited)
+            except (RateLimited, GitRateLimited) as limited:
+                retry_at = finalizing.defer(ex, limited)
+                log.warning("run %s deferred until %s: %s", run.id, retry_at, limited)
                 return None
             except (OperationalError, InterfaceError) as exc:
                 # The database went away mid-stage. Saying so needs the database: if it

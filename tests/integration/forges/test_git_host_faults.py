@@ -13,7 +13,12 @@ The kinds of answer and what they must give:
 * 401 and 403 (the credentials refused): ``git_credentials_refused`` on the first
   refusal, never retried with backoff (a personal token cannot be renewed).
 * 413 on the push (a proxy's size limit): each ref fails ``push_too_large``.
-* a server error, 429, 404 (the Git host lagging behind the API, which still shows the
+* 429 (the host's rate limit, or a proxy's): the Run waits, as for an API's limit
+  (a ``deferred`` event saying ``git_rate_limited``, never the stage's retries with
+  backoff, no ref left unknown); once, it completes after the wait; from then on it
+  waits again each time, never failing. Before, it was a transport failure: retried
+  with backoff, and failed once the stage's attempts were spent.
+* a server error, 404 (the Git host lagging behind the API, which still shows the
   repository), or 413 elsewhere than the push, once: healed within the Run (halves, or
   a stage's retry).
 * one from then on: ``git_transport_failed`` once the stage's attempts are spent.
@@ -22,13 +27,18 @@ The kinds of answer and what they must give:
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
+from typing import Any
 
 import pytest
+from sqlalchemy import select
 
+from reposync.models import RunEvent
 from reposync.service.bindings import SyncRequest
 from reposync.service.embedded import sync
 from tests.gitrepo import generate, refs
+from tests.integration.conftest import event_messages
 from tests.integration.forges.fault_matrix import converge
 from tests.integration.forges.test_github_sync import ADVERTISEMENT
 
@@ -68,13 +78,19 @@ def test_a_git_request_the_forge_fails_is_named_and_loses_nothing(
             after=after,
             count=None if persistent else 1,
         )
-    ctx.settings = replace(ctx.settings, retry_backoff=0.01, max_stage_attempts=3)
+    ctx.settings = replace(
+        ctx.settings, retry_backoff=0.01, max_stage_attempts=3, git_rate_limit_wait=0.2
+    )
+    if answer == 429 and persistent:  # ``sync`` waits out no limit: it says when to resume
+        ctx.settings = replace(ctx.settings, embedded_max_wait=0.1)
     source = generate(tmp_path / "src.git", commits=3, branches=2, tags=1)
     request = SyncRequest(f"local:{source}", host.target)
 
     run = sync(ctx, request)
 
     assert rule.hits >= 1, "the fault never struck: its place is not where the Run asks"
+    if answer == 429:
+        run = _waited_for_the_limit(ctx, fake, run, request, persistent)
     codes = [p["error_code"] for p in run.report["problems"]]
     if answer in (401, 403):
         assert run.status == "failed"
@@ -87,7 +103,7 @@ def test_a_git_request_the_forge_fails_is_named_and_loses_nothing(
         assert codes == ["push_too_large"]
     elif answer in (404, 413, 429, 500, 503) and not persistent:
         assert run.status == "completed", codes
-    elif answer in (404, 413, 429, 500, 503):
+    elif answer in (404, 413, 500, 503):
         assert run.status != "completed"
         assert codes[0] == "git_transport_failed", codes
     if run.status != "completed":
@@ -98,3 +114,45 @@ def test_a_git_request_the_forge_fails_is_named_and_loses_nothing(
     pushes = len(host.pushes())
     assert sync(ctx, request).status == "completed"
     assert len(host.pushes()) == pushes  # nothing left to push
+
+
+def _waited_for_the_limit(
+    ctx: Any, fake: Any, run: Any, request: SyncRequest, persistent: bool
+) -> Any:
+    """A 429 deferred the Run (``git_rate_limited``), and no stage retry was spent on it.
+    From then on: the Run waits again at each resume and never fails; once the limit
+    lifts, it resumes and completes. Returns the Run as it ended."""
+    assert "retry_scheduled" not in _event_types(ctx, run.id)
+    deferred = event_messages(ctx, run.id, "deferred")
+    assert deferred, "a 429 defers the Run"
+    assert all("HTTP 429" in message for message in deferred), deferred
+    assert _deferral_codes(ctx, run.id) == {"git_rate_limited"}
+    if not persistent:
+        return run
+    for _ in range(3):  # past max_stage_attempts: a failure would have ended it by now
+        assert (run.status, run.retry_at is not None) == ("queued", True), run.report
+        time.sleep(0.25)  # past retry_at: the next ``sync`` resumes the Run
+        again = sync(ctx, request)
+        assert again.id == run.id
+        run = again
+    assert len(event_messages(ctx, run.id, "deferred")) >= 4  # more: a resume that waited
+    fake.faults.clear()
+    ctx.settings = replace(ctx.settings, embedded_max_wait=900.0)
+    finished = sync(ctx, request)  # waits out the last deferral, then resumes the Run
+    assert (finished.id, finished.status) == (run.id, "completed"), finished.report
+    return finished
+
+
+def _event_types(ctx: Any, run_id: int) -> set[str]:
+    with ctx.db.session() as session:
+        return set(
+            session.execute(select(RunEvent.type).where(RunEvent.run_id == run_id)).scalars()
+        )
+
+
+def _deferral_codes(ctx: Any, run_id: int) -> set[str]:
+    with ctx.db.session() as session:
+        counts = session.execute(
+            select(RunEvent.counts).where(RunEvent.run_id == run_id, RunEvent.type == "deferred")
+        ).scalars()
+        return {str(c.get("error_code")) for c in counts}

@@ -447,6 +447,44 @@ def test_a_token_refused_between_two_pushes_leaves_only_the_first_s_refs_to_prov
     assert [len(updates) for updates in fake.receive_pack_requests] == [5, 3]
 
 
+def test_a_git_rate_limit_between_two_pushes_defers_the_run_and_no_ref_is_left_unknown(
+    tmp_path, world
+):
+    """The same batch meets the Git host's rate limit (HTTP 429) at the second push. The
+    Run waits for it instead of failing: the second push's refs never went (planned,
+    their attempt given back), the first's wait for read-back, and once the limit lifts
+    the same Run proves them and pushes the other 3 alone, with no recovery. No item
+    spends an attempt on the wait. Before, the 429 was a transport failure retried with
+    backoff until the stage gave up."""
+    ctx, _, fake = world
+    fake.faults.error("GET", ADVERTISEMENT, status=429, host="git", after=2, count=None)
+    ctx.settings = replace(
+        ctx.settings,
+        retry_backoff=0.01,
+        git_max_ref_updates_per_push=5,
+        git_rate_limit_wait=0.2,
+        embedded_max_wait=0.1,  # ``sync`` returns the deferred Run instead of waiting
+    )
+    source = generate(tmp_path / "few.git", commits=5, branches=4, tags=3)
+    request = SyncRequest(f"local:{source}", f"github:{REPO}")
+
+    run = sync(ctx, request)
+
+    assert (run.status, run.retry_at is not None) == ("queued", True)
+    ref_items = [i for i in items_of(ctx, run.id) if i.object_type == "git_ref"]
+    assert sorted(i.state for i in ref_items) == ["applying"] * 5 + ["planned"] * 3
+    assert {i.attempt_count for i in ref_items} == {0}  # waiting for a limit is no attempt
+    assert _receive_pack_statuses(fake) == [200]
+    assert len(_git_refs(fake)) == 5
+
+    fake.faults.clear()
+    ctx.settings = replace(ctx.settings, embedded_max_wait=900.0)
+    again = sync(ctx, request)
+    assert (again.id, again.status) == (run.id, "completed"), again.report["problems"]
+    assert _git_refs(fake) == refs(source)
+    assert [len(updates) for updates in fake.receive_pack_requests] == [5, 3]
+
+
 def test_a_token_git_stops_taking_before_a_fetch_fails_the_run_at_once(tmp_path, world):
     """The same on the way in: GitHub is the source, and its token is refused between
     the inventory and the fetch of the refs' objects."""

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from reposync.errors import GitCredentialsRefused, GitTransportError
+from reposync.errors import GitCredentialsRefused, GitRateLimited, GitTransportError
 from reposync.git.process import credentials_refused, git_failure, run_git
 from tests.http_server import serving
 
@@ -70,6 +70,20 @@ def test_other_http_failures_stay_transport_failures(host, status):
     error = git_failure("git ls-remote", result.stderr)
     assert type(error) is GitTransportError
     assert error.retryable is True
+
+
+def test_a_remote_answering_429_is_its_rate_limit(host):
+    """A Git host's (or a proxy's) 429 is a limit to wait out, not a transport failure to
+    retry with backoff: what git prints for the listing's GET and for a push's POST."""
+    result = run_git(["git", "ls-remote", f"{host}/429/repo.git"], check=False)
+    assert result.returncode != 0
+    error = git_failure("git ls-remote", result.stderr)
+    assert type(error) is GitRateLimited
+    assert "the Git host's rate limit (HTTP 429)" in error.message
+    assert (error.code, error.problem_type) == ("git_rate_limited", "temporarily_rate_limited")
+    post = "error: RPC failed; HTTP 429 curl 22 The requested URL returned error: 429\n"
+    assert type(git_failure("git push", post)) is GitRateLimited
+    assert type(git_failure("git push", "fatal: early EOF\n")) is GitTransportError
 
 
 def test_words_of_ssh_and_of_a_push_are_recognised():

@@ -16,7 +16,7 @@ from sqlalchemy import Table, func, select, update
 from sqlalchemy.orm import Session
 
 from reposync import faults, metrics
-from reposync.errors import LeaseLost, RateLimited, ReposyncError
+from reposync.errors import GitRateLimited, LeaseLost, RateLimited, ReposyncError
 from reposync.lifecycle import RunMode, RunStatus, Stage, Trigger
 from reposync.models import Binding, InventoryEntry, Run, RunItem, utcnow
 from reposync.service.context import Step
@@ -184,14 +184,29 @@ def _follow_ups_before(session: Session, run: Run) -> int:
     return depth
 
 
-def defer(ex: StageExecution, limited: RateLimited) -> None:
-    """A rate limit: the Run waits for ``retry_at`` (queued, lease released), not failed.
+def defer(ex: StageExecution, limited: RateLimited | GitRateLimited) -> datetime:
+    """A rate limit: the Run waits for ``retry_at`` (queued, lease released), not failed;
+    returns when it resumes.
 
     It resumes from its persisted stage and RunItems: the recovery tick dispatches it
     once ``retry_at`` has passed, and ``reposync sync`` waits for it or picks it up.
     Waiting for a limit is no failed attempt: the stage's attempt counter starts over.
+    A Git host's limit says no time (git shows no ``Retry-After``): the Run waits
+    ``git_rate_limit_wait`` on the providers' clock, what ``reposync sync`` waits on.
     """
-    _wait(ex, limited.retry_at, f"{limited.message}; resumes at {limited.retry_at.isoformat()}")
+    if isinstance(limited, RateLimited):
+        retry_at = limited.retry_at
+    else:
+        assert ex.ctx.environment is not None
+        wait = timedelta(seconds=ex.ctx.settings.git_rate_limit_wait)
+        retry_at = ex.ctx.environment.clock.now() + wait
+    _wait(
+        ex,
+        retry_at,
+        f"{limited.message}; resumes at {retry_at.isoformat()}",
+        error_code=limited.code,
+    )
+    return retry_at
 
 
 def retry_or_finish(ex: StageExecution, error: ReposyncError) -> RunStatus | None:
@@ -237,10 +252,13 @@ def _wait(
     with ex.fenced() as session:
         ex.flush_io(session)
         session.execute(update(Run).where(Run.id == ex.run_id).values(**values))
-        if error_code is None:
-            ex.event(session, "deferred", message)
-        else:
-            ex.event(session, "retry_scheduled", message, error_code=error_code)
+        # A retry spends the stage's attempt; a deferral (a rate limit) spends none.
+        ex.event(
+            session,
+            "retry_scheduled" if keep_attempts else "deferred",
+            message,
+            **({} if error_code is None else {"error_code": error_code}),
+        )
         release(session, ex.lease)
 
 

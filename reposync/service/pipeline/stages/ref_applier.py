@@ -19,6 +19,7 @@ from sqlalchemy import select
 from reposync.errors import (
     Conflict,
     GitCredentialsRefused,
+    GitRateLimited,
     GitTransportError,
     ProviderError,
     PushTooLarge,
@@ -191,7 +192,8 @@ class GitRefApplier:
                         borrow=target_remote.objects_dir,
                     )
                 )
-            except GitCredentialsRefused as refused:  # the source's: nothing went out
+            except (GitCredentialsRefused, GitRateLimited) as refused:
+                # The source's refusal or limit: nothing went out.
                 raise WriteStopped(refused, [item.id for item in items]) from None
             objects_dir = str(fetched.objects_dir)
             ex.count_io("fetches")
@@ -246,7 +248,7 @@ class GitRefApplier:
                     break
                 held_back = move_lfs_objects(ex, workspace.path, items, proof)
                 proof = None
-        except GitCredentialsRefused as refused:
+        except (GitCredentialsRefused, GitRateLimited) as refused:
             unsent = refused.unsent_refs
             if unsent is None:
                 raise
