@@ -195,6 +195,11 @@ def credentials_refused(stderr: str) -> str | None:
     return next((how for words, how in _CREDENTIALS_REFUSED if words in lowered), None)
 
 
+def rate_limited(stderr: str) -> bool:
+    """Whether git failed because an HTTP remote answered 429 (its limit, or a proxy's)."""
+    return _RATE_LIMITED.search(stderr) is not None
+
+
 #: What git prints when an HTTP remote answered 429 (curl's words; "RPC failed" on a POST).
 _RATE_LIMITED = re.compile(r"(returned error: |\bHTTP )429\b", re.IGNORECASE)
 
@@ -210,7 +215,7 @@ def git_failure(
         return GitCredentialsRefused(
             f"{what}: the remote refused git's credentials ({refused}): {last_line(stderr)}"
         )
-    if _RATE_LIMITED.search(stderr):
+    if rate_limited(stderr):
         return GitRateLimited(f"{what}: the Git host's rate limit (HTTP 429): {last_line(stderr)}")
     return GitTransportError(f"{what} failed: {last_line(stderr)}")
 

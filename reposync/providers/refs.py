@@ -90,8 +90,7 @@ def ls_remote(
         result = run_git(["git", "ls-remote", remote.url], env=remote.env, check=False)
         if result.returncode == 0:
             return result.stdout
-        absent = any(word in result.stderr.lower() for word in missing)
-        if absent and credentials_refused(result.stderr) is None:
+        if says_missing(result.stderr, missing) and credentials_refused(result.stderr) is None:
             if missing_ok:
                 return None
             if shown is not None and shown():
@@ -112,6 +111,14 @@ def ls_remote(
         if name.startswith("refs/") and not name.endswith("^{}"):
             refs.append((name, oid))
     return refs
+
+
+def says_missing(stderr: str, missing: tuple[str, ...]) -> bool:
+    """Whether git's ``stderr`` says the repository is not there, in one of a forge's
+    ``missing`` words. Words, not numbers: git names the URL it failed on, and a port
+    (40443) or an owner (team404) must not read as a 404."""
+    lowered = stderr.lower()
+    return any(word in lowered for word in missing)
 
 
 def shown_by(get: Callable[[str], object], path: str) -> Callable[[], bool]:

@@ -92,6 +92,10 @@ from reposync.sync.canonical import (
 )
 from reposync.sync.vocabulary import ObjectType
 
+#: How Forgejo's git says a repository is not there (hidden from the token, or a wiki not
+#: made yet): git's "not found", or curl's 404 (``refs.says_missing``).
+GIT_MISSING = ("not found", "returned error: 404")
+
 
 @dataclass(frozen=True, slots=True)
 class _Opened:
@@ -518,7 +522,7 @@ class ForgejoProvider(
             remote or self.git_remote(write=False),
             self._repo,
             missing_ok=missing_ok,
-            missing=("not found", "returned error: 404"),
+            missing=GIT_MISSING,
             shown=shown_by(self.client.get, f"/repos/{self._repo}"),
         )
 

@@ -37,6 +37,7 @@ import requests
 
 from reposync.config import Settings
 from reposync.errors import (
+    GitRateLimited,
     GitTransportError,
     NotARepository,
     PermissionDenied,
@@ -47,7 +48,7 @@ from reposync.errors import (
     UsageError,
 )
 from reposync.git.environment import ssh_stall_guard, stall_guard
-from reposync.git.process import last_line, run_git
+from reposync.git.process import last_line, rate_limited, run_git
 from reposync.providers.base import (
     EmptyChecker,
     EndpointInfo,
@@ -344,19 +345,26 @@ class GitRemoteProvider(Provider, GitRemoteSource, EmptyChecker, LfsThroughBacke
 
     def _failure(self, result: subprocess.CompletedProcess[str], doing: str) -> ReposyncError:
         """What a failed git command says about the remote, in the error tree."""
-        said = last_line(result.stderr)
-        lowered = result.stderr.lower()
-        where = f"git:{self.remote.url}"
-        if any(word in lowered for word in _DENIED):
-            return PermissionDenied(
-                f"git cannot {doing} {where}: {said} (credentials come from git's credential "
-                "helpers or the SSH agent of the service's user)"
-            )
-        if any(word in lowered for word in _MISSING):
-            return RepositoryNotFound(f"{where} does not exist: {said}")
-        if any(word in lowered for word in _UNREACHABLE):
-            return ProviderUnavailable(f"{where} did not answer: {said}")
-        return GitTransportError(f"git could not {doing} {where}: {said}")
+        return remote_failure(result.stderr, doing, f"git:{self.remote.url}")
+
+
+def remote_failure(stderr: str, doing: str, where: str) -> ReposyncError:
+    """The error of git failing to ``doing`` ``where`` saying ``stderr``: by git's and
+    curl's words, never by a number alone (the URL git names may hold any)."""
+    said = last_line(stderr)
+    lowered = stderr.lower()
+    if any(word in lowered for word in _DENIED):
+        return PermissionDenied(
+            f"git cannot {doing} {where}: {said} (credentials come from git's credential "
+            "helpers or the SSH agent of the service's user)"
+        )
+    if any(word in lowered for word in _MISSING):
+        return RepositoryNotFound(f"{where} does not exist: {said}")
+    if rate_limited(stderr):
+        return GitRateLimited(f"git cannot {doing} {where}: its rate limit (HTTP 429): {said}")
+    if any(word in lowered for word in _UNREACHABLE):
+        return ProviderUnavailable(f"{where} did not answer: {said}")
+    return GitTransportError(f"git could not {doing} {where}: {said}")
 
 
 def _default_branch(listed: Listing) -> CanonicalObject | None:
