@@ -98,6 +98,7 @@ def test_each_failure_is_read_as_what_it_is():
     """The plain URL's answers, so the property above compares against the right ones."""
     assert classified(MESSAGES["listing 429"](PLAIN))[:3] == ("GitRateLimited", None, True)
     assert classified(MESSAGES["push 429"](PLAIN))[0] == "GitRateLimited"
+    assert classified(MESSAGES["listing 429"](PLAIN))[-1] == "GitRateLimited"  # a plain remote
     assert classified(MESSAGES["listing 401"](PLAIN))[:2] == ("GitCredentialsRefused", "HTTP 401")
     assert classified(MESSAGES["listing 404"](PLAIN))[3:5] == (True, True)
     assert classified(MESSAGES["push 404"](PLAIN))[3:5] == (True, False)
