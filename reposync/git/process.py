@@ -195,13 +195,13 @@ def credentials_refused(stderr: str) -> str | None:
     return next((how for words, how in _CREDENTIALS_REFUSED if words in lowered), None)
 
 
+#: What git prints when an HTTP remote answered 429 (curl's words; "RPC failed" on a POST).
+_RATE_LIMITED = re.compile(r"(returned error: |\bHTTP )429\b", re.IGNORECASE)
+
+
 def rate_limited(stderr: str) -> bool:
     """Whether git failed because an HTTP remote answered 429 (its limit, or a proxy's)."""
     return _RATE_LIMITED.search(stderr) is not None
-
-
-#: What git prints when an HTTP remote answered 429 (curl's words; "RPC failed" on a POST).
-_RATE_LIMITED = re.compile(r"(returned error: |\bHTTP )429\b", re.IGNORECASE)
 
 
 def git_failure(
