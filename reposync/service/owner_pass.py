@@ -34,7 +34,14 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from reposync.errors import RateLimited, ReposyncError, ResultUnknown, UnschedulableCron, UsageError
+from reposync.errors import (
+    GitRateLimited,
+    RateLimited,
+    ReposyncError,
+    ResultUnknown,
+    UnschedulableCron,
+    UsageError,
+)
 from reposync.lifecycle import AuditMode, Trigger
 from reposync.models import Binding, OwnerBindingMember
 from reposync.providers.base import (
@@ -247,7 +254,8 @@ def run(
     for repo in sources:
         try:
             outcome = _one(state, repo)
-        except RateLimited as limited:  # the rest would wait too: the next pass goes on
+        except (RateLimited, GitRateLimited) as limited:  # the API's or the Git host's:
+            # every repository after it would wait too; the next pass goes on
             report.error_code, report.message = limited.code, limited.message
             break
         report.repositories.append(outcome)
@@ -304,7 +312,7 @@ def _one(state: _Pass, repo: OwnedRepository) -> RepositoryOutcome:
         if existing is None:
             return _missing(state, repo, source_spec, target_spec, outcome)
         return _existing(state, source_spec, target_spec, outcome)
-    except RateLimited:
+    except (RateLimited, GitRateLimited):
         raise
     except ReposyncError as error:
         outcome.outcome, outcome.error_code, outcome.message = (

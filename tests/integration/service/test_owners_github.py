@@ -133,3 +133,29 @@ def test_each_bindings_writes_are_counted_under_its_own_name(world, tmp_path):
     assert sorted(claimants, key=str) == sorted(
         [None, *[f"binding:{made.binding_id}"] * 2], key=str
     )
+
+
+def test_the_git_hosts_rate_limit_stops_a_pass_as_the_apis_does(world, tmp_path):
+    """Binding into existing repositories asks each whether it is empty, and git lists
+    its refs; the Git host answering 429 is its limit (``git_rate_limited``), which
+    every repository after it would meet too: the pass stops and says so, as it does for
+    the API's limit, and the next pass goes on. Before, each repository failed on its
+    own with the same answer, and the pass went on asking."""
+    ctx, fake = world
+    for name in ("api", "web"):
+        generate(tmp_path / "src" / f"{name}.git", commits=1, branches=0, tags=0)
+        fake.state.create_repo(f"acme-org/{name}", private=True, collaborators=["acme"])
+    fake.faults.error("GET", r"/info/refs$", status=429, host="git", count=None)
+
+    _, report = owners.bind_all(ctx, OwnerRequest(f"local:{tmp_path / 'src'}", "github:acme-org"))
+
+    assert report is not None
+    assert report.error_code == "git_rate_limited", outcomes(report)
+    assert "HTTP 429" in (report.message or "")
+    assert [repo.outcome.value for repo in report.repositories if repo.error_code] == []
+    asked = fake.requests_log.matching("GET", r"/info/refs$", host="git")
+    assert len(asked) == 1, "the pass asked again after the limit"
+
+    fake.faults.clear()
+    _, report = owners.bind_all(ctx, OwnerRequest(f"local:{tmp_path / 'src'}", "github:acme-org"))
+    assert outcomes(report) == {"api": "bound", "web": "bound"}
