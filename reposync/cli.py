@@ -414,7 +414,13 @@ def _sync(settings: Settings, args: argparse.Namespace) -> int:
             progress(step)
 
         try:
-            run = sync(_context(settings, db), request, report)
+            ctx = _context(settings, db)
+            run = sync(ctx, request, report)
+            deferred = run.status == "queued" and run.retry_at is not None  # a rate limit
+            if deferred:  # the reads of the API: loaded only for the rare deferred Run
+                from reposync.service.queries import last_deferral
+
+                code, why = last_deferral(ctx, run.id)
         except KeyboardInterrupt as interrupt:
             progress.close()
             how = signals.describe(interrupt)
@@ -426,19 +432,16 @@ def _sync(settings: Settings, args: argparse.Namespace) -> int:
             return signals.exit_status(interrupt)
         finally:
             progress.close()
-    if run.status == "queued" and run.retry_at is not None:  # deferred by a rate limit
-        message = (
-            f"run {run.id} is deferred by the target's rate limit until "
-            f"{run.retry_at.isoformat()}; run the same command again to resume it"
-        )
+    if deferred and run.retry_at is not None:
         if args.json:
-            print(
-                json.dumps(
-                    {"run_id": run.id, "status": "deferred", "retry_at": run.retry_at.isoformat()}
-                )
-            )
+            at = run.retry_at.isoformat()
+            said = {"run_id": run.id, "status": "deferred", "retry_at": at, "error_code": code}
+            print(json.dumps({**said, "message": why}))
         else:
-            print(message)
+            print(
+                f"run {run.id} is deferred by a rate limit until {run.retry_at.isoformat()} "
+                f"({code or 'rate_limited'}: {why}); run the same command again to resume it"
+            )
         return 1
     if args.json:
         print(json.dumps(run.report, sort_keys=True))

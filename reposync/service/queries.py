@@ -402,6 +402,24 @@ def last_event_seq(ctx: ServiceContext, run_id: int) -> int:
         return int(last or 0)
 
 
+def last_deferral(ctx: ServiceContext, run_id: int) -> tuple[str | None, str]:
+    """Why a deferred Run waits: its latest ``deferred`` event's error code (the API's
+    ``rate_limited``, the Git host's ``git_rate_limited``) and message (which request met
+    which limit), unchecked like the above; ``(None, "")`` when it has none."""
+    with ctx.db.session() as session:
+        latest = session.execute(
+            select(RunEvent.counts, RunEvent.message)
+            .where(RunEvent.run_id == run_id, RunEvent.type == "deferred")
+            .order_by(RunEvent.seq.desc())
+            .limit(1)
+        ).first()
+    if latest is None:
+        return None, ""
+    counts, message = latest
+    code = (counts or {}).get("error_code")
+    return (str(code) if code is not None else None), message or ""
+
+
 def run_status(ctx: ServiceContext, run_id: int) -> str | None:
     """The status of a Run (None: no such Run), for a caller that has authorized the reader."""
     with ctx.db.session() as session:

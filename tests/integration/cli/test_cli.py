@@ -529,3 +529,34 @@ def test_a_handoff_from_github_needs_the_confirmation_that_writes_stopped(
     status, out, _ = run_cli(capsys, "runs", "list", "--json")
     assert status == 0
     assert json.loads(out)["items"] == []
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_a_sync_deferred_by_a_rate_limit_says_which_limit_and_why(
+    capsys, tmp_path, data_dir, github_fake, monkeypatch, as_json
+):
+    """A rate limit longer than ``sync`` waits in place leaves the Run deferred, and the
+    command says which limit stopped it (its code) and which request met it, from the
+    Run's last ``deferred`` event. Before, it said "the target's rate limit" whatever
+    the limit was: a source's, the API's or the Git host's alike."""
+    github_fake.state.create_repo("acme/app", private=True)
+    for name, value in github_env(github_fake, github_fake.add_token("acme")).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("REPOSYNC_EMBEDDED_MAX_WAIT", "0")
+    monkeypatch.setenv("REPOSYNC_GIT_RATE_LIMIT_WAIT", "600")
+    github_fake.faults.error("POST", r"/app\.git/git-receive-pack$", status=429, host="git")
+    source = generate(tmp_path / "src.git", commits=2, branches=1, tags=0)
+
+    status, out, _ = run_cli(
+        capsys, "sync", f"local:{source}", "github:acme/app", *(["--json"] if as_json else [])
+    )
+
+    assert status == 1
+    if as_json:
+        said = json.loads(out)
+        assert (said["status"], said["error_code"]) == ("deferred", "git_rate_limited")
+        assert "the Git host's rate limit (HTTP 429)" in said["message"]
+    else:
+        assert "is deferred by a rate limit until" in out
+        assert "(git_rate_limited: git push to " in out
+        assert "run the same command again to resume it" in out
