@@ -418,9 +418,9 @@ def _sync(settings: Settings, args: argparse.Namespace) -> int:
             run = sync(ctx, request, report)
             deferred = run.status == "queued" and run.retry_at is not None  # a rate limit
             if deferred:  # the reads of the API: loaded only for the rare deferred Run
-                from reposync.service.queries import last_deferral
+                from reposync.service.queries import deferrals
 
-                code, why = last_deferral(ctx, run.id)
+                why = deferrals(ctx, [run.id]).get(run.id)
         except KeyboardInterrupt as interrupt:
             progress.close()
             how = signals.describe(interrupt)
@@ -433,14 +433,15 @@ def _sync(settings: Settings, args: argparse.Namespace) -> int:
         finally:
             progress.close()
     if deferred and run.retry_at is not None:
+        code, message = (why.error_code, why.message) if why else (None, "")
         if args.json:
             at = run.retry_at.isoformat()
             said = {"run_id": run.id, "status": "deferred", "retry_at": at, "error_code": code}
-            print(json.dumps({**said, "message": why}))
+            print(json.dumps({**said, "message": message}))
         else:
             print(
                 f"run {run.id} is deferred by a rate limit until {run.retry_at.isoformat()} "
-                f"({code or 'rate_limited'}: {why}); run the same command again to resume it"
+                f"({code or 'rate_limited'}: {message}); run the same command again to resume it"
             )
         return 1
     if args.json:

@@ -8,6 +8,7 @@ queries, is ``overview.py``.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -402,22 +403,41 @@ def last_event_seq(ctx: ServiceContext, run_id: int) -> int:
         return int(last or 0)
 
 
-def last_deferral(ctx: ServiceContext, run_id: int) -> tuple[str | None, str]:
-    """Why a deferred Run waits: its latest ``deferred`` event's error code (the API's
-    ``rate_limited``, the Git host's ``git_rate_limited``) and message (which request met
-    which limit), unchecked like the above; ``(None, "")`` when it has none."""
+@dataclass(frozen=True, slots=True)
+class Deferral:
+    """Why a queued Run waits for a time: its latest ``deferred`` event (a rate limit:
+    the API's ``rate_limited``, the Git host's ``git_rate_limited``) or
+    ``retry_scheduled`` one (a retry's backoff after a retryable error)."""
+
+    rate_limit: bool
+    error_code: str | None
+    #: Which request met what, as the event says it.
+    message: str
+
+
+def deferrals(ctx: ServiceContext, run_ids: Collection[int]) -> dict[int, Deferral]:
+    """``run id -> Deferral`` for the Runs among ``run_ids`` that were ever deferred, in
+    one query (unchecked like the above)."""
+    if not run_ids:
+        return {}
+    kinds = ("deferred", "retry_scheduled")
+    latest = (
+        select(RunEvent.run_id, func.max(RunEvent.seq).label("seq"))
+        .where(RunEvent.run_id.in_(list(run_ids)), RunEvent.type.in_(kinds))
+        .group_by(RunEvent.run_id)
+        .subquery()
+    )
     with ctx.db.session() as session:
-        latest = session.execute(
-            select(RunEvent.counts, RunEvent.message)
-            .where(RunEvent.run_id == run_id, RunEvent.type == "deferred")
-            .order_by(RunEvent.seq.desc())
-            .limit(1)
-        ).first()
-    if latest is None:
-        return None, ""
-    counts, message = latest
-    code = (counts or {}).get("error_code")
-    return (str(code) if code is not None else None), message or ""
+        rows = session.execute(
+            select(RunEvent.run_id, RunEvent.type, RunEvent.counts, RunEvent.message).join(
+                latest, and_(RunEvent.run_id == latest.c.run_id, RunEvent.seq == latest.c.seq)
+            )
+        ).all()
+    found: dict[int, Deferral] = {}
+    for run_id, kind, counts, message in rows:
+        code = (counts or {}).get("error_code")
+        found[run_id] = Deferral(kind == "deferred", None if code is None else str(code), message)
+    return found
 
 
 def run_status(ctx: ServiceContext, run_id: int) -> str | None:

@@ -1,7 +1,8 @@
 """Where a queued Run waits, in words: the ``waiting`` of the API's Run and the page's.
 
 A Run that stays ``queued`` says nothing by itself; the operator needs to know whether
-it is deferred (a rate limit or a retry's backoff, until when), held up by another
+it is deferred (until when, by which rate limit or after which error: its latest
+``deferred`` or ``retry_scheduled`` event), held up by another
 execution on its Binding, in a queue (whose, at which place), or sent where nothing
 takes it (no worker, a broker away). The first two are read from the database; the
 rest only the dispatcher knows, so it says it when it can (``DescribesWaits``).
@@ -19,6 +20,7 @@ from reposync.lifecycle import RunStatus
 from reposync.models import Binding
 from reposync.service.context import ServiceContext
 from reposync.service.pipeline.leases import database_now
+from reposync.service.queries import Deferral, deferrals
 
 
 class QueuedRun(Protocol):
@@ -60,10 +62,11 @@ def waiting(ctx: ServiceContext, runs: Iterable[QueuedRun]) -> dict[int, str]:
                 )
             )
         }
+    why = deferrals(ctx, [run.id for run in queued if run.retry_at and run.retry_at > now])
     found: dict[int, str] = {}
     for run in queued:
         lease = leases.get(run.binding_id)
-        text = _deferred(run, now)
+        text = _deferred(run, now, why.get(run.id))
         if text is None and lease is not None:
             text = _behind(run, lease.lease_run_id, lease.lease_expires_at, now)
         if text is None and isinstance(ctx.dispatcher, DescribesWaits):
@@ -74,11 +77,16 @@ def waiting(ctx: ServiceContext, runs: Iterable[QueuedRun]) -> dict[int, str]:
     return found
 
 
-def _deferred(run: QueuedRun, now: datetime) -> str | None:
+def _deferred(run: QueuedRun, now: datetime, why: Deferral | None) -> str | None:
+    """Until when, and why: which limit or which error, as the Run's event said it."""
     if run.retry_at is None or run.retry_at <= now:
         return None
     until = run.retry_at.strftime("%Y-%m-%d %H:%M:%S UTC")
-    return f"deferred until {until} (a rate limit, or a retry's backoff); it resumes then"
+    if why is None:
+        return f"deferred until {until} (a rate limit, or a retry's backoff); it resumes then"
+    if why.rate_limit:
+        return f"deferred until {until} by a rate limit ({why.error_code}): {why.message}"
+    return f"deferred until {until}, a retry's backoff: {why.message}"
 
 
 def _behind(

@@ -14,6 +14,7 @@ import pytest
 from reposync.service.bindings import SyncRequest
 from reposync.service.embedded import sync
 from reposync.service.recovery import recover_run
+from reposync.service.scheduling.waits import waiting
 from reposync.sync.vocabulary import ObjectType
 from tests.fakes.github import GitHubFake
 from tests.github_env import embedded_world
@@ -474,6 +475,8 @@ def test_a_git_rate_limit_between_two_pushes_defers_the_run_and_no_ref_is_left_u
     ref_items = [i for i in items_of(ctx, run.id) if i.object_type == "git_ref"]
     assert sorted(i.state for i in ref_items) == ["applying"] * 5 + ["planned"] * 3
     assert {i.attempt_count for i in ref_items} == {0}  # waiting for a limit is no attempt
+    said = waiting(ctx, [run])[run.id]  # the API's and the Run page's words
+    assert "by a rate limit (git_rate_limited): git push to " in said
     assert _receive_pack_statuses(fake) == [200]
     assert len(_git_refs(fake)) == 5
 
