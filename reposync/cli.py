@@ -391,7 +391,7 @@ def _context(settings: Settings, db: Database) -> ServiceContext:
 
 
 def _sync(settings: Settings, args: argparse.Namespace) -> int:
-    from reposync.console import progress_reporter, render_report
+    from reposync.console import progress_reporter, render_deferral, render_report
     from reposync.service.bindings import SyncRequest
     from reposync.service.embedded import sync
 
@@ -433,16 +433,7 @@ def _sync(settings: Settings, args: argparse.Namespace) -> int:
         finally:
             progress.close()
     if deferred and run.retry_at is not None:
-        code, message = (why.error_code, why.message) if why else (None, "")
-        if args.json:
-            at = run.retry_at.isoformat()
-            said = {"run_id": run.id, "status": "deferred", "retry_at": at, "error_code": code}
-            print(json.dumps({**said, "message": message}))
-        else:
-            print(
-                f"run {run.id} is deferred by a rate limit until {run.retry_at.isoformat()} "
-                f"({code or 'rate_limited'}: {message}); run the same command again to resume it"
-            )
+        print(render_deferral(run.id, run.retry_at, why, as_json=args.json))
         return 1
     if args.json:
         print(json.dumps(run.report, sort_keys=True))

@@ -4,11 +4,13 @@ Bindings, and their JSON (the API's own schemas, so a script reads the same shap
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
 from reposync.git.progress import TransferProgress
@@ -17,6 +19,8 @@ from reposync.sync.report import COUNTER_NAMES
 
 if TYPE_CHECKING:
     from marshmallow import Schema
+
+    from reposync.service.queries import Deferral
 
 
 def progress_reporter(
@@ -141,6 +145,25 @@ class ProgressLog:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join()
+
+
+def render_deferral(
+    run_id: int, retry_at: datetime, why: Deferral | None, *, as_json: bool = False
+) -> str:
+    """What ``reposync sync`` says of a Run it leaves deferred: until when, why (a rate
+    limit or a retry's backoff, with the code and message of the Run's event), and how
+    to resume it."""
+    code, message = (why.error_code, why.message) if why else (None, "")
+    if as_json:
+        said = {"run_id": run_id, "status": "deferred", "retry_at": retry_at.isoformat()}
+        return json.dumps({**said, "error_code": code, "message": message})
+    cause = "a rate limit" if why is None or why.rate_limit else "a retry's backoff"
+    code = code or "rate_limited"
+    named = message if message.startswith(f"{code}:") else f"{code}: {message}"
+    return (
+        f"run {run_id} is deferred by {cause} until {retry_at.isoformat()} ({named}); "
+        "run the same command again to resume it"
+    )
 
 
 def render_report(report: dict[str, Any], source: str, target: str) -> str:

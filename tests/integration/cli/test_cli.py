@@ -560,3 +560,23 @@ def test_a_sync_deferred_by_a_rate_limit_says_which_limit_and_why(
         assert "is deferred by a rate limit until" in out
         assert "(git_rate_limited: git push to " in out
         assert "run the same command again to resume it" in out
+
+
+def test_a_sync_waiting_for_a_retry_longer_than_it_waits_says_so(
+    capsys, tmp_path, data_dir, github_fake, monkeypatch
+):
+    """The same when a stage's retry is further off than ``sync`` waits: the Run waits
+    for a retry's backoff, not a rate limit, and the command says which error it was."""
+    github_fake.state.create_repo("acme/app", private=True)
+    for name, value in github_env(github_fake, github_fake.add_token("acme")).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("REPOSYNC_EMBEDDED_MAX_WAIT", "0")
+    monkeypatch.setenv("REPOSYNC_RETRY_BACKOFF", "600")
+    github_fake.faults.error("POST", r"/app\.git/git-receive-pack$", status=503, host="git")
+    source = generate(tmp_path / "src.git", commits=2, branches=0, tags=0)
+
+    status, out, _ = run_cli(capsys, "sync", f"local:{source}", "github:acme/app")
+
+    assert status == 1
+    assert "is deferred by a retry's backoff until" in out
+    assert "(git_transport_failed: git push to " in out
