@@ -5,7 +5,7 @@ nothing reads the environment at import time, so tests construct ``Settings(...)
 directly. The defaults run on a laptop: an SQLite database in the user's data directory
 and no broker (the embedded mode).
 
-Why ~650 lines: every setting, its default, its parser and the checks that join
+Why ~660 lines: every setting, its default, its parser and the checks that join
 settings (credentials given together, secrets files owner-only) sit in one dataclass
 so that ``Settings`` is checked whole at start; the Forgejo instances' own file format
 lives in ``forge_instances``.

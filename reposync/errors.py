@@ -93,7 +93,7 @@ everything else, so a new class has one without restating it::
     verification_failed       VerifyMismatch
     sync_failed               every other class (ReposyncError's own)
 
-Why one module of ~920 lines: the tree above is one public contract (its codes are in
+Why one module of ~940 lines: the tree above is one public contract (its codes are in
 reports, JSON output and API answers), read and reviewed as a whole; almost every line
 is a class with its code, status and suggested action. Split by layer, a new error would
 need a decision where it lives, and the test that every code is unique and reads the same

@@ -48,9 +48,9 @@ def _interruption(signum: int) -> KeyboardInterrupt:
 def raise_unheard() -> None:
     """Raise again, once, the interruption a signal asked for, in case its exception was
     dropped in a finalizer (see the module's docstring); nothing when there was none, or
-    in another thread than the main one, where signals are handled. In
-    the common case the first exception is already on its way out, and raising the
-    same interruption at a later check on that way changes nothing of the ending."""
+    in another thread than the main one, where signals are handled. In the common case
+    the first exception is already on its way out, and raising the same interruption at
+    a later check on that way changes nothing of the ending."""
     if _unheard and threading.current_thread() is threading.main_thread():
         raise _interruption(_unheard.pop())
 

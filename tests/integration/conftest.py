@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from celery import Celery
@@ -83,6 +84,17 @@ def event_messages(ctx: ServiceContext, run_id: int, event_type: str) -> list[st
             .order_by(RunEvent.seq)
         )
         return list(said.scalars())
+
+
+def run_events(ctx: ServiceContext, run_id: int) -> list[tuple[str, dict[str, Any]]]:
+    """A Run's events as ``(type, counts)``, in the order they were written."""
+    with ctx.db.session() as session:
+        rows = session.execute(
+            select(RunEvent.type, RunEvent.counts)
+            .where(RunEvent.run_id == run_id)
+            .order_by(RunEvent.seq)
+        ).all()
+    return [(kind, dict(counts or {})) for kind, counts in rows]
 
 
 def completed_transitions(ctx: ServiceContext, run_id: int) -> int:

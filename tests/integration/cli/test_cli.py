@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -517,8 +518,7 @@ def test_a_handoff_from_github_needs_the_confirmation_that_writes_stopped(
     """reposync cannot freeze a GitHub authority: without ``--confirm-writes-stopped``
     the handoff exits 1 naming the flag, and no Run starts."""
     github_fake.state.create_repo("acme/app", private=True, auto_init=True)
-    for name, value in github_env(github_fake, github_fake.add_token("acme")).items():
-        monkeypatch.setenv(name, value)
+    _github_in_env(github_fake, monkeypatch)
     old, new = "github:acme/app", f"local:{tmp_path / 'dst.git'}"
 
     status, _, err = run_cli(capsys, "handoff", old, new)
@@ -539,12 +539,7 @@ def test_a_sync_deferred_by_a_rate_limit_says_which_limit_and_why(
     command says which limit stopped it (its code) and which request met it, from the
     Run's last ``deferred`` event. Before, it said "the target's rate limit" whatever
     the limit was: a source's, the API's or the Git host's alike."""
-    github_fake.state.create_repo("acme/app", private=True)
-    for name, value in github_env(github_fake, github_fake.add_token("acme")).items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.setenv("REPOSYNC_EMBEDDED_MAX_WAIT", "0")
-    monkeypatch.setenv("REPOSYNC_GIT_RATE_LIMIT_WAIT", "600")
-    github_fake.faults.error("POST", r"/app\.git/git-receive-pack$", status=429, host="git")
+    _push_answered(github_fake, monkeypatch, 429, REPOSYNC_GIT_RATE_LIMIT_WAIT="600")
     source = generate(tmp_path / "src.git", commits=2, branches=1, tags=0)
 
     status, out, _ = run_cli(
@@ -567,12 +562,7 @@ def test_a_sync_waiting_for_a_retry_longer_than_it_waits_says_so(
 ):
     """The same when a stage's retry is further off than ``sync`` waits: the Run waits
     for a retry's backoff, not a rate limit, and the command says which error it was."""
-    github_fake.state.create_repo("acme/app", private=True)
-    for name, value in github_env(github_fake, github_fake.add_token("acme")).items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.setenv("REPOSYNC_EMBEDDED_MAX_WAIT", "0")
-    monkeypatch.setenv("REPOSYNC_RETRY_BACKOFF", "600")
-    github_fake.faults.error("POST", r"/app\.git/git-receive-pack$", status=503, host="git")
+    _push_answered(github_fake, monkeypatch, 503, REPOSYNC_RETRY_BACKOFF="600")
     source = generate(tmp_path / "src.git", commits=2, branches=0, tags=0)
 
     status, out, _ = run_cli(capsys, "sync", f"local:{source}", "github:acme/app")
@@ -580,3 +570,21 @@ def test_a_sync_waiting_for_a_retry_longer_than_it_waits_says_so(
     assert status == 1
     assert "is deferred by a retry's backoff until" in out
     assert "(git_transport_failed: git push to " in out
+
+
+def _github_in_env(github_fake: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command line pointed at the GitHub test server with acme's token."""
+    for name, value in github_env(github_fake, github_fake.add_token("acme")).items():
+        monkeypatch.setenv(name, value)
+
+
+def _push_answered(
+    github_fake: Any, monkeypatch: pytest.MonkeyPatch, status: int, **env: str
+) -> None:
+    """acme/app on the GitHub test server, whose Git host answers every push ``status``;
+    ``sync`` waits for nothing in place (``env``: how long the Run's wait is)."""
+    github_fake.state.create_repo("acme/app", private=True)
+    _github_in_env(github_fake, monkeypatch)
+    for name, value in {"REPOSYNC_EMBEDDED_MAX_WAIT": "0", **env}.items():
+        monkeypatch.setenv(name, value)
+    github_fake.faults.error("POST", r"/app\.git/git-receive-pack$", status=status, host="git")

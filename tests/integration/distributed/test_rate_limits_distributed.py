@@ -15,16 +15,14 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
 
-from reposync.models import RunEvent
 from reposync.service.bindings import SyncRequest, bind
 from reposync.service.context import ServiceContext
 from reposync.service.runs import enqueue_run
 from reposync.tasks.base import CeleryDispatcher
 from tests.github_env import github_fields, github_worker_env
 from tests.gitrepo import generate, refs
-from tests.integration.conftest import wait_terminal
+from tests.integration.conftest import run_events, wait_terminal
 from tests.integration.forges.fault_matrix import fault
 from tests.integration.forges.test_forge_sync import populate
 from tests.workers import start_worker
@@ -60,7 +58,7 @@ def test_a_deferred_run_is_resumed_by_the_tick_and_completes_once(
 
     assert finished.status == "completed", finished.report
     assert rule.hits == 2
-    events = _events(ctx, finished.id)
+    events = run_events(ctx, finished.id)
     deferred = [counts for kind, counts in events if kind == "deferred"]
     assert [counts.get("error_code") for counts in deferred] == [code, code]
     assert "retry_scheduled" not in {kind for kind, _ in events}  # a limit is no retry
@@ -71,13 +69,3 @@ def test_a_deferred_run_is_resumed_by_the_tick_and_completes_once(
     assert labels == {"bug": 1, "needs design 🎨": 1}
     created = [r for r in fake.requests_log.matching("POST", path, host=host) if r.status < 300]
     assert len(created) == (2 if limit == "api" else 1)  # two labels; one push of the refs
-
-
-def _events(ctx: ServiceContext, run_id: int) -> list[tuple[str, dict[str, object]]]:
-    with ctx.db.session() as session:
-        rows = session.execute(
-            select(RunEvent.type, RunEvent.counts)
-            .where(RunEvent.run_id == run_id)
-            .order_by(RunEvent.seq)
-        ).all()
-    return [(kind, dict(counts or {})) for kind, counts in rows]

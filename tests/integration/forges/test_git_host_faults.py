@@ -32,13 +32,11 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from sqlalchemy import select
 
-from reposync.models import RunEvent
 from reposync.service.bindings import SyncRequest
 from reposync.service.embedded import sync
 from tests.gitrepo import generate, refs
-from tests.integration.conftest import event_messages
+from tests.integration.conftest import event_messages, run_events
 from tests.integration.forges.fault_matrix import converge
 from tests.integration.forges.test_github_sync import ADVERTISEMENT
 
@@ -122,11 +120,14 @@ def _waited_for_the_limit(
     """A 429 deferred the Run (``git_rate_limited``), and no stage retry was spent on it.
     From then on: the Run waits again at each resume and never fails; once the limit
     lifts, it resumes and completes. Returns the Run as it ended."""
-    assert "retry_scheduled" not in _event_types(ctx, run.id)
+    events = run_events(ctx, run.id)
+    assert "retry_scheduled" not in {kind for kind, _ in events}
     deferred = event_messages(ctx, run.id, "deferred")
     assert deferred, "a 429 defers the Run"
     assert all("HTTP 429" in message for message in deferred), deferred
-    assert _deferral_codes(ctx, run.id) == {"git_rate_limited"}
+    assert {str(c.get("error_code")) for kind, c in events if kind == "deferred"} == {
+        "git_rate_limited"
+    }
     if not persistent:
         return run
     for _ in range(3):  # past max_stage_attempts: a failure would have ended it by now
@@ -141,18 +142,3 @@ def _waited_for_the_limit(
     finished = sync(ctx, request)  # waits out the last deferral, then resumes the Run
     assert (finished.id, finished.status) == (run.id, "completed"), finished.report
     return finished
-
-
-def _event_types(ctx: Any, run_id: int) -> set[str]:
-    with ctx.db.session() as session:
-        return set(
-            session.execute(select(RunEvent.type).where(RunEvent.run_id == run_id)).scalars()
-        )
-
-
-def _deferral_codes(ctx: Any, run_id: int) -> set[str]:
-    with ctx.db.session() as session:
-        counts = session.execute(
-            select(RunEvent.counts).where(RunEvent.run_id == run_id, RunEvent.type == "deferred")
-        ).scalars()
-        return {str(c.get("error_code")) for c in counts}
